@@ -1,0 +1,34 @@
+# Required libraries.  Each check fails configure with the Debian package to
+# install (contrib/install-deps installs all of them).
+
+AC_DEFUN([FLEXCO_CHECK_JANSSON], [
+  PKG_CHECK_MODULES([JANSSON], [jansson >= 2.13], [],
+    [AC_MSG_ERROR([jansson >= 2.13 not found: apt-get install libjansson-dev])])
+])
+
+AC_DEFUN([FLEXCO_CHECK_LIBCURL], [
+  PKG_CHECK_MODULES([LIBCURL], [libcurl >= 7.74], [],
+    [AC_MSG_ERROR([libcurl >= 7.74 not found: apt-get install libcurl4-openssl-dev])])
+])
+
+AC_DEFUN([FLEXCO_CHECK_MUNGE], [
+  PKG_CHECK_MODULES([MUNGE], [munge >= 0.5.13], [],
+    [AC_MSG_ERROR([MUNGE >= 0.5.13 not found: apt-get install libmunge-dev munge])])
+  AC_PATH_PROG([MUNGED], [munged], [no], [/usr/sbin$PATH_SEPARATOR/sbin$PATH_SEPARATOR$PATH])
+  AS_IF([test "x$MUNGED" = xno], [AC_MSG_ERROR([munged not found: apt-get install munge])])
+])
+
+AC_DEFUN([FLEXCO_CHECK_MICROHTTPD], [
+  PKG_CHECK_MODULES([MICROHTTPD], [libmicrohttpd >= 0.9.71], [],
+    [AC_MSG_ERROR([libmicrohttpd >= 0.9.71 not found: apt-get install libmicrohttpd-dev])])
+])
+
+AC_DEFUN([FLEXCO_CHECK_SQLITE], [
+  PKG_CHECK_MODULES([SQLITE], [sqlite3 >= 3.31], [],
+    [AC_MSG_ERROR([SQLite >= 3.31 not found: apt-get install libsqlite3-dev])])
+])
+
+AC_DEFUN([FLEXCO_CHECK_CHECK], [
+  PKG_CHECK_MODULES([CHECK], [check >= 0.15], [],
+    [AC_MSG_ERROR([Check >= 0.15 (unit tests) not found: apt-get install check])])
+])

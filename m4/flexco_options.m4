@@ -1,0 +1,18 @@
+# --enable-sanitizers: build our code with AddressSanitizer and UBSan.
+AC_DEFUN([FLEXCO_ENABLE_SANITIZERS], [
+  AC_ARG_ENABLE([sanitizers],
+    [AS_HELP_STRING([--enable-sanitizers], [build with -fsanitize=address,undefined (not the plugin)])],
+    [], [enable_sanitizers=no])
+  AS_IF([test "x$enable_sanitizers" = xyes],
+    [SANITIZE_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer"], [SANITIZE_FLAGS=])
+  AC_SUBST([SANITIZE_FLAGS])
+])
+
+# --disable-integration-tests: leave out the tests that start real Slurm
+# clusters (they need root).  On by default; CI always runs them.
+AC_DEFUN([FLEXCO_ENABLE_INTEGRATION], [
+  AC_ARG_ENABLE([integration-tests],
+    [AS_HELP_STRING([--disable-integration-tests], [do not run tests that start real Slurm clusters])],
+    [], [enable_integration_tests=yes])
+  AM_CONDITIONAL([INTEGRATION_TESTS], [test "x$enable_integration_tests" = xyes])
+])
