@@ -1,0 +1,30 @@
+/*****************************************************************************\
+ *  agent.h - the slurmctld/flexco plugin's own thread
+ *****************************************************************************
+ *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
+\*****************************************************************************/
+
+#ifndef _FLEXCO_AGENT_H
+#define _FLEXCO_AGENT_H
+
+#include <time.h>
+
+/* What one short read-locked snapshot of slurmctld saw. */
+typedef struct {
+	time_t when;		/* time of the snapshot */
+	int nodes;		/* node records */
+	int nodes_avail;	/* nodes up and not drained */
+	long cpus;		/* effective CPUs over all nodes */
+	time_t bf_last_cycle;	/* end of the last backfill cycle, 0 if none */
+} flexco_cluster_summary_t;
+
+/* Start the agent thread.  Called from init(), no slurmctld lock held. */
+extern int flexco_agent_start(void);
+
+/* Ask the agent thread to stop and join it.  Called from fini(). */
+extern void flexco_agent_stop(void);
+
+/* Copy of the latest snapshot; returns -1 if none was taken yet. */
+extern int flexco_agent_summary(flexco_cluster_summary_t *out);
+
+#endif

@@ -1,0 +1,43 @@
+/*****************************************************************************\
+ *  flexco_conf.h - flexco.conf, the slurmctld/flexco plugin's configuration
+ *****************************************************************************
+ *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later
+ *  (the plugin links slurmctld's internals).
+\*****************************************************************************/
+
+#ifndef _FLEXCO_CONF_H
+#define _FLEXCO_CONF_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "src/common/list.h"
+
+#define FLEXCO_DEFAULT_LISTEN_ADDRESS "127.0.0.1"
+
+/* Read-only after flexco_conf_read(); safe to share between threads. */
+typedef struct {
+	char *path;		/* absolute path of flexco.conf */
+	char *listen_address;	/* ListenAddress, numeric IPv4 or IPv6 */
+	uint16_t listen_port;	/* ListenPort */
+	char *daemon_users;	/* DaemonUsers as written */
+	uid_t *daemon_uids;	/* ... resolved */
+	int daemon_uid_cnt;
+} flexco_conf_t;
+
+/*
+ * Read and validate flexco.conf beside slurm.conf.  Unknown keys, malformed
+ * values and unknown users are errors.  Returns NULL and logs the reason on
+ * error.
+ */
+extern flexco_conf_t *flexco_conf_read(void);
+
+/* Parse an already located file (used by flexco_conf_read). */
+extern flexco_conf_t *flexco_conf_read_file(const char *path);
+
+extern void flexco_conf_free(flexco_conf_t *conf);
+
+/* Append the settings as config_key_pair_t to list (scontrol show config). */
+extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list);
+
+#endif
