@@ -18,7 +18,7 @@ AC_DEFUN([FLEXCO_CHECK_SLURM_SOURCE], [
      AC_MSG_ERROR([--with-slurm-source: no configured Slurm tree at '$with_slurm_source' (need config.h, src/slurmctld/slurmctld.h, slurm/slurm_version.h); run contrib/slurm-source])])
 
   AC_MSG_CHECKING([Slurm source version])
-  flexco_slurm_ver=`sed -n 's/^#define SLURM_VERSION_NUMBER \(0x[[0-9a-fA-F]]*\).*/\1/p' "$SLURM_SOURCE_DIR/config.h"`
+  flexco_slurm_ver=`grep '^#define SLURM_VERSION_NUMBER ' "$SLURM_SOURCE_DIR/config.h" | cut -d' ' -f3`
   AC_MSG_RESULT([$flexco_slurm_ver])
   AS_IF([test "x$flexco_slurm_ver" != x0x160508],
     [AC_MSG_ERROR([Slurm source tree is version $flexco_slurm_ver, need 0x160508 (22.05.8) to match Debian's slurmctld])])
