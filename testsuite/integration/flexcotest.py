@@ -1,0 +1,479 @@
+"""Shared helpers for FlexCo's Python tests: TAP output and a local grid.
+
+TAP:
+    plan(n)                     "1..n" (optional: done() prints it otherwise)
+    ok(cond, name, diag=None)   one result line; diag printed as "# ..." lines
+    is_(got, expected, name)    ok() that shows both values when they differ
+    skip(name, reason)          one "ok N - name # SKIP reason" line
+    skip_all(reason)            "1..0 # SKIP reason" and exit 0
+    bail_out(reason)            "Bail out! reason" and exit 1
+    note(msg)                   "# msg"
+    done()                      exit code: 0 if every test passed as planned
+    run_main(fn)                run fn(); an exception becomes a failed test
+
+Grid (a context manager; always stops the grid, also on exceptions):
+    with Grid() as g:           contrib/localgrid start, own run dir and ports
+        g.status()              parsed `localgrid status --json`
+        g.env("beta")           os.environ with SLURM_CONF of beta
+        g.run("beta", [...])    a Slurm command against beta
+        g.submit("beta", [...]) sbatch --parsable, returns the job id
+        g.job("beta", jobid)    `scontrol show job -o` as a dict
+        g.wait_job(...)         wait for a job state
+        g.wait_for(pred, timeout, what)
+
+Trees: FLEXCO_SRCDIR and FLEXCO_BUILDDIR (set by `make check`; both default
+to the repository root for manual runs).  FLEXCO_LOCALGRID_ARGS holds extra
+`localgrid start` arguments, e.g. "--no-plugin".
+"""
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_REPO = os.path.normpath(os.path.join(_HERE, "..", ".."))
+
+# --------------------------------------------------------------------------
+# trees
+
+
+def srcdir():
+    return os.environ.get("FLEXCO_SRCDIR") or _REPO
+
+
+def builddir():
+    return os.environ.get("FLEXCO_BUILDDIR") or _REPO
+
+
+def localgrid_path():
+    return os.path.join(srcdir(), "contrib", "localgrid")
+
+
+def test_name():
+    """Name of the running test program, e.g. 'test_localgrid'."""
+    return os.path.splitext(os.path.basename(sys.argv[0]))[0] or "test"
+
+
+# --------------------------------------------------------------------------
+# TAP
+
+_count = 0
+_failed = 0
+_planned = None
+
+
+def _out(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def note(msg):
+    for line in str(msg).splitlines() or [""]:
+        _out("# " + line)
+
+
+def plan(n):
+    global _planned
+    _planned = n
+    _out(f"1..{n}")
+
+
+def ok(cond, name, diag=None):
+    """One TAP result.  Returns bool(cond) so callers can branch on it."""
+    global _count, _failed
+    _count += 1
+    name = " ".join(str(name).split()).replace("#", "\\#")
+    if cond:
+        _out(f"ok {_count} - {name}")
+    else:
+        _failed += 1
+        _out(f"not ok {_count} - {name}")
+        if diag:
+            note(diag)
+    return bool(cond)
+
+
+def is_(got, expected, name):
+    return ok(got == expected, name, f"got:      {got!r}\nexpected: {expected!r}")
+
+
+def skip(name, reason):
+    global _count
+    _count += 1
+    _out(f"ok {_count} - {name} # SKIP {reason}")
+
+
+def skip_all(reason):
+    _out(f"1..0 # SKIP {reason}")
+    sys.exit(0)
+
+
+def bail_out(reason):
+    _out(f"Bail out! {reason}")
+    sys.exit(1)
+
+
+def done():
+    """Print the plan if none was given; return the exit code."""
+    if _planned is None:
+        _out(f"1..{_count}")
+    elif _planned != _count:
+        note(f"planned {_planned} tests but ran {_count}")
+        return 1
+    if _failed:
+        note(f"failed {_failed} of {_count} tests")
+    return 1 if _failed else 0
+
+
+def run_main(fn):
+    """Run a test's main(); an uncaught exception is one failed test."""
+    try:
+        fn()
+    except SystemExit:
+        raise
+    except BaseException as e:  # report, then let done() count it
+        ok(False, f"no unexpected exception ({type(e).__name__}: {e})",
+           traceback.format_exc())
+    sys.exit(done())
+
+
+# --------------------------------------------------------------------------
+# waiting and processes
+
+
+def wait_for(predicate, timeout, what, interval=0.2):
+    """Poll predicate() until it returns a true value and return that value.
+    At the timeout return the last (false) value and print a note: the
+    caller's ok() then fails with the reason.  Never a bare sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            note(f"timed out after {timeout}s waiting for {what} "
+                 f"(last value: {value!r})")
+            return value
+        time.sleep(interval)
+
+
+def proc_stat(pid):
+    """{'comm','state','ppid','sid','start'} of a live process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lp, rp = data.find("("), data.rfind(")")
+    fields = data[rp + 2:].split()
+    if fields[0] in "ZX":
+        return None  # a zombie is dead; only its parent's wait() is missing
+    return {"comm": data[lp + 1:rp], "state": fields[0],
+            "ppid": int(fields[1]), "sid": int(fields[3]),
+            "start": int(fields[19])}
+
+
+def pid_alive(pid, start=None):
+    """True if pid runs (and, given its start time, is the same process)."""
+    st = proc_stat(pid)
+    return bool(st) and (start is None or st["start"] == start)
+
+
+def processes():
+    """{pid: stat} of every live process."""
+    procs = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = proc_stat(int(name))
+            if st:
+                procs[int(name)] = st
+    return procs
+
+
+def proc_environ(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            raw = f.read().split(b"\0")
+    except OSError:
+        return {}
+    env = {}
+    for item in raw:
+        k, sep, v = item.decode("utf-8", "replace").partition("=")
+        if sep:
+            env[k] = v
+    return env
+
+
+def proc_cwd(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def listening_ports():
+    """TCP ports with a socket in LISTEN state (IPv4 and IPv6)."""
+    ports = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    if parts[3] == "0A":
+                        ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+        except OSError:
+            pass
+    return ports
+
+
+def port_free(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def require_grid_tools():
+    """Skip the whole test (with the reason) if a local grid cannot run."""
+    if os.geteuid() != 0:
+        skip_all("needs root (slurmd and slurmstepd run as root)")
+    for prog in ("slurmctld", "slurmd", "munged", "sbatch", "scontrol",
+                 "sinfo", "squeue"):
+        if not (shutil.which(prog) or os.access(f"/usr/sbin/{prog}", os.X_OK)):
+            skip_all(f"{prog} not installed (run contrib/install-deps)")
+    if not os.access(localgrid_path(), os.X_OK):
+        skip_all(f"{localgrid_path()} not found")
+
+
+# --------------------------------------------------------------------------
+# the grid
+
+# Test grids take their ports from [PORT_LOW, PORT_HIGH): below Linux's
+# ephemeral range (32768-60999), so no outgoing connection can take one,
+# and away from localgrid's default base port 26000 used by hand.
+PORT_LOW = 20000
+PORT_HIGH = 32700
+MANUAL_BASE = 26000
+PORTS_PER_CLUSTER = 100   # localgrid's block per cluster
+
+
+class GridError(Exception):
+    pass
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (e.g. a harness timeout): unwind so grids stop."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated(f"signal {signum}")
+
+
+def pick_base_port(name, clusters, avoid=()):
+    """A base port for `clusters` clusters derived from the test's name, so
+    that different tests use different ports, and checked free."""
+    size = PORTS_PER_CLUSTER * clusters
+    slots = [PORT_LOW + i * size for i in range((PORT_HIGH - PORT_LOW) // size)]
+    slots = [b for b in slots if not (b < MANUAL_BASE + 300 and MANUAL_BASE < b + size)
+             and b not in avoid]
+    first = int(hashlib.sha1(name.encode()).hexdigest(), 16) % len(slots)
+    listen = listening_ports()
+    for i in range(len(slots)):
+        base = slots[(first + i) % len(slots)]
+        block = range(base, base + size)
+        if not listen.intersection(block) and all(port_free(p) for p in block):
+            return base
+    raise GridError(f"no free block of {size} ports in {PORT_LOW}-{PORT_HIGH}")
+
+
+class Grid:
+    """A local grid for one test: `contrib/localgrid start` with a run dir
+    ($FLEXCO_BUILDDIR/testsuite/integration/run-<test>) and ports of its
+    own.  Leaving the `with` block always runs `localgrid stop`."""
+
+    def __init__(self, name=None, clusters=None, nodes=None, cpus=None,
+                 args=(), timeout=120):
+        self.name = name or test_name()
+        self.nodes = nodes
+        self.cpus = cpus
+        if clusters is None:
+            clusters = len(nodes) if isinstance(nodes, (list, tuple)) else 3
+        self.clusters = clusters
+        self.extra = list(args) + shlex.split(
+            os.environ.get("FLEXCO_LOCALGRID_ARGS", ""))
+        self.timeout = timeout
+        self.run_dir = os.path.join(builddir(), "testsuite", "integration",
+                                    f"run-{self.name}")
+        self.base_port = None
+        self.start_output = ""
+        self.start_seconds = None
+        self._envs = {}
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def localgrid(self, *argv, timeout=None):
+        cmd = [localgrid_path(), *argv, "--run-dir", self.run_dir]
+        if argv and argv[0] == "start":
+            cmd += ["--builddir", builddir()]
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=timeout or self.timeout + 60,
+                              stdin=subprocess.DEVNULL)
+
+    def start(self):
+        os.makedirs(os.path.dirname(self.run_dir), exist_ok=True)
+        if os.path.exists(os.path.join(self.run_dir, "state.json")):
+            r = self.stop()  # left over by a killed earlier run of this test
+            note(f"stopped a leftover grid in {self.run_dir}: {r.stdout.strip()}")
+        tried = []
+        for attempt in range(3):
+            self.base_port = pick_base_port(self.name, self.clusters, tried)
+            tried.append(self.base_port)
+            argv = ["start", "--base-port", str(self.base_port),
+                    "--clusters", str(self.clusters),
+                    "--timeout", str(self.timeout)]
+            if self.nodes is not None:
+                argv += ["--nodes", ",".join(map(str, self.nodes))
+                         if isinstance(self.nodes, (list, tuple)) else str(self.nodes)]
+            if self.cpus is not None:
+                argv += ["--cpus", str(self.cpus)]
+            argv += self.extra
+            t0 = time.monotonic()
+            r = self.localgrid(*argv)
+            self.start_seconds = time.monotonic() - t0
+            self.start_output = (r.stdout + r.stderr).strip()
+            if r.returncode == 0:
+                note(f"grid {self.name}: {r.stdout.strip()}")
+                return self
+            if "in use" not in r.stderr:  # only a port race is worth a retry
+                break
+        raise GridError(f"localgrid start failed (exit {r.returncode}): "
+                        f"{self.start_output}")
+
+    def stop(self):
+        """`localgrid stop`; returns the CompletedProcess."""
+        t0 = time.monotonic()
+        r = self.localgrid("stop", timeout=180)
+        self.stop_seconds = time.monotonic() - t0
+        return r
+
+    def __enter__(self):
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()  # a failed start cleans up itself; be sure anyway
+            raise
+
+    def __exit__(self, exc_type, exc, tb):
+        r = self.stop()
+        if r.returncode != 0:
+            note(f"localgrid stop failed (exit {r.returncode}): "
+                 f"{(r.stdout + r.stderr).strip()}")
+        # Logs are kept for a failure (or with FLEXCO_KEEP_RUN=1).
+        if exc_type is None and r.returncode == 0 and not _failed \
+                and not os.environ.get("FLEXCO_KEEP_RUN"):
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        else:
+            note(f"grid logs kept in {self.run_dir}")
+        return False
+
+    # -- queries -----------------------------------------------------------
+
+    def status(self):
+        r = self.localgrid("status", "--json", timeout=60)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            raise GridError(f"localgrid status --json: exit {r.returncode}, "
+                            f"{r.stderr.strip()}")
+
+    def cluster_names(self):
+        return [c["name"] for c in self.status()["clusters"]]
+
+    def env(self, cluster):
+        """os.environ (without SLURM_*) plus SLURM_CONF of that cluster,
+        taken from `localgrid env CLUSTER`."""
+        if cluster not in self._envs:
+            r = self.localgrid("env", cluster, timeout=30)
+            words = shlex.split(r.stdout)
+            if r.returncode != 0 or len(words) != 2 or words[0] != "export" \
+                    or not words[1].startswith("SLURM_CONF="):
+                raise GridError(f"localgrid env {cluster}: exit {r.returncode}, "
+                                f"{(r.stdout + r.stderr).strip()}")
+            self._envs[cluster] = words[1].split("=", 1)[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        env["SLURM_CONF"] = self._envs[cluster]
+        return env
+
+    def run(self, cluster, argv, timeout=60, **kw):
+        """Run argv against the cluster; CompletedProcess with text output."""
+        return subprocess.run(argv, env=self.env(cluster), capture_output=True,
+                               text=True, timeout=timeout,
+                               stdin=subprocess.DEVNULL, **kw)
+
+    def submit(self, cluster, argv):
+        """sbatch --parsable ARGV; returns the job id (str) or raises."""
+        r = self.run(cluster, ["sbatch", "--parsable", *argv])
+        jobid = r.stdout.strip().split(";")[0]
+        if r.returncode != 0 or not jobid.isdigit():
+            raise GridError(f"sbatch on {cluster} failed (exit {r.returncode}): "
+                            f"{r.stderr.strip()}")
+        return jobid
+
+    def job(self, cluster, jobid):
+        """`scontrol show job -o JOBID` as a dict ({} if unknown)."""
+        r = self.run(cluster, ["scontrol", "show", "job", "-o", str(jobid)])
+        fields = {}
+        if r.returncode == 0:
+            for word in r.stdout.split():
+                k, sep, v = word.partition("=")
+                if sep and k not in fields:
+                    fields[k] = v
+        return fields
+
+    def wait_job(self, cluster, jobid, states=("COMPLETED",), timeout=60):
+        """Wait until the job's state is in states or terminal; return the
+        last job dict (check its JobState)."""
+        terminal = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                    "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
+                    "PREEMPTED"}
+        last = {}
+
+        def reached():
+            last.clear()
+            last.update(self.job(cluster, jobid))
+            st = last.get("JobState")
+            return st in states or st in terminal
+        self.wait_for(reached, timeout, f"job {jobid} on {cluster} to be "
+                      + "/".join(states))
+        return dict(last)
+
+    def expand_nodes(self, cluster, nodelist):
+        r = self.run(cluster, ["scontrol", "show", "hostnames", nodelist])
+        return r.stdout.split()
+
+    def log_tail(self, cluster, daemon="slurmctld", n=20):
+        path = os.path.join(self.run_dir, cluster, "log", f"{daemon}.log")
+        try:
+            with open(path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError as e:
+            return str(e)
+
+    @staticmethod
+    def wait_for(predicate, timeout, what, interval=0.2):
+        return wait_for(predicate, timeout, what, interval)
