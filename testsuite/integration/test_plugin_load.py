@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""slurmctld/flexco loads into Debian's slurmctld on every cluster of a local
+grid, reads flexco.conf, shows its settings in `scontrol show config`, runs
+and joins its agent thread, and stops cleanly; a bad flexco.conf keeps
+slurmctld from starting, with the reason in its log."""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+
+import flexcotest as t
+
+EXPECTED_NODES = {"alpha": 4, "beta": 6, "gamma": 8}
+CPUS = 8
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def show_config_plugin(text):
+    """The key/value pairs of the slurmctld/flexco section of scontrol show
+    config, or None when the section is absent."""
+    m = re.search(r"^-+ slurmctld/flexco -+\n(.*?)(?:\n\s*\n|\Z)", text,
+                  re.S | re.M)
+    if not m:
+        return None
+    pairs = {}
+    for line in m.group(1).splitlines():
+        k, sep, v = line.partition("=")
+        if sep:
+            pairs[k.strip()] = v.strip()
+    return pairs
+
+
+def conf_value(conf_text, key):
+    m = re.search(r"^\s*%s\s*=\s*(\S+)" % key, conf_text, re.M | re.I)
+    return m.group(1) if m else None
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# Each case: flexco.conf text (None: no file), text expected in the log.
+BAD_CONFS = [
+    ("unknown key", "ListenPort=%(port)d\nListenPorts=1\n",
+     "unrecognized key: ListenPorts"),
+    ("missing ListenPort", "ListenAddress=127.0.0.1\n",
+     "ListenPort is required"),
+    ("ListenPort=0", "ListenPort=0\n", "ListenPort is required"),
+    ("ListenPort out of range", "ListenPort=70000\n", "ListenPort"),
+    ("ListenAddress not numeric", "ListenPort=%(port)d\nListenAddress=localhost\n",
+     "ListenAddress=localhost is not a numeric"),
+    ("unknown DaemonUsers entry",
+     "ListenPort=%(port)d\nDaemonUsers=root,flexco_no_such_user\n",
+     "DaemonUsers: unknown user 'flexco_no_such_user'"),
+    ("no flexco.conf", None, "cannot stat"),
+]
+
+
+def bad_conf_case(grid, base_conf, name, text, expect):
+    """Run a throw-away slurmctld on a copy of base_conf with a bad
+    flexco.conf: it must exit non-zero, with `expect` and the plugin's fatal
+    line in its log."""
+    tmp = tempfile.mkdtemp(prefix="badconf-", dir=grid.run_dir)
+    try:
+        conf = read(base_conf)
+        port = free_port()
+        repl = {
+            "SlurmctldPort": str(free_port()),
+            "StateSaveLocation": os.path.join(tmp, "state"),
+            "SlurmctldLogFile": os.path.join(tmp, "slurmctld.log"),
+            "SlurmctldPidFile": os.path.join(tmp, "slurmctld.pid"),
+            "ClusterName": "badconf",
+        }
+        for k, v in repl.items():
+            conf, n = re.subn(r"^%s=.*$" % k, "%s=%s" % (k, v), conf,
+                              flags=re.M | re.I)
+            if n == 0:
+                conf += "%s=%s\n" % (k, v)
+        os.makedirs(repl["StateSaveLocation"])
+        with open(os.path.join(tmp, "slurm.conf"), "w") as f:
+            f.write(conf)
+        if text is not None:
+            with open(os.path.join(tmp, "flexco.conf"), "w") as f:
+                f.write(text % {"port": port})
+        slurmctld = os.environ.get("SLURMCTLD", "/usr/sbin/slurmctld")
+        try:
+            r = subprocess.run([slurmctld, "-D", "-f",
+                                os.path.join(tmp, "slurm.conf")],
+                               capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+            rc = r.returncode
+            out = r.stdout + r.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out = None, "timed out: %s" % e
+        log = read(repl["SlurmctldLogFile"]) + out
+        t.ok(rc not in (0, None) and expect in log
+             and "fatal: slurmctld/flexco: unusable flexco.conf" in log,
+             "bad flexco.conf (%s): slurmctld refuses to start and says why"
+             % name, "exit %s, log:\n%s" % (rc, log[-2000:]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    t.require_grid_tools()
+    grid = t.Grid()
+    with grid:
+        st = grid.status()
+        clusters = {c["name"]: c for c in st["clusters"]}
+        t.is_(sorted(clusters), sorted(EXPECTED_NODES), "grid has alpha, beta, gamma")
+
+        for name, nodes in sorted(EXPECTED_NODES.items()):
+            c = clusters.get(name, {})
+            conf_dir = os.path.dirname(c.get("slurm_conf", ""))
+            flexco_conf = read(os.path.join(conf_dir, "flexco.conf"))
+            log_path = os.path.join(grid.run_dir, name, "log", "slurmctld.log")
+
+            log = t.wait_for(lambda: "slurmctld/flexco: agent:" in read(log_path)
+                             and read(log_path), 30,
+                             "%s: plugin agent line in slurmctld log" % name) or ""
+            t.ok(re.search(r"slurmctld/flexco: init: .* loaded \(ListenAddress="
+                           r"127\.0\.0\.1 ListenPort=%s DaemonUsers=root\)"
+                           % conf_value(flexco_conf, "ListenPort"), log),
+                 "%s: slurmctld logs the plugin's init with its settings" % name,
+                 grid.log_tail(name))
+            m = re.search(r"slurmctld/flexco: agent: (\d+) nodes \(\d+ available\), "
+                          r"(\d+) CPUs", log)
+            t.ok(m and int(m.group(1)) == nodes and int(m.group(2)) == nodes * CPUS,
+                 "%s: agent thread snapshot sees %d nodes and %d CPUs"
+                 % (name, nodes, nodes * CPUS), m and m.group(0))
+
+            r = grid.run(name, ["scontrol", "show", "config"])
+            t.ok(re.search(r"^SlurmctldPlugstack\s*=\s*flexco\s*$", r.stdout, re.M),
+                 "%s: scontrol show config lists SlurmctldPlugstack=flexco" % name)
+            pairs = show_config_plugin(r.stdout)
+            t.ok(pairs is not None
+                 and pairs.get("ListenPort") == conf_value(flexco_conf, "ListenPort")
+                 and pairs.get("ListenAddress") == "127.0.0.1"
+                 and pairs.get("DaemonUsers") == "root"
+                 and pairs.get("ConfigFile") == os.path.join(conf_dir, "flexco.conf"),
+                 "%s: scontrol show config has a slurmctld/flexco section with "
+                 "the settings of its flexco.conf" % name, r.stdout[-1500:])
+
+        alpha_conf = clusters.get("alpha", {}).get("slurm_conf", "")
+        for name, text, expect in BAD_CONFS:
+            bad_conf_case(grid, alpha_conf, name, text, expect)
+
+        pids = {n: clusters[n]["slurmctld_pid"] for n in clusters}
+        r = grid.stop()
+        t.ok(r.returncode == 0, "localgrid stop succeeds", r.stdout + r.stderr)
+        for name in sorted(EXPECTED_NODES):
+            log = read(os.path.join(grid.run_dir, name, "log", "slurmctld.log"))
+            i_init = log.find("slurmctld/flexco: init:")
+            i_join = log.find("slurmctld/flexco: agent thread joined")
+            i_fini = log.find("slurmctld/flexco: fini: stopped")
+            t.ok(0 <= i_init < i_join < i_fini,
+                 "%s: at shutdown the agent thread is joined, then fini logs "
+                 "its stop" % name, log[-1500:])
+            t.ok(not t.pid_alive(pids.get(name)),
+                 "%s: slurmctld %s has exited" % (name, pids.get(name)))
+
+
+if __name__ == "__main__":
+    t.run_main(main)
