@@ -6,6 +6,7 @@ not resolve would kill slurmctld at load time (the plugin is linked -z now)."""
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -16,11 +17,12 @@ import flexcotest as t  # noqa: E402
 ENTRY = {"plugin_name", "plugin_type", "plugin_version", "init", "fini",
          "slurmctld_plugstack_p_get_config"}
 
-NM = os.environ.get("NM", "nm")
+# libtool may set NM to "nm -B": a command line, not a path.
+NM = shlex.split(os.environ.get("NM") or "nm")
 
 
 def nm(path, *flags):
-    out = subprocess.run([NM, "-D", *flags, path], check=True,
+    out = subprocess.run([*NM, "-D", *flags, path], check=True,
                          capture_output=True, text=True).stdout
     rows = []
     for line in out.splitlines():
@@ -87,8 +89,7 @@ def main():
     wanted = {"lock_slurmctld", "unlock_slurmctld", "slurmctld_diag_stats"}
     t.ok(wanted <= ctld, "slurmctld exports the lock and diag symbols used",
          "missing in slurmctld: %s" % sorted(wanted - ctld))
-    return t.done()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    t.run_main(main)
