@@ -1,0 +1,334 @@
+// Request authentication: MUNGE-signed HTTP calls (the scheme, its threat
+// model and the error codes are in doc/auth.md; other components must follow
+// it byte for byte).
+//
+// A client signs (method, request-target, body) into the header
+//
+//     Authorization: MUNGE <munge credential>
+//
+// whose MUNGE payload is the text
+//
+//     flexco-auth-v1\n<METHOD>\n<path?query>\n<sha256(body) hex>\n<unix time>\n<nonce hex>\n
+//
+// and a server verifies it: MUNGE proves who encoded it (uid, gid, encode
+// time); the payload proves it was made for this very request; the timestamp
+// window and a bounded replay cache stop it from being used twice.
+//
+// Rules of the core library: no logging, no globals, no exceptions out of any
+// function declared here (errors are values with an HTTP status and a
+// message that starts with a stable code), every input validated and bounded.
+//
+// Blocking: Signer::sign* and Verifier::verify do blocking IPC with munged
+// over its Unix socket.  Never call them while holding a lock that anything
+// latency-sensitive waits for; in the slurmctld plugin, never with a
+// slurmctld lock held (ARCHITECTURE.md: no MUNGE work inside slurmctld locks).
+//
+// Threads: Signer is immutable after create() and may be shared by threads.
+// Verifier::verify may be called concurrently from several threads on one
+// object: each call uses its own MUNGE context and the replay cache is
+// protected by an internal std::mutex, held only for the cache look-up and
+// insertion (never across the MUNGE IPC).
+
+#ifndef FLEXCO_CORE_AUTH_HPP
+#define FLEXCO_CORE_AUTH_HPP
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace flexco::auth {
+
+// ---------------------------------------------------------------------------
+// Wire constants (doc/auth.md, "Formats")
+
+inline constexpr std::string_view kHeaderName = "Authorization";
+inline constexpr std::string_view kScheme = "MUNGE";  // matched case-insensitively
+inline constexpr std::string_view kPayloadVersion = "flexco-auth-v1";
+
+inline constexpr std::size_t kMaxMethodLength = 16;    // [A-Z]{1,16}
+inline constexpr std::size_t kMaxPathLength = 2048;    // request-target, '/' + visible ASCII
+inline constexpr std::size_t kDigestHexLength = 64;    // SHA-256, lowercase hex
+inline constexpr std::size_t kMaxTimestampDigits = 19; // int64 seconds, no sign
+inline constexpr std::size_t kNonceHexLength = 32;     // 128 random bits, lowercase hex
+inline constexpr std::size_t kPayloadFields = 6;       // lines, each ending in '\n'
+
+// Largest payload text a well-formed request can produce (2199 bytes).
+inline constexpr std::size_t kMaxPayloadSize =
+    kPayloadVersion.size() + kMaxMethodLength + kMaxPathLength +
+    kDigestHexLength + kMaxTimestampDigits + kNonceHexLength + kPayloadFields;
+
+// Longest accepted Authorization header value ("MUNGE " + credential).  A
+// credential for a kMaxPayloadSize payload is about 3.1 KB with munged's
+// default cipher and MAC, so this leaves room for stronger ones.
+inline constexpr std::size_t kMaxHeaderValueLength = 4096;
+
+// Upper bounds of the configuration values below.
+inline constexpr std::int64_t kMaxWindowSeconds = 86400;
+inline constexpr std::size_t kMaxReplayCapacity = std::size_t{1} << 22;
+// Largest `now` accepted by verify (9999-12-31T23:59:59Z).
+inline constexpr std::int64_t kMaxTime = 253402300799;
+
+// ---------------------------------------------------------------------------
+// Errors
+
+enum class Errc {
+  // Verification failures a client causes (HTTP 401, except as noted).
+  kMissingCredential = 1,  // "missing_credential": no or empty header value
+  kMalformedCredential,    // "malformed_credential": scheme, charset, length
+  kMungeRejected,          // "munge_rejected": munged refused the credential
+  kMalformedPayload,       // "malformed_payload": not a flexco-auth-v1 payload
+  kRequestMismatch,        // "request_mismatch": signed for another request
+  kExpired,                // "expired": timestamp (or MUNGE TTL) too old
+  kNotYetValid,            // "not_yet_valid": timestamp in the future (or rewound)
+  kReplayed,               // "replayed": nonce or credential seen before
+  kInvalidRequest,         // "invalid_request" (400): method/path unsignable
+  // The server cannot decide now; the client may retry (HTTP 503).
+  kReplayCacheFull,        // "replay_cache_full"
+  kMungeUnavailable,       // "munge_unavailable": munged unreachable or failing
+  // Caller or local failures (HTTP 500 if they ever reach a response).
+  kInvalidArgument,        // "invalid_argument": bad config or sign() input
+  kSignFailed,             // "sign_failed": munged refused to encode
+  kInternal,               // "internal_error": out of memory, no randomness
+};
+
+// The stable code: "missing_credential", "munge_rejected", ...
+const char* errc_name(Errc code) noexcept;
+
+// 400, 401, 500 or 503 as listed above.
+int http_status(Errc code) noexcept;
+
+struct Error {
+  Errc code = Errc::kInternal;
+  int status = 500;         // http_status(code)
+  int munge_error = 0;      // the munge_err_t behind it, 0 if none
+  std::string message;      // "<code>: <what exactly>"
+};
+
+// A value or an Error.  value() on an Error (or error() on a value) is a
+// programming error of the caller and throws std::bad_variant_access.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
+
+  bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  const T& value() const& { return std::get<0>(v_); }
+  T& value() & { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  const Error& error() const& { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+// Success or an Error.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Error error) : error_(std::move(error)) {}
+
+  bool ok() const noexcept { return !error_.has_value(); }
+  explicit operator bool() const noexcept { return ok(); }
+  const Error& error() const { return error_.value(); }
+
+ private:
+  std::optional<Error> error_;
+};
+
+// ---------------------------------------------------------------------------
+// Payload
+
+struct Payload {
+  std::string method;       // "GET", "POST", ...: [A-Z]{1,16}
+  std::string path;         // request-target as sent: "/v1/offers?x=1"
+  std::string body_sha256;  // sha256_hex(body): 64 lowercase hex digits
+  std::int64_t timestamp = 0;  // UTC epoch seconds when signed, >= 0
+  std::string nonce;        // 32 lowercase hex digits
+};
+
+// Field checks shared by encode_payload, parse_payload, Signer and Verifier.
+// Errors have code kInvalidArgument.
+Status validate_method(std::string_view method) noexcept;
+Status validate_path(std::string_view path) noexcept;
+
+// The payload text; kInvalidArgument if a field is out of its format.
+Result<std::string> encode_payload(const Payload& payload) noexcept;
+
+// Strict inverse of encode_payload: exact version line, exactly six
+// '\n'-terminated fields, each within its length and charset, at most
+// kMaxPayloadSize bytes, nothing after the last '\n'.  Errors have code
+// kMalformedPayload and name the offending field.
+Result<Payload> parse_payload(std::string_view text) noexcept;
+
+// ---------------------------------------------------------------------------
+// Authorization header value
+
+// "MUNGE " + credential; kInvalidArgument if `credential` is not of MUNGE's
+// text form "MUNGE:<base64>:" or the result would exceed
+// kMaxHeaderValueLength.
+Result<std::string> format_authorization(std::string_view credential) noexcept;
+
+// The credential inside a header value (a view into `header_value`).
+// Surrounding spaces and tabs are ignored; the scheme is matched without
+// regard to case and followed by one or more spaces.  Errors:
+// kMissingCredential (empty or blank) or kMalformedCredential.
+Result<std::string_view> parse_authorization(std::string_view header_value) noexcept;
+
+// ---------------------------------------------------------------------------
+// Signer
+
+struct SignerConfig {
+  std::string socket_path;  // munged socket; "" = libmunge's default
+  int munge_ttl = 0;        // credential TTL in s; 0 = munged's default (300)
+};
+
+class Signer {
+ public:
+  // kInvalidArgument if socket_path is relative, too long for a Unix socket
+  // or contains NUL, or munge_ttl is outside [0, kMaxWindowSeconds].
+  static Result<Signer> create(SignerConfig config) noexcept;
+
+  // The Authorization header value for this request, timestamped now, with
+  // a fresh random nonce.  `path` is the request-target exactly as it will
+  // be sent (path and query string, no normalisation).
+  Result<std::string> sign(std::string_view method, std::string_view path,
+                           std::string_view body) const noexcept;
+
+  // Same, with the payload timestamp given (for clients with their own
+  // clock source, and for tests).
+  Result<std::string> sign_at(std::string_view method, std::string_view path,
+                              std::string_view body,
+                              std::int64_t timestamp) const noexcept;
+
+  // Low level: sign a complete payload as given (it is validated, nothing
+  // is filled in).  Normal callers use sign(); this exists for tools and
+  // tests that must produce exact payloads (old timestamps, reused nonces).
+  Result<std::string> sign_payload(const Payload& payload) const noexcept;
+
+  const SignerConfig& config() const noexcept { return config_; }
+
+ private:
+  explicit Signer(SignerConfig config) : config_(std::move(config)) {}
+  SignerConfig config_;
+};
+
+// ---------------------------------------------------------------------------
+// Replay cache
+
+// Remembers (uid, nonce) pairs until they expire.  Memory is bounded by
+// `capacity` entries: an entry is only ever evicted once it has expired,
+// and when the cache is full of live entries new ones are refused (the
+// request is refused too), never admitted unchecked.
+//
+// Thread-safe: every member function takes an internal std::mutex.
+class ReplayCache {
+ public:
+  enum class Outcome {
+    kInserted,  // not seen before; now recorded
+    kReplayed,  // a live entry for (uid, nonce) exists
+    kFull,      // `capacity` live entries (or no memory): not recorded
+  };
+
+  // capacity >= 1 (0 is treated as 1).
+  explicit ReplayCache(std::size_t capacity) noexcept;
+
+  ReplayCache(const ReplayCache&) = delete;
+  ReplayCache& operator=(const ReplayCache&) = delete;
+
+  // First drops every entry with expires < now, then looks (uid, nonce) up
+  // and records it until `expires` (inclusive) if it is new and there is
+  // room.  A clock that goes backwards only delays evictions.
+  Outcome check_and_insert(uid_t uid, std::string_view nonce,
+                           std::int64_t expires, std::int64_t now) noexcept;
+
+  std::size_t size() const noexcept;
+  std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  void evict_expired(std::int64_t now);
+
+  const std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::int64_t> expiry_of_;  // key -> expires
+  std::set<std::pair<std::int64_t, std::string>> by_expiry_;
+};
+
+// ---------------------------------------------------------------------------
+// Verifier
+
+struct VerifierConfig {
+  std::string socket_path;         // munged socket; "" = libmunge's default
+  std::int64_t max_age = 300;      // s a payload timestamp may lie in the past
+  std::int64_t max_skew = 60;      // s it may lie in the future (clock skew)
+  std::size_t replay_capacity = 65536;  // nonces remembered at most
+};
+
+// Who made the request, as established by MUNGE.
+struct Identity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::int64_t encode_time = 0;  // when munged encoded the credential
+};
+
+class Verifier {
+ public:
+  // kInvalidArgument if socket_path is relative, too long or contains NUL;
+  // max_age outside [1, kMaxWindowSeconds]; max_skew outside
+  // [0, kMaxWindowSeconds]; replay_capacity outside [1, kMaxReplayCapacity].
+  static Result<Verifier> create(VerifierConfig config) noexcept;
+
+  // Checks, in this order (doc/auth.md, "Verification"):
+  //   header present (missing_credential) and well formed
+  //   (malformed_credential); method and path signable (invalid_request);
+  //   munged decodes it (munge_rejected, munge_unavailable; munged's own
+  //   expired/rewound/replayed verdicts map to expired/not_yet_valid/
+  //   replayed); the payload parses (malformed_payload) and names this
+  //   method, path and body digest (request_mismatch); now - max_age <=
+  //   timestamp <= now + max_skew (expired, not_yet_valid); (uid, nonce)
+  //   not seen before (replayed, replay_cache_full).
+  // `header_value` is the Authorization field value; pass "" when the
+  // request has none.  `now` is UTC epoch seconds in [0, kMaxTime]
+  // (kInvalidArgument otherwise).  Blocks on munged; thread-safe.
+  Result<Identity> verify(std::string_view method, std::string_view path,
+                          std::string_view body, std::string_view header_value,
+                          std::int64_t now) const noexcept;
+
+  // Same, with now = the system clock.
+  Result<Identity> verify(std::string_view method, std::string_view path,
+                          std::string_view body,
+                          std::string_view header_value) const noexcept;
+
+  std::size_t replay_cache_size() const noexcept;
+  const VerifierConfig& config() const noexcept { return config_; }
+
+ private:
+  Verifier(VerifierConfig config, std::unique_ptr<ReplayCache> cache)
+      : config_(std::move(config)), cache_(std::move(cache)) {}
+
+  VerifierConfig config_;
+  std::unique_ptr<ReplayCache> cache_;  // never null unless moved from
+};
+
+// ---------------------------------------------------------------------------
+// Authorization (403 is the caller's answer when this is false)
+
+// True if `uid` is one of `allowed_uids`.  An empty list allows nobody.
+bool allowed(uid_t uid, const std::vector<uid_t>& allowed_uids) noexcept;
+
+}  // namespace flexco::auth
+
+#endif  // FLEXCO_CORE_AUTH_HPP

@@ -1,0 +1,1229 @@
+// Unit tests of src/core/sha256 and src/core/auth (doc/auth.md).
+//
+// The MUNGE tests talk to REAL private munged daemons, never the system one:
+// main() starts two (each with its own random key, socket, pid, log and seed
+// file in a mkdtemp directory under /tmp), waits until each socket accepts
+// connections, and stops exactly those pids at the end.  Cleanup also runs
+// from atexit and from SIGINT/SIGTERM/SIGHUP handlers, and each munged gets
+// PR_SET_PDEATHSIG so it cannot outlive this program even on SIGKILL.
+//
+// Environment: MUNGED (path of munged, default /usr/sbin/munged).
+// FLEXCO_SRCDIR/FLEXCO_BUILDDIR are not needed: every input is built here.
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <munge.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/auth.hpp"
+#include "core/sha256.hpp"
+
+// Last: check.h defines macros (fail, ...) that clash with <ios>.
+#include <check.h>
+
+namespace auth = flexco::auth;
+
+// Check's ck_assert_str_eq keeps the char pointers past the full expression,
+// so a temporary std::string's c_str() would dangle: compare strings whole.
+#define EXPECT_STR_EQ(X, Y)                                                    \
+  do {                                                                         \
+    const std::string got_ = (X);                                              \
+    const std::string want_ = (Y);                                             \
+    ck_assert_msg(got_ == want_, "%s: '%s' != '%s'", #X, got_.c_str(),         \
+                  want_.c_str());                                              \
+  } while (0)
+using auth::Errc;
+
+// ===========================================================================
+// Private munged fixture
+
+namespace {
+
+struct PrivateMunged {
+  const char* label = "";
+  std::string dir;
+  std::string socket;
+  pid_t pid = -1;
+};
+
+PrivateMunged g_munged{"main", "", "", -1};   // the one every verifier trusts
+PrivateMunged g_foreign{"foreign", "", "", -1};  // another key: its credentials are foreign
+pid_t g_owner = -1;               // only this process may stop the daemons
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool write_key(const std::string& path, std::string& err) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    err = "cannot create " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  bool ok = fchmod(fd, 0600) == 0;  // whatever the umask
+  unsigned char key[1024];
+  std::size_t got = 0;
+  while (ok && got < sizeof(key)) {
+    const ssize_t n = getrandom(key + got, sizeof(key) - got, 0);
+    if (n < 0 && errno != EINTR) ok = false;
+    if (n > 0) got += static_cast<std::size_t>(n);
+  }
+  ok = ok && write(fd, key, sizeof(key)) == static_cast<ssize_t>(sizeof(key));
+  ok = (close(fd) == 0) && ok;
+  if (!ok) err = "cannot write the key " + path + ": " + std::strerror(errno);
+  return ok;
+}
+
+bool socket_accepts(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+bool start_munged(PrivateMunged& m, std::string& err) {
+  const char* env = std::getenv("MUNGED");
+  const std::string munged = (env != nullptr && *env != '\0') ? env : "/usr/sbin/munged";
+  if (access(munged.c_str(), X_OK) != 0) {
+    err = munged + " is not executable (install munge or set MUNGED)";
+    return false;
+  }
+  char tmpl[] = "/tmp/flexco-auth-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    err = std::string("mkdtemp: ") + std::strerror(errno);
+    return false;
+  }
+  m.dir = tmpl;
+  m.socket = m.dir + "/munge.sock";
+  const std::string key = m.dir + "/munge.key";
+  if (!write_key(key, err)) return false;
+
+  const std::vector<std::string> args = {
+      munged,
+      "-f",
+      "-F",
+      "--socket=" + m.socket,
+      "--key-file=" + key,
+      "--pid-file=" + m.dir + "/munged.pid",
+      "--log-file=" + m.dir + "/munged.log",
+      "--seed-file=" + m.dir + "/munged.seed",
+  };
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::string out = m.dir + "/munged.out";
+  const pid_t parent = getpid();
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    err = std::string("fork: ") + std::strerror(errno);
+    return false;
+  }
+  if (pid == 0) {
+    // The child: die with the test program, keep TAP on stdout clean.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    const int in = open("/dev/null", O_RDONLY);
+    const int log = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || log < 0 || dup2(in, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0) {
+      _exit(127);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  m.pid = pid;
+
+  // Wait for the condition (the socket accepts), or for munged to die.
+  const std::time_t deadline = std::time(nullptr) + 20;
+  for (;;) {
+    int status = 0;
+    if (waitpid(m.pid, &status, WNOHANG) == m.pid) {
+      m.pid = -1;
+      err = std::string("munged (") + m.label + ") exited before its socket was up: " +
+            read_file(out) + read_file(m.dir + "/munged.log");
+      return false;
+    }
+    if (socket_accepts(m.socket)) return true;
+    if (std::time(nullptr) > deadline) {
+      err = std::string("munged (") + m.label + ") did not accept on " + m.socket +
+            " within 20 s: " + read_file(out);
+      return false;
+    }
+    poll(nullptr, 0, 20);
+  }
+}
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
+  return remove(path);
+}
+
+void stop_munged(PrivateMunged& m) {
+  if (getpid() != g_owner) return;  // a forked test process: not ours to stop
+  if (m.pid > 0) {
+    kill(m.pid, SIGTERM);
+    int status = 0;
+    bool gone = false;
+    for (int i = 0; i < 250 && !gone; ++i) {  // up to 5 s
+      gone = waitpid(m.pid, &status, WNOHANG) == m.pid;
+      if (!gone) poll(nullptr, 0, 20);
+    }
+    if (!gone) {
+      kill(m.pid, SIGKILL);
+      waitpid(m.pid, &status, 0);
+    }
+    m.pid = -1;
+  }
+  if (!m.dir.empty()) {
+    nftw(m.dir.c_str(), remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    m.dir.clear();
+  }
+}
+
+void release_watchdog();
+
+void stop_all() {
+  stop_munged(g_munged);
+  stop_munged(g_foreign);
+  release_watchdog();
+}
+
+volatile sig_atomic_t g_munged_pid = -1;
+volatile sig_atomic_t g_foreign_pid = -1;
+
+void on_signal(int sig) {
+  // Async-signal-safe: kill our daemons, then die of the same signal.
+  if (getpid() == g_owner) {
+    if (g_munged_pid > 0) kill(g_munged_pid, SIGTERM);
+    if (g_foreign_pid > 0) kill(g_foreign_pid, SIGTERM);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// While the tests run, Check installs its own SIGTERM/SIGINT handlers (they
+// signal the whole process group, munged included), and nothing runs on
+// SIGKILL.  PR_SET_PDEATHSIG stops munged in every case; this watchdog, a
+// child in its own process group holding the read end of a pipe, removes
+// the temporary directories once this program is gone without saying
+// goodbye (EOF without the 'x' that release_watchdog() writes).
+pid_t g_watchdog_pid = -1;
+int g_watchdog_fd = -1;
+
+void start_watchdog() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return;  // cleanup then relies on stop_all
+  const std::vector<std::string> dirs = {g_munged.dir, g_foreign.dir};
+  const std::vector<pid_t> pids = {g_munged.pid, g_foreign.pid};
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return;
+  }
+  if (pid == 0) {
+    close(fds[1]);
+    setpgid(0, 0);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_IGN);
+    const int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    char c = 0;
+    ssize_t n;
+    do n = read(fds[0], &c, 1); while (n < 0 && errno == EINTR);
+    if (n == 1) _exit(0);  // the program cleaned up itself
+    // The program died: wait (at most 5 s) for its munged to follow it.
+    for (pid_t m : pids) {
+      for (int i = 0; i < 250 && m > 0 && kill(m, 0) == 0; ++i) poll(nullptr, 0, 20);
+    }
+    for (const std::string& d : dirs) {
+      if (!d.empty()) nftw(d.c_str(), remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    }
+    _exit(0);
+  }
+  close(fds[0]);
+  g_watchdog_pid = pid;
+  g_watchdog_fd = fds[1];
+}
+
+void release_watchdog() {
+  if (getpid() != g_owner || g_watchdog_pid < 0) return;
+  if (write(g_watchdog_fd, "x", 1) != 1) { /* EOF alone makes it clean up */ }
+  close(g_watchdog_fd);
+  int status = 0;
+  waitpid(g_watchdog_pid, &status, 0);
+  g_watchdog_pid = -1;
+}
+
+// ===========================================================================
+// Helpers
+
+std::int64_t now_s() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+auth::Signer make_signer(const std::string& socket, int ttl = 0) {
+  auth::SignerConfig config;
+  config.socket_path = socket;
+  config.munge_ttl = ttl;
+  auto signer = auth::Signer::create(config);
+  ck_assert_msg(signer.ok(), "Signer::create: %s",
+                signer.ok() ? "" : signer.error().message.c_str());
+  return std::move(signer).value();
+}
+
+auth::Verifier make_verifier(std::int64_t max_age = 300, std::int64_t max_skew = 60,
+                             std::size_t capacity = 1024,
+                             const std::string& socket = g_munged.socket) {
+  auth::VerifierConfig config;
+  config.socket_path = socket;
+  config.max_age = max_age;
+  config.max_skew = max_skew;
+  config.replay_capacity = capacity;
+  auto verifier = auth::Verifier::create(config);
+  ck_assert_msg(verifier.ok(), "Verifier::create: %s",
+                verifier.ok() ? "" : verifier.error().message.c_str());
+  return std::move(verifier).value();
+}
+
+std::string sign_or_fail(const auth::Signer& signer, const std::string& method,
+                         const std::string& path, const std::string& body) {
+  auto header = signer.sign(method, path, body);
+  ck_assert_msg(header.ok(), "sign: %s", header.ok() ? "" : header.error().message.c_str());
+  return header.value();
+}
+
+std::string sign_payload_or_fail(const auth::Signer& signer, const auth::Payload& p) {
+  auto header = signer.sign_payload(p);
+  ck_assert_msg(header.ok(), "sign_payload: %s",
+                header.ok() ? "" : header.error().message.c_str());
+  return header.value();
+}
+
+// An error of exactly this code, with the matching status and a message that
+// starts with the code.
+template <typename R>
+void expect_error(const R& result, Errc code, const char* where) {
+  ck_assert_msg(!result.ok(), "%s: expected %s, got success", where, auth::errc_name(code));
+  const auth::Error& e = result.error();
+  ck_assert_msg(e.code == code, "%s: expected %s, got %s", where, auth::errc_name(code),
+                e.message.c_str());
+  ck_assert_int_eq(e.status, auth::http_status(code));
+  const std::string prefix = std::string(auth::errc_name(code)) + ": ";
+  ck_assert_msg(e.message.compare(0, prefix.size(), prefix) == 0 &&
+                    e.message.size() > prefix.size(),
+                "%s: message '%s' does not start with '%s'", where, e.message.c_str(),
+                prefix.c_str());
+}
+
+template <typename R>
+void expect_ok(const R& result, const char* where) {
+  ck_assert_msg(result.ok(), "%s: %s", where,
+                result.ok() ? "" : result.error().message.c_str());
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+const std::string kEmptyDigest =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+const std::string kNonce = "0123456789abcdef0123456789abcdef";
+
+auth::Payload sample_payload(std::int64_t timestamp) {
+  auth::Payload p;
+  p.method = "POST";
+  p.path = "/v1/reservations?cluster=alpha";
+  p.body_sha256 = flexco::sha256_hex("{\"nodes\":4}");
+  p.timestamp = timestamp;
+  p.nonce = kNonce;
+  return p;
+}
+
+// A fresh random nonce for sign_payload.
+std::string random_nonce() {
+  unsigned char b[16];
+  ck_assert_int_eq(getrandom(b, sizeof(b), 0), static_cast<ssize_t>(sizeof(b)));
+  char hex[33];
+  for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", b[i]);
+  return std::string(hex, 32);
+}
+
+// Raw libmunge, to make credentials our Signer would never make.
+std::string raw_munge_encode(const void* data, int length) {
+  munge_ctx_t ctx = munge_ctx_create();
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert_int_eq(munge_ctx_set(ctx, MUNGE_OPT_SOCKET, g_munged.socket.c_str()),
+                   EMUNGE_SUCCESS);
+  char* cred = nullptr;
+  const munge_err_t err = munge_encode(&cred, ctx, data, length);
+  munge_ctx_destroy(ctx);
+  ck_assert_msg(err == EMUNGE_SUCCESS, "munge_encode: %s", munge_strerror(err));
+  std::string out = "MUNGE ";
+  out += cred;
+  std::free(cred);
+  return out;
+}
+
+// Raw libmunge decode of a header value, to look inside what sign() made.
+auth::Payload raw_munge_decode(const std::string& header) {
+  auto cred = auth::parse_authorization(header);
+  expect_ok(cred, "parse_authorization");
+  munge_ctx_t ctx = munge_ctx_create();
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert_int_eq(munge_ctx_set(ctx, MUNGE_OPT_SOCKET, g_munged.socket.c_str()),
+                   EMUNGE_SUCCESS);
+  void* buf = nullptr;
+  int len = 0;
+  const std::string c(cred.value());
+  const munge_err_t err = munge_decode(c.c_str(), ctx, &buf, &len, nullptr, nullptr);
+  munge_ctx_destroy(ctx);
+  ck_assert_msg(err == EMUNGE_SUCCESS, "munge_decode: %s", munge_strerror(err));
+  const std::string text(static_cast<char*>(buf), static_cast<std::size_t>(len));
+  std::free(buf);
+  auto payload = auth::parse_payload(text);
+  expect_ok(payload, "parse_payload of a signed payload");
+  return payload.value();
+}
+
+}  // namespace
+
+// ===========================================================================
+// SHA-256
+
+namespace {
+struct Vector {
+  std::string message;
+  const char* digest;
+};
+const Vector kVectors[] = {
+    {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+    {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+    {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+     "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqkl"
+     "mnopqrlmnopqrsmnopqrstnopqrstu",
+     "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+};
+}  // namespace
+
+START_TEST(sha256_standard_vectors) {
+  const Vector& v = kVectors[_i];
+  EXPECT_STR_EQ(flexco::sha256_hex(v.message), v.digest);
+}
+END_TEST
+
+START_TEST(sha256_one_million_a) {
+  // Fed in uneven pieces so the block buffering is exercised too.
+  flexco::Sha256 hash;
+  const std::string chunk(997, 'a');
+  std::size_t left = 1000000;
+  while (left > 0) {
+    const std::size_t n = left < chunk.size() ? left : chunk.size();
+    hash.update(chunk.data(), n);
+    left -= n;
+  }
+  EXPECT_STR_EQ(flexco::to_hex(hash.finish()),
+                   "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_STR_EQ(flexco::sha256_hex(std::string(1000000, 'a')),
+                   "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+END_TEST
+
+START_TEST(sha256_incremental_equals_one_shot) {
+  // Every split point of messages around the padding boundaries (55, 56, 64).
+  std::string message;
+  for (int i = 0; i < 130; ++i) message.push_back(static_cast<char>('A' + i % 61));
+  for (std::size_t len : {0u, 1u, 55u, 56u, 57u, 63u, 64u, 65u, 119u, 120u, 128u, 130u}) {
+    const std::string m = message.substr(0, len);
+    const auto expected = flexco::sha256(m);
+    for (std::size_t cut = 0; cut <= len; ++cut) {
+      flexco::Sha256 hash;
+      hash.update(m.data(), cut);
+      hash.update(nullptr, 0);
+      hash.update(m.data() + cut, len - cut);
+      ck_assert_msg(hash.finish() == expected, "len %zu cut %zu", len, cut);
+    }
+  }
+}
+END_TEST
+
+START_TEST(sha256_finish_resets) {
+  flexco::Sha256 hash;
+  hash.update("garbage");
+  (void)hash.finish();
+  hash.update("abc");
+  EXPECT_STR_EQ(flexco::to_hex(hash.finish()), kVectors[1].digest);
+  hash.update("abc");
+  hash.reset();
+  EXPECT_STR_EQ(flexco::to_hex(hash.finish()), kVectors[0].digest);
+}
+END_TEST
+
+// ===========================================================================
+// Errors, allowed()
+
+START_TEST(error_codes_and_statuses) {
+  const struct {
+    Errc code;
+    const char* name;
+    int status;
+  } table[] = {
+      {Errc::kMissingCredential, "missing_credential", 401},
+      {Errc::kMalformedCredential, "malformed_credential", 401},
+      {Errc::kMungeRejected, "munge_rejected", 401},
+      {Errc::kMalformedPayload, "malformed_payload", 401},
+      {Errc::kRequestMismatch, "request_mismatch", 401},
+      {Errc::kExpired, "expired", 401},
+      {Errc::kNotYetValid, "not_yet_valid", 401},
+      {Errc::kReplayed, "replayed", 401},
+      {Errc::kInvalidRequest, "invalid_request", 400},
+      {Errc::kReplayCacheFull, "replay_cache_full", 503},
+      {Errc::kMungeUnavailable, "munge_unavailable", 503},
+      {Errc::kInvalidArgument, "invalid_argument", 500},
+      {Errc::kSignFailed, "sign_failed", 500},
+      {Errc::kInternal, "internal_error", 500},
+  };
+  for (const auto& row : table) {
+    EXPECT_STR_EQ(auth::errc_name(row.code), row.name);
+    ck_assert_int_eq(auth::http_status(row.code), row.status);
+  }
+}
+END_TEST
+
+START_TEST(allowed_uids) {
+  ck_assert(!auth::allowed(0, {}));
+  ck_assert(auth::allowed(0, {0}));
+  ck_assert(auth::allowed(1000, {64030, 1000}));
+  ck_assert(!auth::allowed(1001, {64030, 1000}));
+  ck_assert(!auth::allowed(0, {1000}));
+}
+END_TEST
+
+// ===========================================================================
+// Payload format
+
+START_TEST(payload_round_trip) {
+  const auth::Payload p = sample_payload(1700000000);
+  auto text = auth::encode_payload(p);
+  expect_ok(text, "encode_payload");
+  const std::string expected = "flexco-auth-v1\nPOST\n/v1/reservations?cluster=alpha\n" +
+                               p.body_sha256 + "\n1700000000\n" + kNonce + "\n";
+  EXPECT_STR_EQ(text.value(), expected);
+  auto back = auth::parse_payload(text.value());
+  expect_ok(back, "parse_payload");
+  EXPECT_STR_EQ(back.value().method, p.method);
+  EXPECT_STR_EQ(back.value().path, p.path);
+  EXPECT_STR_EQ(back.value().body_sha256, p.body_sha256);
+  ck_assert_int_eq(back.value().timestamp, p.timestamp);
+  EXPECT_STR_EQ(back.value().nonce, p.nonce);
+}
+END_TEST
+
+START_TEST(payload_limits_accepted) {
+  // The largest payload of all: every field at its maximum.
+  auth::Payload p = sample_payload(INT64_MAX);
+  p.method = std::string(auth::kMaxMethodLength, 'M');
+  p.path = "/" + std::string(auth::kMaxPathLength - 1, 'p');
+  auto text = auth::encode_payload(p);
+  expect_ok(text, "encode_payload at the limits");
+  ck_assert_uint_eq(text.value().size(), auth::kMaxPayloadSize);
+  auto back = auth::parse_payload(text.value());
+  expect_ok(back, "parse_payload at the limits");
+  ck_assert_int_eq(back.value().timestamp, INT64_MAX);
+
+  p = sample_payload(0);
+  p.path = "/";
+  text = auth::encode_payload(p);
+  expect_ok(text, "encode_payload, timestamp 0 and path /");
+  expect_ok(auth::parse_payload(text.value()), "parse_payload, timestamp 0 and path /");
+}
+END_TEST
+
+namespace {
+struct BadPayload {
+  const char* name;
+  std::string text;
+  const char* mentions;  // a part of the message
+};
+
+std::string payload_text(const std::string& version, const std::string& method,
+                         const std::string& path, const std::string& digest,
+                         const std::string& ts, const std::string& nonce) {
+  return version + "\n" + method + "\n" + path + "\n" + digest + "\n" + ts + "\n" + nonce + "\n";
+}
+
+const std::vector<BadPayload>& bad_payloads() {
+  static const std::vector<BadPayload> table = [] {
+    const std::string v = "flexco-auth-v1", m = "GET", p = "/v1/x?a=1", d = kEmptyDigest,
+                      t = "1700000000", n = kNonce;
+    const std::string good = payload_text(v, m, p, d, t, n);
+    std::vector<BadPayload> rows = {
+        {"empty", "", "newline"},
+        {"no final newline", good.substr(0, good.size() - 1), "newline"},
+        {"five fields", v + "\n" + m + "\n" + p + "\n" + d + "\n" + t + "\n", "5 lines"},
+        {"seven fields", good + "extra\n", "7 lines"},
+        {"data after last newline", good + "x", "newline"},
+        {"blank line appended", good + "\n", "7 lines"},
+        {"other version", payload_text("flexco-auth-v2", m, p, d, t, n), "line 1"},
+        {"version with CR", payload_text(v + "\r", m, p, d, t, n), "line 1"},
+        {"CRLF lines", v + "\r\n" + m + "\r\n" + p + "\r\n" + d + "\r\n" + t + "\r\n" + n + "\r\n",
+         "line 1"},
+        {"empty method", payload_text(v, "", p, d, t, n), "line 2"},
+        {"lowercase method", payload_text(v, "get", p, d, t, n), "line 2"},
+        {"method with digit", payload_text(v, "G3T", p, d, t, n), "line 2"},
+        {"method too long", payload_text(v, std::string(17, 'A'), p, d, t, n), "line 2"},
+        {"empty path", payload_text(v, m, "", d, t, n), "line 3"},
+        {"relative path", payload_text(v, m, "v1/x", d, t, n), "line 3"},
+        {"path with space", payload_text(v, m, "/v1/x y", d, t, n), "line 3"},
+        {"path with tab", payload_text(v, m, "/v1/x\ty", d, t, n), "line 3"},
+        {"path with UTF-8", payload_text(v, m, "/v1/caf\xc3\xa9", d, t, n), "line 3"},
+        {"path with NUL", payload_text(v, m, std::string("/v1/\0x", 6), d, t, n), "line 3"},
+        {"path too long", payload_text(v, m, "/" + std::string(2048, 'a'), d, t, n), "line 3"},
+        {"digest too short", payload_text(v, m, p, d.substr(1), t, n), "line 4"},
+        {"digest too long", payload_text(v, m, p, d + "0", t, n), "line 4"},
+        {"digest uppercase", payload_text(v, m, p, "E3B0" + d.substr(4), t, n), "line 4"},
+        {"digest not hex", payload_text(v, m, p, "g" + d.substr(1), t, n), "line 4"},
+        {"timestamp empty", payload_text(v, m, p, d, "", n), "line 5"},
+        {"timestamp negative", payload_text(v, m, p, d, "-1", n), "line 5"},
+        {"timestamp plus sign", payload_text(v, m, p, d, "+1", n), "line 5"},
+        {"timestamp leading zero", payload_text(v, m, p, d, "01700000000", n), "line 5"},
+        {"timestamp fraction", payload_text(v, m, p, d, "1700000000.5", n), "line 5"},
+        {"timestamp space", payload_text(v, m, p, d, " 1700000000", n), "line 5"},
+        {"timestamp hex", payload_text(v, m, p, d, "0x10", n), "line 5"},
+        {"timestamp overflow", payload_text(v, m, p, d, "9223372036854775808", n), "line 5"},
+        {"timestamp 20 digits", payload_text(v, m, p, d, "10000000000000000000", n), "line 5"},
+        {"nonce too short", payload_text(v, m, p, d, t, n.substr(1)), "line 6"},
+        {"nonce too long", payload_text(v, m, p, d, t, n + "0"), "line 6"},
+        {"nonce uppercase", payload_text(v, m, p, d, t, "ABCDEF" + n.substr(6)), "line 6"},
+        {"nonce with NUL", payload_text(v, m, p, d, t, std::string(31, 'a') + '\0'), "line 6"},
+        {"oversize", good + std::string(auth::kMaxPayloadSize, '\n'), "more than"},
+    };
+    return rows;
+  }();
+  return table;
+}
+}  // namespace
+
+START_TEST(payload_parser_rejects) {
+  const BadPayload& row = bad_payloads()[static_cast<std::size_t>(_i)];
+  auto parsed = auth::parse_payload(row.text);
+  expect_error(parsed, Errc::kMalformedPayload, row.name);
+  ck_assert_msg(contains(parsed.error().message, row.mentions),
+                "%s: message '%s' does not mention '%s'", row.name,
+                parsed.error().message.c_str(), row.mentions);
+}
+END_TEST
+
+START_TEST(payload_encoder_rejects) {
+  struct Row {
+    const char* name;
+    auth::Payload payload;
+  };
+  std::vector<Row> rows;
+  const auth::Payload good = sample_payload(1700000000);
+  auto with = [&](const char* name, auto change) {
+    auth::Payload p = good;
+    change(p);
+    rows.push_back({name, p});
+  };
+  with("empty method", [](auth::Payload& p) { p.method = ""; });
+  with("lowercase method", [](auth::Payload& p) { p.method = "post"; });
+  with("relative path", [](auth::Payload& p) { p.path = "v1"; });
+  with("newline in path", [](auth::Payload& p) { p.path = "/v1\nGET"; });
+  with("short digest", [](auth::Payload& p) { p.body_sha256.pop_back(); });
+  with("negative timestamp", [](auth::Payload& p) { p.timestamp = -5; });
+  with("bad nonce", [](auth::Payload& p) { p.nonce[0] = 'X'; });
+  for (const Row& row : rows) {
+    expect_error(auth::encode_payload(row.payload), Errc::kInvalidArgument, row.name);
+  }
+  expect_ok(auth::validate_method("DELETE"), "validate_method DELETE");
+  expect_error(auth::validate_method("DEL ETE"), Errc::kInvalidArgument, "validate_method");
+  expect_ok(auth::validate_path("/v1/co?x=%20&y"), "validate_path");
+  expect_error(auth::validate_path("/v1/\x7f"), Errc::kInvalidArgument, "validate_path DEL");
+}
+END_TEST
+
+// ===========================================================================
+// Header values (no munged needed)
+
+START_TEST(header_parse_and_format) {
+  auto cred = auth::parse_authorization("MUNGE MUNGE:AbC+/9=:");
+  expect_ok(cred, "plain");
+  EXPECT_STR_EQ(std::string(cred.value()), "MUNGE:AbC+/9=:");
+  cred = auth::parse_authorization(" \tmunge   MUNGE:AAAA: \t");
+  expect_ok(cred, "lower-case scheme, OWS and several spaces");
+  EXPECT_STR_EQ(std::string(cred.value()), "MUNGE:AAAA:");
+
+  auto value = auth::format_authorization("MUNGE:AAAA:");
+  expect_ok(value, "format");
+  EXPECT_STR_EQ(value.value(), "MUNGE MUNGE:AAAA:");
+  expect_error(auth::format_authorization("MUNGE:AA AA:"), Errc::kInvalidArgument, "format space");
+  expect_error(auth::format_authorization("AAAA"), Errc::kInvalidArgument, "format bare");
+  expect_error(auth::format_authorization("MUNGE:" + std::string(5000, 'A') + ":"),
+               Errc::kInvalidArgument, "format too long");
+}
+END_TEST
+
+// ===========================================================================
+// Configuration
+
+START_TEST(config_validation) {
+  auth::SignerConfig sc;
+  sc.socket_path = "relative/munge.sock";
+  expect_error(auth::Signer::create(sc), Errc::kInvalidArgument, "relative socket");
+  sc.socket_path = "/" + std::string(108, 's');
+  expect_error(auth::Signer::create(sc), Errc::kInvalidArgument, "long socket");
+  sc.socket_path = std::string("/tmp/a\0b", 8);
+  expect_error(auth::Signer::create(sc), Errc::kInvalidArgument, "NUL in socket");
+  sc.socket_path = "";
+  sc.munge_ttl = -1;
+  expect_error(auth::Signer::create(sc), Errc::kInvalidArgument, "ttl -1");
+  sc.munge_ttl = 86401;
+  expect_error(auth::Signer::create(sc), Errc::kInvalidArgument, "ttl 86401");
+  sc.munge_ttl = 0;
+  expect_ok(auth::Signer::create(sc), "default signer");
+
+  auto bad = [](const char* name, auto change) {
+    auth::VerifierConfig vc;
+    change(vc);
+    expect_error(auth::Verifier::create(vc), Errc::kInvalidArgument, name);
+  };
+  bad("max_age 0", [](auth::VerifierConfig& c) { c.max_age = 0; });
+  bad("max_age too big", [](auth::VerifierConfig& c) { c.max_age = 86401; });
+  bad("max_skew negative", [](auth::VerifierConfig& c) { c.max_skew = -1; });
+  bad("max_skew too big", [](auth::VerifierConfig& c) { c.max_skew = 86401; });
+  bad("capacity 0", [](auth::VerifierConfig& c) { c.replay_capacity = 0; });
+  bad("capacity too big", [](auth::VerifierConfig& c) {
+    c.replay_capacity = auth::kMaxReplayCapacity + 1;
+  });
+  bad("relative socket", [](auth::VerifierConfig& c) { c.socket_path = "munge.sock"; });
+  auth::VerifierConfig vc;
+  auto v = auth::Verifier::create(vc);
+  expect_ok(v, "default verifier");
+  ck_assert_int_eq(v.value().config().max_age, 300);
+  ck_assert_int_eq(v.value().config().max_skew, 60);
+  expect_error(v.value().verify("GET", "/", "", "MUNGE MUNGE:AAAA:", -1),
+               Errc::kInvalidArgument, "now -1");
+  expect_error(v.value().verify("GET", "/", "", "MUNGE MUNGE:AAAA:", auth::kMaxTime + 1),
+               Errc::kInvalidArgument, "now too late");
+}
+END_TEST
+
+// ===========================================================================
+// Replay cache (direct)
+
+START_TEST(replay_cache_bounded) {
+  auth::ReplayCache cache(3);
+  using O = auth::ReplayCache::Outcome;
+  ck_assert(cache.check_and_insert(0, "a", 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(0, "b", 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(0, "c", 150, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(0, "a", 100, 10) == O::kReplayed);
+  ck_assert(cache.check_and_insert(0, "d", 100, 10) == O::kFull);
+  ck_assert(cache.check_and_insert(0, "e", 100, 10) == O::kFull);
+  ck_assert_uint_eq(cache.size(), 3);
+  // A clock going backwards evicts nothing.
+  ck_assert(cache.check_and_insert(0, "d", 100, -50) == O::kFull);
+  // At exactly the expiry an entry is still live; one second later it goes.
+  ck_assert(cache.check_and_insert(0, "d", 200, 100) == O::kFull);
+  ck_assert(cache.check_and_insert(0, "a", 200, 100) == O::kReplayed);
+  ck_assert(cache.check_and_insert(0, "d", 200, 101) == O::kInserted);
+  ck_assert_uint_eq(cache.size(), 2);  // a, b gone; c, d live
+  ck_assert(cache.check_and_insert(0, "a", 200, 101) == O::kInserted);
+  ck_assert(cache.check_and_insert(0, "x", 200, 101) == O::kFull);
+  ck_assert(cache.check_and_insert(0, "x", 200, 1000) == O::kInserted);
+  ck_assert_uint_eq(cache.size(), 1);
+}
+END_TEST
+
+START_TEST(replay_cache_per_uid) {
+  auth::ReplayCache cache(10);
+  using O = auth::ReplayCache::Outcome;
+  ck_assert(cache.check_and_insert(1000, kNonce, 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1001, kNonce, 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1000, kNonce, 100, 0) == O::kReplayed);
+  ck_assert(cache.check_and_insert(0x01000000u + 1000, kNonce, 100, 0) == O::kInserted);
+  auth::ReplayCache zero(0);
+  ck_assert_uint_eq(zero.capacity(), 1);
+}
+END_TEST
+
+// ===========================================================================
+// With a real munged
+
+START_TEST(round_trip_identity) {
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier();
+  const std::int64_t t0 = now_s();
+  const std::string header = sign_or_fail(signer, "POST", "/v1/reservations?dry=1", "{\"n\":4}");
+  const std::int64_t t1 = now_s();
+  ck_assert(header.compare(0, 12, "MUNGE MUNGE:") == 0);
+  ck_assert_uint_le(header.size(), auth::kMaxHeaderValueLength);
+  auto id = verifier.verify("POST", "/v1/reservations?dry=1", "{\"n\":4}", header);
+  expect_ok(id, "verify");
+  ck_assert_uint_eq(id.value().uid, geteuid());
+  ck_assert_uint_eq(id.value().gid, getegid());
+  ck_assert_int_ge(id.value().encode_time, t0);
+  ck_assert_int_le(id.value().encode_time, t1);
+  ck_assert_uint_eq(verifier.replay_cache_size(), 1);
+
+  // Surrounding whitespace and a lower-case scheme are accepted.
+  const std::string h2 = sign_or_fail(signer, "GET", "/v1/health", "");
+  expect_ok(verifier.verify("GET", "/v1/health", "", " \tmunge " + h2.substr(6) + "\t "),
+            "verify with OWS");
+}
+END_TEST
+
+START_TEST(signed_payload_is_as_documented) {
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const std::int64_t t0 = now_s();
+  const auth::Payload a = raw_munge_decode(sign_or_fail(signer, "PUT", "/v1/x?y=z", "body"));
+  const std::int64_t t1 = now_s();
+  EXPECT_STR_EQ(a.method, "PUT");
+  EXPECT_STR_EQ(a.path, "/v1/x?y=z");
+  EXPECT_STR_EQ(a.body_sha256, flexco::sha256_hex("body"));
+  ck_assert_int_ge(a.timestamp, t0);
+  ck_assert_int_le(a.timestamp, t1);
+  const auth::Payload b = raw_munge_decode(sign_or_fail(signer, "PUT", "/v1/x?y=z", "body"));
+  ck_assert(a.nonce != b.nonce);
+  auto c = signer.sign_at("GET", "/", "", 1234);
+  expect_ok(c, "sign_at");
+  ck_assert_int_eq(raw_munge_decode(c.value()).timestamp, 1234);
+}
+END_TEST
+
+namespace {
+struct Tamper {
+  const char* name;
+  const char* sign_method;
+  const char* sign_path;
+  const char* sign_body;
+  const char* method;
+  const char* path;
+  const char* body;
+  const char* mentions;
+};
+const Tamper kTampers[] = {
+    {"method", "POST", "/v1/co", "{}", "PUT", "/v1/co", "{}", "method"},
+    {"method case", "POST", "/v1/co", "{}", "POSTX", "/v1/co", "{}", "method"},
+    {"path", "GET", "/v1/co/17", "", "GET", "/v1/co/18", "", "path"},
+    {"path prefix", "GET", "/v1/co", "", "GET", "/v1/co/", "", "path"},
+    {"query value", "GET", "/v1/co?user=alice", "", "GET", "/v1/co?user=bob", "", "path"},
+    {"query added", "GET", "/v1/co", "", "GET", "/v1/co?all=1", "", "path"},
+    {"query dropped", "GET", "/v1/co?user=alice", "", "GET", "/v1/co", "", "path"},
+    {"body", "POST", "/v1/co", "{\"nodes\":4}", "POST", "/v1/co", "{\"nodes\":40}", "body"},
+    {"body emptied", "POST", "/v1/co", "{\"nodes\":4}", "POST", "/v1/co", "", "body"},
+    {"body added", "DELETE", "/v1/co/1", "", "DELETE", "/v1/co/1", "x", "body"},
+};
+}  // namespace
+
+START_TEST(tampered_request_mismatch) {
+  const Tamper& t = kTampers[_i];
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier();
+  const std::string header = sign_or_fail(signer, t.sign_method, t.sign_path, t.sign_body);
+  auto r = verifier.verify(t.method, t.path, t.body, header);
+  expect_error(r, Errc::kRequestMismatch, t.name);
+  ck_assert_msg(contains(r.error().message, t.mentions), "%s: '%s'", t.name,
+                r.error().message.c_str());
+  ck_assert_uint_eq(verifier.replay_cache_size(), 0);
+}
+END_TEST
+
+START_TEST(replayed_header_rejected_by_munged) {
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier();
+  const std::string header = sign_or_fail(signer, "POST", "/v1/co", "{}");
+  expect_ok(verifier.verify("POST", "/v1/co", "{}", header), "first use");
+  auto again = verifier.verify("POST", "/v1/co", "{}", header);
+  expect_error(again, Errc::kReplayed, "second use");
+  ck_assert_int_eq(again.error().munge_error, EMUNGE_CRED_REPLAYED);
+  // A second verifier on the same munged is protected by munged as well.
+  const auth::Verifier other = make_verifier();
+  expect_error(other.verify("POST", "/v1/co", "{}", header), Errc::kReplayed, "other verifier");
+}
+END_TEST
+
+START_TEST(replayed_nonce_rejected_by_cache) {
+  // Two distinct credentials (munged cannot tell) carrying the same nonce.
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier();
+  auth::Payload p = sample_payload(now_s());
+  p.nonce = random_nonce();
+  const std::string first = sign_payload_or_fail(signer, p);
+  const std::string second = sign_payload_or_fail(signer, p);
+  ck_assert(first != second);
+  const std::string body = "{\"nodes\":4}";
+  expect_ok(verifier.verify(p.method, p.path, body, first), "first");
+  auto r = verifier.verify(p.method, p.path, body, second);
+  expect_error(r, Errc::kReplayed, "same nonce");
+  ck_assert_int_eq(r.error().munge_error, 0);
+  ck_assert(contains(r.error().message, p.nonce));
+  ck_assert_uint_eq(verifier.replay_cache_size(), 1);
+}
+END_TEST
+
+START_TEST(timestamp_window_with_explicit_now) {
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const std::int64_t max_age = 120, max_skew = 30;
+  const auth::Verifier verifier = make_verifier(max_age, max_skew);
+  const std::int64_t t = now_s();
+  const struct {
+    const char* name;
+    std::int64_t now;
+    bool ok;
+    Errc code;
+  } rows[] = {
+      {"now", t, true, Errc::kInternal},
+      {"oldest accepted", t + max_age, true, Errc::kInternal},
+      {"one second too old", t + max_age + 1, false, Errc::kExpired},
+      {"an hour too old", t + 3600, false, Errc::kExpired},
+      {"furthest future accepted", t - max_skew, true, Errc::kInternal},
+      {"one second too far ahead", t - max_skew - 1, false, Errc::kNotYetValid},
+  };
+  for (const auto& row : rows) {
+    auth::Payload p = sample_payload(t);
+    p.nonce = random_nonce();
+    const std::string header = sign_payload_or_fail(signer, p);
+    auto r = verifier.verify(p.method, p.path, "{\"nodes\":4}", header, row.now);
+    if (row.ok) {
+      expect_ok(r, row.name);
+    } else {
+      expect_error(r, row.code, row.name);
+      ck_assert_int_eq(r.error().munge_error, 0);
+    }
+  }
+  // A forged old timestamp against the real clock: no waiting needed.
+  auto old = signer.sign_at("GET", "/v1/co", "", now_s() - 3600);
+  expect_ok(old, "sign_at old");
+  expect_error(verifier.verify("GET", "/v1/co", "", old.value()), Errc::kExpired, "forged old");
+  auto future = signer.sign_at("GET", "/v1/co", "", now_s() + 3600);
+  expect_ok(future, "sign_at future");
+  expect_error(verifier.verify("GET", "/v1/co", "", future.value()), Errc::kNotYetValid,
+               "forged future");
+}
+END_TEST
+
+START_TEST(munge_ttl_expiry) {
+  // MUNGE's own TTL (1 s): await the condition "credential expired" by the
+  // clock, at most ~3 s, then decode once.
+  const auth::Signer signer = make_signer(g_munged.socket, 1);
+  const auth::Verifier verifier = make_verifier();
+  const std::string header = sign_or_fail(signer, "GET", "/v1/co", "");
+  const std::int64_t signed_by = now_s();
+  while (now_s() < signed_by + 2) poll(nullptr, 0, 50);
+  auto r = verifier.verify("GET", "/v1/co", "", header);
+  expect_error(r, Errc::kExpired, "MUNGE TTL 1 s");
+  ck_assert_int_eq(r.error().munge_error, EMUNGE_CRED_EXPIRED);
+  ck_assert(contains(r.error().message, "munged"));
+}
+END_TEST
+
+START_TEST(foreign_key_rejected) {
+  const auth::Signer foreign = make_signer(g_foreign.socket);
+  const auth::Verifier verifier = make_verifier();
+  const std::string header = sign_or_fail(foreign, "GET", "/v1/co", "");
+  auto r = verifier.verify("GET", "/v1/co", "", header);
+  expect_error(r, Errc::kMungeRejected, "credential of another key");
+  ck_assert_int_ne(r.error().munge_error, 0);
+  ck_assert(contains(r.error().message, "munge_rejected: munged: "));
+  // The same request signed with the right key passes.
+  const auth::Signer own = make_signer(g_munged.socket);
+  expect_ok(verifier.verify("GET", "/v1/co", "", sign_or_fail(own, "GET", "/v1/co", "")),
+            "own key");
+}
+END_TEST
+
+START_TEST(munged_unreachable) {
+  const std::string nowhere = g_munged.dir + "/no-such.sock";
+  const auth::Signer own = make_signer(g_munged.socket);
+  const std::string header = sign_or_fail(own, "GET", "/v1/co", "");
+  const auth::Verifier verifier = make_verifier(300, 60, 16, nowhere);
+  auto r = verifier.verify("GET", "/v1/co", "", header);
+  expect_error(r, Errc::kMungeUnavailable, "verify without munged");
+  ck_assert_int_eq(r.error().munge_error, EMUNGE_SOCKET);
+  const auth::Signer lost = make_signer(nowhere);
+  auto s = lost.sign("GET", "/v1/co", "");
+  expect_error(s, Errc::kMungeUnavailable, "sign without munged");
+}
+END_TEST
+
+namespace {
+struct BadHeader {
+  const char* name;
+  std::string value;
+  Errc code;
+};
+const std::vector<BadHeader>& bad_headers() {
+  static const std::vector<BadHeader> table = {
+      {"empty", "", Errc::kMissingCredential},
+      {"blank", " \t  ", Errc::kMissingCredential},
+      {"garbage", "garbage", Errc::kMalformedCredential},
+      {"binary", std::string("\x01\x02\xff\0", 4), Errc::kMalformedCredential},
+      {"basic scheme", "Basic dXNlcjpwYXNz", Errc::kMalformedCredential},
+      {"bearer with munge cred", "Bearer MUNGE:AAAA:", Errc::kMalformedCredential},
+      {"scheme only", "MUNGE", Errc::kMalformedCredential},
+      {"scheme and space", "MUNGE ", Errc::kMalformedCredential},
+      {"scheme glued", "MUNGEMUNGE:AAAA:", Errc::kMalformedCredential},
+      {"tab after scheme", "MUNGE\tMUNGE:AAAA:", Errc::kMalformedCredential},
+      {"missing cred prefix", "MUNGE AAAA", Errc::kMalformedCredential},
+      {"empty cred body", "MUNGE MUNGE::", Errc::kMalformedCredential},
+      {"prefix only", "MUNGE MUNGE:", Errc::kMalformedCredential},
+      {"no final colon", "MUNGE MUNGE:AAAA", Errc::kMalformedCredential},
+      {"non-base64", "MUNGE MUNGE:AA$A:", Errc::kMalformedCredential},
+      {"inner space", "MUNGE MUNGE:AA AA:", Errc::kMalformedCredential},
+      {"two credentials", "MUNGE MUNGE:AAAA:, MUNGE:BBBB:", Errc::kMalformedCredential},
+      {"trailing junk", "MUNGE MUNGE:AAAA:x", Errc::kMalformedCredential},
+      {"NUL inside", std::string("MUNGE MUNGE:AA\0A:", 17), Errc::kMalformedCredential},
+      {"over-long", "MUNGE MUNGE:" + std::string(auth::kMaxHeaderValueLength, 'A') + ":",
+       Errc::kMalformedCredential},
+      {"well-formed, not a credential", "MUNGE MUNGE:AAAA:", Errc::kMungeRejected},
+      {"well-formed, random base64", "munge MUNGE:" + std::string(200, 'Q') + "==:",
+       Errc::kMungeRejected},
+  };
+  return table;
+}
+}  // namespace
+
+START_TEST(bad_headers_rejected) {
+  const BadHeader& row = bad_headers()[static_cast<std::size_t>(_i)];
+  const auth::Verifier verifier = make_verifier();
+  auto r = verifier.verify("GET", "/v1/co", "", row.value);
+  expect_error(r, row.code, row.name);
+}
+END_TEST
+
+START_TEST(foreign_payload_rejected) {
+  const auth::Verifier verifier = make_verifier();
+  const char text[] = "hello, not a flexco payload";
+  auto r = verifier.verify("GET", "/v1/co", "", raw_munge_encode(text, sizeof(text) - 1));
+  expect_error(r, Errc::kMalformedPayload, "foreign payload");
+  r = verifier.verify("GET", "/v1/co", "", raw_munge_encode(nullptr, 0));
+  expect_error(r, Errc::kMalformedPayload, "empty payload");
+  const std::string v2 =
+      payload_text("flexco-auth-v2", "GET", "/v1/co", kEmptyDigest, std::to_string(now_s()),
+                   random_nonce());
+  r = verifier.verify("GET", "/v1/co", "",
+                      raw_munge_encode(v2.data(), static_cast<int>(v2.size())));
+  expect_error(r, Errc::kMalformedPayload, "version 2 payload");
+  ck_assert_uint_eq(verifier.replay_cache_size(), 0);
+}
+END_TEST
+
+START_TEST(invalid_request_and_sign_input) {
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier();
+  const std::string header = sign_or_fail(signer, "GET", "/v1/co", "");
+  expect_error(verifier.verify("get", "/v1/co", "", header), Errc::kInvalidRequest,
+               "lower-case method");
+  expect_error(verifier.verify("GET", "v1/co", "", header), Errc::kInvalidRequest,
+               "relative path");
+  expect_error(verifier.verify("GET", "/" + std::string(auth::kMaxPathLength, 'x'), "", header),
+               Errc::kInvalidRequest, "path too long");
+  // The header was never sent to munged, so it still verifies.
+  expect_ok(verifier.verify("GET", "/v1/co", "", header), "untouched header");
+
+  expect_error(signer.sign("", "/v1/co", ""), Errc::kInvalidArgument, "sign empty method");
+  expect_error(signer.sign("GET", "", ""), Errc::kInvalidArgument, "sign empty path");
+  expect_error(signer.sign("GET", "/a b", ""), Errc::kInvalidArgument, "sign space in path");
+  expect_error(signer.sign_at("GET", "/", "", -1), Errc::kInvalidArgument, "sign_at -1");
+  auth::Payload p = sample_payload(now_s());
+  p.nonce = "short";
+  expect_error(signer.sign_payload(p), Errc::kInvalidArgument, "sign_payload bad nonce");
+}
+END_TEST
+
+START_TEST(longest_request_fits) {
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier();
+  const std::string method(auth::kMaxMethodLength, 'X');
+  const std::string path = "/" + std::string(auth::kMaxPathLength - 1, '%');
+  const std::string body(1 << 20, 'b');
+  const std::string header = sign_or_fail(signer, method, path, body);
+  ck_assert_uint_le(header.size(), auth::kMaxHeaderValueLength);
+  expect_ok(verifier.verify(method, path, body, header), "longest request");
+  expect_error(signer.sign(method, path + "x", body), Errc::kInvalidArgument, "path + 1");
+}
+END_TEST
+
+START_TEST(replay_cache_full_then_recovers) {
+  // Capacity 4, max_age 60: four live nonces fill it, further requests are
+  // refused (503) and the cache does not grow; once `now` passes their
+  // expiry they are evicted and requests are accepted again.
+  const std::size_t capacity = 4;
+  const std::int64_t max_age = 60;
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier(max_age, 0, capacity);
+  const std::int64_t t = now_s();
+  auto request_at = [&](std::int64_t ts) {
+    auth::Payload p = sample_payload(ts);
+    p.nonce = random_nonce();
+    return verifier.verify(p.method, p.path, "{\"nodes\":4}", sign_payload_or_fail(signer, p),
+                           ts);
+  };
+  for (std::size_t i = 0; i < capacity; ++i) expect_ok(request_at(t), "filling");
+  ck_assert_uint_eq(verifier.replay_cache_size(), capacity);
+  for (int k = 0; k < 3; ++k) {
+    auto r = request_at(t);
+    expect_error(r, Errc::kReplayCacheFull, "over capacity");
+    ck_assert_int_eq(r.error().status, 503);
+    ck_assert(contains(r.error().message, "replay_capacity"));
+    ck_assert_uint_eq(verifier.replay_cache_size(), capacity);
+  }
+  // At t + max_age the entries are still live (a replay would still pass
+  // the timestamp check), so nothing is evicted yet.
+  expect_error(request_at(t + max_age), Errc::kReplayCacheFull, "at expiry");
+  expect_ok(request_at(t + max_age + 1), "after expiry");
+  ck_assert_uint_eq(verifier.replay_cache_size(), 1);
+  for (std::size_t i = 1; i < capacity; ++i) expect_ok(request_at(t + max_age + 1), "refill");
+  expect_error(request_at(t + max_age + 1), Errc::kReplayCacheFull, "full again");
+}
+END_TEST
+
+START_TEST(concurrent_verify) {
+  // Several threads share one Signer and one Verifier.
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier(300, 60, 1024);
+  constexpr int kThreads = 4, kEach = 8;
+  std::vector<std::string> headers(kThreads * kEach);
+  std::atomic<int> good{0}, replayed{0}, other{0};
+  auto path_of = [](int n) { return "/v1/co/" + std::to_string(n); };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const int n = t * kEach + i;
+        auto h = signer.sign("POST", path_of(n), "body");
+        if (!h) { ++other; continue; }
+        headers[static_cast<std::size_t>(n)] = h.value();
+        if (verifier.verify("POST", path_of(n), "body", h.value())) ++good; else ++other;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  threads.clear();
+  ck_assert_int_eq(good.load(), kThreads * kEach);
+  ck_assert_int_eq(other.load(), 0);
+  // Every header replayed, from other threads than the ones that made it.
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const int n = ((t + 1) % kThreads) * kEach + i;
+        auto r = verifier.verify("POST", path_of(n), "body", headers[static_cast<std::size_t>(n)]);
+        if (!r && r.error().code == Errc::kReplayed) ++replayed; else ++other;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ck_assert_int_eq(replayed.load(), kThreads * kEach);
+  ck_assert_int_eq(other.load(), 0);
+  ck_assert_uint_eq(verifier.replay_cache_size(), static_cast<std::size_t>(kThreads * kEach));
+}
+END_TEST
+
+// ===========================================================================
+
+namespace {
+
+Suite* make_suite() {
+  Suite* s = suite_create("auth");
+
+  TCase* sha = tcase_create("sha256");
+  tcase_add_loop_test(sha, sha256_standard_vectors, 0,
+                      static_cast<int>(sizeof(kVectors) / sizeof(kVectors[0])));
+  tcase_add_test(sha, sha256_one_million_a);
+  tcase_add_test(sha, sha256_incremental_equals_one_shot);
+  tcase_add_test(sha, sha256_finish_resets);
+  tcase_set_timeout(sha, 30);
+  suite_add_tcase(s, sha);
+
+  TCase* format = tcase_create("format");
+  tcase_add_test(format, error_codes_and_statuses);
+  tcase_add_test(format, allowed_uids);
+  tcase_add_test(format, payload_round_trip);
+  tcase_add_test(format, payload_limits_accepted);
+  tcase_add_loop_test(format, payload_parser_rejects, 0, static_cast<int>(bad_payloads().size()));
+  tcase_add_test(format, payload_encoder_rejects);
+  tcase_add_test(format, header_parse_and_format);
+  tcase_add_test(format, config_validation);
+  tcase_add_test(format, replay_cache_bounded);
+  tcase_add_test(format, replay_cache_per_uid);
+  suite_add_tcase(s, format);
+
+  TCase* munge = tcase_create("munge");
+  tcase_add_test(munge, round_trip_identity);
+  tcase_add_test(munge, signed_payload_is_as_documented);
+  tcase_add_loop_test(munge, tampered_request_mismatch, 0,
+                      static_cast<int>(sizeof(kTampers) / sizeof(kTampers[0])));
+  tcase_add_test(munge, replayed_header_rejected_by_munged);
+  tcase_add_test(munge, replayed_nonce_rejected_by_cache);
+  tcase_add_test(munge, timestamp_window_with_explicit_now);
+  tcase_add_test(munge, munge_ttl_expiry);
+  tcase_add_test(munge, foreign_key_rejected);
+  tcase_add_test(munge, munged_unreachable);
+  tcase_add_loop_test(munge, bad_headers_rejected, 0, static_cast<int>(bad_headers().size()));
+  tcase_add_test(munge, foreign_payload_rejected);
+  tcase_add_test(munge, invalid_request_and_sign_input);
+  tcase_add_test(munge, longest_request_fits);
+  tcase_add_test(munge, replay_cache_full_then_recovers);
+  tcase_add_test(munge, concurrent_verify);
+  tcase_set_timeout(munge, 30);
+  suite_add_tcase(s, munge);
+  return s;
+}
+
+}  // namespace
+
+int main() {
+  g_owner = getpid();
+  std::atexit(stop_all);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on_signal);
+
+  std::string err;
+  if (!start_munged(g_munged, err) || !start_munged(g_foreign, err)) {
+    std::printf("Bail out! cannot start a private munged: %s\n", err.c_str());
+    std::fflush(stdout);
+    stop_all();
+    return 1;
+  }
+  g_munged_pid = g_munged.pid;
+  g_foreign_pid = g_foreign.pid;
+  start_watchdog();
+
+  SRunner* sr = srunner_create(make_suite());
+  srunner_set_tap(sr, "-");
+  srunner_run_all(sr, CK_SILENT);
+  const int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  stop_all();
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
