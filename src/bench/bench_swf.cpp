@@ -30,6 +30,7 @@ struct Run {
   std::int64_t jobs = 0;
   std::int64_t malformed = 0;
   double seconds = 0.0;
+  std::string first_diagnostic;
 };
 
 bool read_once(const std::string& path, Run& run, std::vector<std::int64_t>* submits) {
@@ -57,8 +58,7 @@ bool read_once(const std::string& path, Run& run, std::vector<std::int64_t>* sub
   run.malformed = reader.value().stats().malformed_lines;
   run.seconds = std::chrono::duration<double>(t1 - t0).count();
   if (!reader.value().diagnostics().empty()) {
-    std::fprintf(stderr, "flexco-bench-swf: %s: first malformed line: %s\n", path.c_str(),
-                 reader.value().diagnostics().front().message.c_str());
+    run.first_diagnostic = reader.value().diagnostics().front().message;
   }
   return true;
 }
@@ -136,6 +136,10 @@ int main(int argc, char** argv) {
     if (!ok) {
       status = 1;
       continue;
+    }
+    if (!best.first_diagnostic.empty()) {
+      std::fprintf(stderr, "flexco-bench-swf: %s: first malformed line: %s\n", path.c_str(),
+                   best.first_diagnostic.c_str());
     }
     const char* base = std::strrchr(path.c_str(), '/');
     std::printf("%s: %lld jobs, %lld malformed, %.3f s, %.0f jobs/s\n",

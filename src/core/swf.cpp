@@ -146,6 +146,10 @@ bool parse_field(int index, std::string_view text, Value& out, std::string& reas
   const char* first = text.data();
   const char* last = text.data() + text.size();
   const bool minus = !text.empty() && text.front() == '-';
+  const auto negative = [&] {
+    return "negative: " + quote(text) +
+           (rule.unknown_ok ? " (the only negative value is -1, unknown)" : "");
+  };
   const auto too_large = [&] {
     return "out of range: " + quote(text) + " (at most " + std::to_string(rule.max) + ")";
   };
@@ -158,7 +162,7 @@ bool parse_field(int index, std::string_view text, Value& out, std::string& reas
       return false;
     }
     if (ec == std::errc::result_out_of_range) {
-      reason = minus ? "negative: " + quote(text) : too_large();
+      reason = minus ? negative() : too_large();
       return false;
     }
     if (v == -1 && rule.unknown_ok) {
@@ -170,8 +174,7 @@ bool parse_field(int index, std::string_view text, Value& out, std::string& reas
       return false;
     }
     if (v < 0) {
-      reason = "negative: " + quote(text) +
-               (rule.unknown_ok ? " (the only negative value is -1, unknown)" : "");
+      reason = negative();
       return false;
     }
     if (v < rule.min) {
@@ -194,7 +197,7 @@ bool parse_field(int index, std::string_view text, Value& out, std::string& reas
   double v = 0.0;
   const auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::fixed);
   if (ec == std::errc::result_out_of_range) {
-    reason = minus ? "negative: " + quote(text) : too_large();
+    reason = minus ? negative() : too_large();
     return false;
   }
   if (ec != std::errc() || ptr != last) {
@@ -206,7 +209,7 @@ bool parse_field(int index, std::string_view text, Value& out, std::string& reas
     return true;
   }
   if (v < 0.0) {
-    reason = "negative: " + quote(text) + " (the only negative value is -1, unknown)";
+    reason = negative();
     return false;
   }
   if (v > static_cast<double>(rule.max)) {
@@ -294,16 +297,21 @@ bool split_field(std::string_view body, std::string_view& key, std::string_view&
 
 struct TypedKey {
   const char* key;
-  bool text;          // a word (TimeZoneString), else an integer
-  std::int64_t min;   // integers only
+  bool text;         // a word (TimeZoneString), else an integer
+  std::int64_t min;  // integers only
 };
 
-constexpr TypedKey kTypedKeys[] = {
-    {"MaxNodes", false, 1},
-    {"MaxProcs", false, 1},
-    {"UnixStartTime", false, 0},
-    {"TimeZoneString", true, 0},
-};
+constexpr TypedKey kMaxNodes{"MaxNodes", false, 1};
+constexpr TypedKey kMaxProcs{"MaxProcs", false, 1};
+constexpr TypedKey kUnixStartTime{"UnixStartTime", false, 0};
+constexpr TypedKey kTimeZoneString{"TimeZoneString", true, 0};
+
+const TypedKey* typed_key(std::string_view key) noexcept {
+  for (const TypedKey* typed : {&kMaxNodes, &kMaxProcs, &kUnixStartTime, &kTimeZoneString}) {
+    if (key == typed->key) return typed;
+  }
+  return nullptr;
+}
 
 // The integer at the start of a typed header value, or false with a reason.
 bool header_integer(std::string_view value, std::int64_t min, std::int64_t& out,
@@ -326,11 +334,10 @@ bool header_integer(std::string_view value, std::int64_t min, std::int64_t& out,
   return true;
 }
 
-std::optional<std::int64_t> typed_integer(const Header& header, std::string_view key,
-                                          std::int64_t min) noexcept {
-  const HeaderField* field = header.find(key);
+std::optional<std::int64_t> typed_integer(const Header& header, const TypedKey& typed) noexcept {
+  const HeaderField* field = header.find(typed.key);
   std::int64_t v = 0;
-  if (field == nullptr || !header_integer(field->value, min, v, nullptr)) return std::nullopt;
+  if (field == nullptr || !header_integer(field->value, typed.min, v, nullptr)) return std::nullopt;
   return v;
 }
 
@@ -383,19 +390,19 @@ const HeaderField* Header::find(std::string_view key) const noexcept {
 }
 
 std::optional<std::int64_t> Header::max_nodes() const noexcept {
-  return typed_integer(*this, "MaxNodes", 1);
+  return typed_integer(*this, kMaxNodes);
 }
 
 std::optional<std::int64_t> Header::max_procs() const noexcept {
-  return typed_integer(*this, "MaxProcs", 1);
+  return typed_integer(*this, kMaxProcs);
 }
 
 std::optional<std::int64_t> Header::unix_start_time() const noexcept {
-  return typed_integer(*this, "UnixStartTime", 0);
+  return typed_integer(*this, kUnixStartTime);
 }
 
 std::optional<std::string_view> Header::time_zone_string() const noexcept {
-  const HeaderField* field = find("TimeZoneString");
+  const HeaderField* field = find(kTimeZoneString.key);
   if (field == nullptr) return std::nullopt;
   const std::string_view word = first_word(field->value);
   if (word.empty()) return std::nullopt;
@@ -428,6 +435,7 @@ struct Reader::Impl {
   bool has_pending = false;
 
   Header header;
+  bool header_full_reported = false;
   Stats stats;
   std::vector<Error> diagnostics;
   std::int64_t dropped = 0;
@@ -541,27 +549,24 @@ struct Reader::Impl {
     return format_error(line, "longer than " + std::to_string(options.max_line_length) + " bytes");
   }
 
-  // A header comment (below kMaxHeaderFields fields); false if it stops a
-  // strict reader.
-  bool header_comment(std::string_view body, std::int64_t line) {
-    std::string_view key;
-    std::string_view value;
-    if (!split_field(body, key, value)) return true;
-    for (const TypedKey& typed : kTypedKeys) {
-      if (key != typed.key) continue;
-      if (const HeaderField* first = header.find(key)) {
-        if (!report(format_error(line, "header " + std::string(key) + ": repeated (first on line " +
-                                           std::to_string(first->line) + ")"))) {
-          return false;
-        }
-        break;
-      }
+  // Keeps a `Key: value` header line and checks a typed key's value; false
+  // if that stops a strict reader.
+  bool header_field(std::string_view key, std::string_view value, std::int64_t line) {
+    if (header.fields.size() >= kMaxHeaderFields) {
+      if (header_full_reported) return true;
+      header_full_reported = true;
+      return report(format_error(line, "header: more than " + std::to_string(kMaxHeaderFields) +
+                                           " 'Key: value' lines; the rest are ignored"));
+    }
+    if (const TypedKey* typed = typed_key(key)) {
       std::string reason;
-      std::int64_t v = 0;
-      if (typed.text) {
+      if (const HeaderField* first = header.find(key)) {
+        reason = "repeated (first on line " + std::to_string(first->line) + ")";
+      } else if (typed->text) {
         if (first_word(value).empty()) reason = "empty";
       } else {
-        header_integer(value, typed.min, v, &reason);
+        std::int64_t v = 0;
+        header_integer(value, typed->min, v, &reason);
       }
       if (!reason.empty() &&
           !report(format_error(line, "header " + std::string(key) + ": " + reason))) {
@@ -575,7 +580,6 @@ struct Reader::Impl {
   // Reads the header block and keeps the first job line in `pending`.
   // False on a fatal error.
   bool read_header() {
-    bool full_reported = false;
     for (;;) {
       std::string_view line;
       switch (fetch(line)) {
@@ -600,18 +604,9 @@ struct Reader::Impl {
       ++stats.comment_lines;
       std::string_view key;
       std::string_view value;
-      if (header.fields.size() >= kMaxHeaderFields && split_field(t.substr(1), key, value)) {
-        if (!full_reported) {
-          full_reported = true;
-          if (!report(format_error(stats.lines,
-                                   "header: more than " + std::to_string(kMaxHeaderFields) +
-                                       " 'Key: value' lines; the rest are ignored"))) {
-            return false;
-          }
-        }
-        continue;
+      if (split_field(t.substr(1), key, value) && !header_field(key, value, stats.lines)) {
+        return false;
       }
-      if (!header_comment(t.substr(1), stats.lines)) return false;
     }
   }
 
