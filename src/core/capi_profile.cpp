@@ -1,0 +1,93 @@
+// capi_profile.cpp - the C face of build_availability and the wire format
+// (see capi_profile.h).
+
+#include "core/capi_profile.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "core/availability.hpp"
+#include "core/wire_profile.hpp"
+
+namespace {
+
+void put(char* dst, std::size_t len, std::string_view text) noexcept {
+  if (dst == nullptr || len == 0) return;
+  std::size_t n = text.size() < len - 1 ? text.size() : len - 1;
+  text.copy(dst, n);
+  dst[n] = '\0';
+}
+
+// A malloc'd copy of s, NULL if out of memory.
+char* c_copy(const std::string& s) noexcept {
+  auto* p = static_cast<char*>(std::malloc(s.size() + 1));
+  if (p != nullptr) std::memcpy(p, s.c_str(), s.size() + 1);
+  return p;
+}
+
+// The error document (malloc'd), or NULL if out of memory.
+char* error_doc_noexcept(std::string_view code, std::string_view message) noexcept {
+  try {
+    return c_copy(flexco::error_json(code, message));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+int fail(int status, std::string_view code, std::string_view message,
+         char** json_out, char* code_buf, std::size_t codelen, char* err,
+         std::size_t errlen) noexcept {
+  put(code_buf, codelen, code);
+  put(err, errlen, message);
+  if (json_out != nullptr) *json_out = error_doc_noexcept(code, message);
+  return status;
+}
+
+}  // namespace
+
+extern "C" int flexco_profile_json(const flexco_snapshot_t* snap,
+                                   const char* partition, int64_t horizon,
+                                   int share_percent, char** json_out,
+                                   char* code, size_t codelen, char* err,
+                                   size_t errlen) {
+  if (json_out != nullptr) *json_out = nullptr;
+  try {
+    if (snap == nullptr || json_out == nullptr)
+      return fail(500, "internal",
+                  "flexco_profile_json: snap and json_out must not be NULL",
+                  json_out, code, codelen, err, errlen);
+    flexco::AvailabilityQuery query;
+    query.partition = partition ? partition : "";
+    query.horizon = horizon;
+    query.share_percent = share_percent;
+    auto built = flexco::build_availability(*snap, query);
+    if (!built.ok()) {
+      const auto& e = built.error();
+      return fail(flexco::availability_http_status(e.code),
+                  flexco::availability_errc_name(e.code), e.message, json_out,
+                  code, codelen, err, errlen);
+    }
+    std::string json = flexco::availability_to_json(built.value());
+    char* doc = c_copy(json);
+    if (doc == nullptr)
+      return fail(500, "internal", "flexco_profile_json: out of memory",
+                  json_out, code, codelen, err, errlen);
+    *json_out = doc;
+    put(code, codelen, "");
+    put(err, errlen, "");
+    return 200;
+  } catch (const std::bad_alloc&) {
+    return fail(500, "internal", "flexco_profile_json: out of memory",
+                json_out, code, codelen, err, errlen);
+  } catch (...) {
+    return fail(500, "internal", "flexco_profile_json: internal error",
+                json_out, code, codelen, err, errlen);
+  }
+}
+
+extern "C" char* flexco_error_json(const char* code, const char* message) {
+  return error_doc_noexcept(code ? code : "", message ? message : "");
+}
