@@ -24,6 +24,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "agent.h"
+#include "http.h"
 
 extern const char plugin_type[];
 
@@ -36,6 +37,7 @@ static bool agent_running = false;
 static bool agent_stop = false;
 static bool have_summary = false;
 static flexco_cluster_summary_t summary;
+static const flexco_conf_t *agent_conf = NULL;
 
 /*
  * Copy what we need under slurmctld's node read lock only, no I/O, no
@@ -75,6 +77,8 @@ static void *_agent(void *arg)
 		slurm_mutex_unlock(&agent_lock);
 
 		_snapshot(&s);	/* slurmctld locks only, ours released */
+		if (!http_running())
+			(void) http_start(agent_conf);	/* retried each period */
 
 		slurm_mutex_lock(&agent_lock);
 		summary = s;
@@ -101,7 +105,7 @@ static void *_agent(void *arg)
 	return NULL;
 }
 
-extern int flexco_agent_start(void)
+extern int flexco_agent_start(const flexco_conf_t *conf)
 {
 	int rc;
 
@@ -110,6 +114,7 @@ extern int flexco_agent_start(void)
 		slurm_mutex_unlock(&agent_lock);
 		return SLURM_SUCCESS;
 	}
+	agent_conf = conf;
 	agent_stop = false;
 	rc = pthread_create(&agent_tid, NULL, _agent, NULL);
 	if (rc) {
@@ -140,6 +145,8 @@ extern void flexco_agent_stop(void)
 	agent_running = false;
 	slurm_mutex_unlock(&agent_lock);
 	info("%s: agent thread joined", plugin_type);
+
+	http_stop();
 }
 
 extern int flexco_agent_summary(flexco_cluster_summary_t *out)

@@ -9,6 +9,8 @@
 
 #include <time.h>
 
+#include "flexco_conf.h"
+
 /* What one short read-locked snapshot of slurmctld saw. */
 typedef struct {
 	time_t when;		/* time of the snapshot */
@@ -18,10 +20,15 @@ typedef struct {
 	time_t bf_last_cycle;	/* end of the last backfill cycle, 0 if none */
 } flexco_cluster_summary_t;
 
-/* Start the agent thread.  Called from init(), no slurmctld lock held. */
-extern int flexco_agent_start(void);
+/*
+ * Start the agent thread, which also starts the HTTP service and keeps
+ * retrying while it cannot listen.  conf must outlive the thread.  Called
+ * from init(), no slurmctld lock held.
+ */
+extern int flexco_agent_start(const flexco_conf_t *conf);
 
-/* Ask the agent thread to stop and join it.  Called from fini(). */
+/* Ask the agent thread to stop, join it, then stop the HTTP service.
+ * Called from fini(). */
 extern void flexco_agent_stop(void);
 
 /* Copy of the latest snapshot; returns -1 if none was taken yet. */

@@ -45,7 +45,7 @@ FLEXCO_EXPORT extern int init(void)
 	flexco_conf = conf;
 	slurm_mutex_unlock(&conf_lock);
 
-	if (flexco_agent_start() != SLURM_SUCCESS) {
+	if (flexco_agent_start(conf) != SLURM_SUCCESS) {
 		slurm_mutex_lock(&conf_lock);
 		flexco_conf_free(flexco_conf);
 		flexco_conf = NULL;

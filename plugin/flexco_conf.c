@@ -11,8 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define MUNGE_DEFAULT_SOCKET "/run/munge/munge.socket.2"
+
 #include "src/common/log.h"
 #include "src/common/parse_config.h"
+#include "src/common/slurm_protocol_api.h"
 #include "src/common/read_config.h"
 #include "src/common/uid.h"
 #include "src/common/xmalloc.h"
@@ -23,11 +26,36 @@
 extern const char plugin_type[];
 
 static s_p_options_t flexco_options[] = {
+	{.key = "AuthMaxAge", .type = S_P_UINT32},
+	{.key = "AuthMaxSkew", .type = S_P_UINT32},
+	{.key = "ConnectionTimeout", .type = S_P_UINT32},
 	{.key = "DaemonUsers", .type = S_P_STRING},
 	{.key = "ListenAddress", .type = S_P_STRING},
 	{.key = "ListenPort", .type = S_P_UINT16},
+	{.key = "MaxConnections", .type = S_P_UINT32},
+	{.key = "MaxRequestSize", .type = S_P_UINT32},
+	{.key = "MungeSocket", .type = S_P_STRING},
+	{.key = "PublishedShare", .type = S_P_UINT16},
 	{.key = NULL}
 };
+
+#define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
+	"ListenAddress, ListenPort, MaxConnections, MaxRequestSize, " \
+	"MungeSocket, PublishedShare"
+
+/* Read an optional uint32 key with a default and an inclusive range. */
+static int _get_u32(s_p_hashtbl_t *tbl, const char *path, const char *key,
+		    uint32_t *out, uint32_t def, uint32_t lo, uint32_t hi)
+{
+	if (!s_p_get_uint32(out, (char *) key, tbl))
+		*out = def;
+	if ((*out < lo) || (*out > hi)) {
+		error("%s: %s: %s=%u is out of range (%u-%u)",
+		      plugin_type, path, key, *out, lo, hi);
+		return SLURM_ERROR;
+	}
+	return SLURM_SUCCESS;
+}
 
 static int _valid_address(const char *addr)
 {
@@ -82,8 +110,8 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	/* ignore_new=false: an unknown key is an error, not a typo to skip. */
 	if (s_p_parse_file(tbl, NULL, (char *) path, false, NULL) !=
 	    SLURM_SUCCESS) {
-		error("%s: cannot parse %s: unknown key or bad value (see the error above); valid keys are DaemonUsers, ListenAddress, ListenPort",
-		      plugin_type, path);
+		error("%s: cannot parse %s: unknown key or bad value (see the error above); valid keys are "
+		      VALID_KEYS, plugin_type, path);
 		goto fail;
 	}
 
@@ -105,6 +133,38 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	s_p_get_string(&conf->daemon_users, "DaemonUsers", tbl);
 	if (_parse_users(conf) != SLURM_SUCCESS)
 		goto fail;
+
+	if (_get_u32(tbl, path, "MaxConnections", &conf->max_connections,
+		     FLEXCO_DEFAULT_MAX_CONNECTIONS, 1, 1024) ||
+	    _get_u32(tbl, path, "MaxRequestSize", &conf->max_request_size,
+		     FLEXCO_DEFAULT_MAX_REQUEST_SIZE, 1024, 64 * 1024 * 1024) ||
+	    _get_u32(tbl, path, "ConnectionTimeout",
+		     &conf->connection_timeout,
+		     FLEXCO_DEFAULT_CONNECTION_TIMEOUT, 1, 3600) ||
+	    _get_u32(tbl, path, "AuthMaxAge", &conf->auth_max_age,
+		     FLEXCO_DEFAULT_AUTH_MAX_AGE, 1, 86400) ||
+	    _get_u32(tbl, path, "AuthMaxSkew", &conf->auth_max_skew,
+		     FLEXCO_DEFAULT_AUTH_MAX_SKEW, 0, 86400))
+		goto fail;
+
+	if (!s_p_get_uint16(&conf->published_share, "PublishedShare", tbl))
+		conf->published_share = FLEXCO_DEFAULT_PUBLISHED_SHARE;
+	if ((conf->published_share < 1) || (conf->published_share > 100)) {
+		error("%s: %s: PublishedShare=%u is out of range (1-100)",
+		      plugin_type, path, conf->published_share);
+		goto fail;
+	}
+
+	if (!s_p_get_string(&conf->munge_socket, "MungeSocket", tbl))
+		conf->munge_socket =
+			slurm_auth_opts_to_socket(slurm_conf.authinfo);
+	if (conf->munge_socket && (conf->munge_socket[0] != '/')) {
+		error("%s: %s: MungeSocket=%s is not an absolute path",
+		      plugin_type, path, conf->munge_socket);
+		goto fail;
+	}
+	if (!conf->munge_socket)
+		conf->munge_socket = xstrdup(MUNGE_DEFAULT_SOCKET);
 
 	s_p_hashtbl_destroy(tbl);
 	return conf;
@@ -133,6 +193,7 @@ extern void flexco_conf_free(flexco_conf_t *conf)
 	xfree(conf->listen_address);
 	xfree(conf->daemon_users);
 	xfree(conf->daemon_uids);
+	xfree(conf->munge_socket);
 	xfree(conf);
 }
 
@@ -147,9 +208,22 @@ static void _add_pair(List list, const char *name, char *value)
 
 extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list)
 {
+	_add_pair(list, "AuthMaxAge",
+		  xstrdup_printf("%u sec", conf->auth_max_age));
+	_add_pair(list, "AuthMaxSkew",
+		  xstrdup_printf("%u sec", conf->auth_max_skew));
 	_add_pair(list, "ConfigFile", xstrdup(conf->path));
+	_add_pair(list, "ConnectionTimeout",
+		  xstrdup_printf("%u sec", conf->connection_timeout));
 	_add_pair(list, "DaemonUsers",
 		  xstrdup(conf->daemon_users ? conf->daemon_users : "(null)"));
 	_add_pair(list, "ListenAddress", xstrdup(conf->listen_address));
 	_add_pair(list, "ListenPort", xstrdup_printf("%u", conf->listen_port));
+	_add_pair(list, "MaxConnections",
+		  xstrdup_printf("%u", conf->max_connections));
+	_add_pair(list, "MaxRequestSize",
+		  xstrdup_printf("%u", conf->max_request_size));
+	_add_pair(list, "MungeSocket", xstrdup(conf->munge_socket));
+	_add_pair(list, "PublishedShare",
+		  xstrdup_printf("%u%%", conf->published_share));
 }

@@ -14,6 +14,13 @@
 #include "src/common/list.h"
 
 #define FLEXCO_DEFAULT_LISTEN_ADDRESS "127.0.0.1"
+#define FLEXCO_DEFAULT_MAX_CONNECTIONS 32
+#define FLEXCO_DEFAULT_MAX_REQUEST_SIZE (1024 * 1024)
+#define FLEXCO_DEFAULT_CONNECTION_TIMEOUT 10
+#define FLEXCO_DEFAULT_PUBLISHED_SHARE 100
+#define FLEXCO_DEFAULT_AUTH_MAX_AGE 300
+#define FLEXCO_DEFAULT_AUTH_MAX_SKEW 60
+#define FLEXCO_DEFAULT_REPLAY_CACHE 65536
 
 /* Read-only after flexco_conf_read(); safe to share between threads. */
 typedef struct {
@@ -23,6 +30,13 @@ typedef struct {
 	char *daemon_users;	/* DaemonUsers as written */
 	uid_t *daemon_uids;	/* ... resolved */
 	int daemon_uid_cnt;
+	uint32_t max_connections;	/* MaxConnections */
+	uint32_t max_request_size;	/* MaxRequestSize, bytes of body */
+	uint32_t connection_timeout;	/* ConnectionTimeout, seconds */
+	uint16_t published_share;	/* PublishedShare, percent */
+	uint32_t auth_max_age;		/* AuthMaxAge, seconds */
+	uint32_t auth_max_skew;		/* AuthMaxSkew, seconds */
+	char *munge_socket;	/* MungeSocket, else slurm.conf AuthInfo */
 } flexco_conf_t;
 
 /*

@@ -66,6 +66,16 @@ BAD_CONFS = [
     ("unknown DaemonUsers entry",
      "ListenPort=%(port)d\nDaemonUsers=root,flexco_no_such_user\n",
      "DaemonUsers: unknown user 'flexco_no_such_user'"),
+    ("PublishedShare=0", "ListenPort=%(port)d\nPublishedShare=0\n",
+     "PublishedShare=0 is out of range"),
+    ("PublishedShare=101", "ListenPort=%(port)d\nPublishedShare=101\n",
+     "PublishedShare=101 is out of range"),
+    ("MaxConnections=0", "ListenPort=%(port)d\nMaxConnections=0\n",
+     "MaxConnections=0 is out of range"),
+    ("MaxRequestSize too small", "ListenPort=%(port)d\nMaxRequestSize=10\n",
+     "MaxRequestSize=10 is out of range"),
+    ("relative MungeSocket", "ListenPort=%(port)d\nMungeSocket=munge.sock\n",
+     "MungeSocket=munge.sock is not an absolute path"),
     ("no flexco.conf", None, "cannot stat"),
 ]
 
@@ -151,6 +161,9 @@ def main():
                  and pairs.get("ListenPort") == conf_value(flexco_conf, "ListenPort")
                  and pairs.get("ListenAddress") == "127.0.0.1"
                  and pairs.get("DaemonUsers") == "root"
+                 and pairs.get("PublishedShare") == "100%"
+                 and pairs.get("MaxRequestSize") == "1048576"
+                 and pairs.get("MungeSocket") == st.get("munge_socket")
                  and pairs.get("ConfigFile") == os.path.join(conf_dir, "flexco.conf"),
                  "%s: scontrol show config has a slurmctld/flexco section with "
                  "the settings of its flexco.conf" % name, r.stdout[-1500:])

@@ -1,0 +1,587 @@
+/*****************************************************************************\
+ *  http.c - the slurmctld/flexco plugin's HTTP+JSON service
+ *****************************************************************************
+ *  libmicrohttpd runs the listener and a small pool of its own threads;
+ *  none of them ever holds a slurmctld lock while doing network or MUNGE
+ *  work.  Every request is bounded (header memory, body size, connection
+ *  count, idle timeout), authenticated with MUNGE (core/capi_auth.h) before
+ *  anything else, and answered with JSON; errors are
+ *  {"error":{"code":...,"message":...}} with a 4xx/5xx status and change
+ *  nothing.
+ *
+ *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
+\*****************************************************************************/
+
+#include "src/common/slurm_xlator.h"	/* must be first */
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/common/log.h"
+#include "src/common/macros.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+
+#include "core/capi_auth.h"
+#include "core/capi_profile.h"
+#include "http.h"
+#include "snapshot.h"
+
+extern const char plugin_type[];
+
+#define MAX_URI_LEN 4096
+#define HEADER_MEMORY (32 * 1024)
+#define THREAD_POOL_SIZE 4
+#define DEFAULT_HORIZON (24 * 3600)
+#define MAX_PARTITION_LEN 256
+
+/* ---------------------------------------------------------------------- */
+/* statistics */
+
+enum { EP_PROFILE, EP_STATS, EP_OTHER, EP_COUNT };
+static const char *ep_names[EP_COUNT] = { "profile", "stats", "other" };
+static const int stat_codes[] = { 200, 400, 401, 403, 404, 405, 413, 500,
+				  503 };
+#define N_CODES (sizeof(stat_codes) / sizeof(stat_codes[0]))
+/* latency histogram upper bounds, microseconds; the last bucket is open */
+static const uint64_t lat_bounds[] = { 1000, 10000, 100000, 1000000 };
+#define N_LAT (sizeof(lat_bounds) / sizeof(lat_bounds[0]) + 1)
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t stat_count[EP_COUNT][N_CODES + 1];	/* +1: other codes */
+static uint64_t stat_lat[EP_COUNT][N_LAT];
+static time_t started_at;
+
+static uint64_t _usec_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void _record(int ep, int status, uint64_t usec)
+{
+	size_t i, code = N_CODES, bucket = N_LAT - 1;
+
+	for (i = 0; i < N_CODES; i++)
+		if (stat_codes[i] == status)
+			code = i;
+	for (i = 0; i < N_LAT - 1; i++)
+		if (usec <= lat_bounds[i]) {
+			bucket = i;
+			break;
+		}
+	slurm_mutex_lock(&stats_lock);
+	stat_count[ep][code]++;
+	stat_lat[ep][bucket]++;
+	slurm_mutex_unlock(&stats_lock);
+}
+
+/* ---------------------------------------------------------------------- */
+/* per-request state */
+
+typedef struct {
+	char *uri;		/* request target as received: path?query */
+	bool uri_too_long;
+	bool started;
+	char *body;
+	size_t body_len, body_cap;
+	bool body_too_large;
+	uint64_t t0;
+	int ep;
+	int status;
+} req_t;
+
+static struct MHD_Daemon *daemon_ptr = NULL;
+static pthread_mutex_t daemon_lock = PTHREAD_MUTEX_INITIALIZER;
+static flexco_verifier_t *verifier = NULL;
+static uint32_t max_body = FLEXCO_DEFAULT_MAX_REQUEST_SIZE;
+static uint16_t published_share = 100;
+
+static void *_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	req_t *req = calloc(1, sizeof(*req));
+	size_t len;
+
+	(void) cls;
+	(void) c;
+	if (!req)
+		return NULL;
+	req->t0 = _usec_now();
+	req->ep = EP_OTHER;
+	len = uri ? strnlen(uri, MAX_URI_LEN + 1) : 0;
+	if (len > MAX_URI_LEN)
+		req->uri_too_long = true;
+	else
+		req->uri = strndup(uri ? uri : "", len);
+	return req;
+}
+
+static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		       enum MHD_RequestTerminationCode toe)
+{
+	req_t *req = *con_cls;
+
+	(void) cls;
+	(void) c;
+	(void) toe;
+	if (!req)
+		return;
+	_record(req->ep, req->status, _usec_now() - req->t0);
+	free(req->uri);
+	free(req->body);
+	free(req);
+	*con_cls = NULL;
+}
+
+static void _mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	(void) cls;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n && (buf[n - 1] == '\n'))
+		buf[--n] = '\0';
+	error("%s: microhttpd: %s", plugin_type, buf);
+}
+
+/* ---------------------------------------------------------------------- */
+/* responses */
+
+/* json: malloc'd, ownership passes to microhttpd. */
+static enum MHD_Result _send(struct MHD_Connection *c, req_t *req, int status,
+			     char *json, const char *allow)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result rc;
+
+	if (!json)
+		json = strdup("{\"error\":{\"code\":\"internal\","
+			      "\"message\":\"out of memory\"}}");
+	if (!json)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer(strlen(json), json,
+					       MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(json);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (allow)
+		MHD_add_response_header(resp, "Allow", allow);
+	if (req)
+		req->status = status;
+	rc = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+static enum MHD_Result _error(struct MHD_Connection *c, req_t *req,
+			      int status, const char *code, const char *msg)
+{
+	return _send(c, req, status, flexco_error_json(code, msg), NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* query parameters */
+
+typedef struct {
+	const char *const *allowed;
+	const char *bad;
+} args_check_t;
+
+static enum MHD_Result _check_arg(void *cls, enum MHD_ValueKind kind,
+				  const char *key, const char *value)
+{
+	args_check_t *chk = cls;
+	int i;
+
+	(void) kind;
+	(void) value;
+	for (i = 0; chk->allowed[i]; i++)
+		if (!strcmp(key, chk->allowed[i]))
+			return MHD_YES;
+	chk->bad = key;
+	return MHD_NO;
+}
+
+/* NULL if every query parameter is one of allowed (NULL-terminated). */
+static const char *_unknown_arg(struct MHD_Connection *c,
+				const char *const *allowed)
+{
+	args_check_t chk = { .allowed = allowed, .bad = NULL };
+
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, _check_arg, &chk);
+	return chk.bad;
+}
+
+/* Strict decimal, 1..max. */
+static int _parse_seconds(const char *s, int64_t max, int64_t *out)
+{
+	int64_t v = 0;
+
+	if (!s || !*s)
+		return -1;
+	for (; *s; s++) {
+		if ((*s < '0') || (*s > '9'))
+			return -1;
+		v = v * 10 + (*s - '0');
+		if (v > max)
+			return -1;
+	}
+	if (v < 1)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* endpoints */
+
+static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
+{
+	static const char *const allowed[] = { "partition", "horizon", NULL };
+	const char *bad, *partition, *horizon_s;
+	char code[64], err[512], msg[600];
+	flexco_snapshot_t *snap;
+	int64_t horizon = DEFAULT_HORIZON;
+	char *json = NULL;
+	int status;
+
+	if ((bad = _unknown_arg(c, allowed))) {
+		snprintf(msg, sizeof(msg),
+			 "unknown query parameter '%.100s' (allowed: partition, horizon)",
+			 bad);
+		return _error(c, req, 400, "bad_parameter", msg);
+	}
+	partition = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+						"partition");
+	if (partition && (strlen(partition) > MAX_PARTITION_LEN))
+		return _error(c, req, 400, "bad_parameter",
+			      "partition: name too long");
+	horizon_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+						"horizon");
+	if (horizon_s && _parse_seconds(horizon_s, 366 * 86400, &horizon))
+		return _error(c, req, 400, "bad_parameter",
+			      "horizon: seconds, an integer from 1 to 31622400");
+
+	snap = snapshot_take();	/* read locks inside, released on return */
+	status = flexco_profile_json(snap, partition, horizon, published_share,
+				     &json, code, sizeof(code), err,
+				     sizeof(err));
+	snapshot_free(snap);
+	return _send(c, req, status, json, NULL);
+}
+
+static json_t *_stats_json(void)
+{
+	json_t *root = json_object(), *reqs = json_array(), *lat, *ep, *codes;
+	snapshot_lock_stats_t ls;
+	size_t e, i;
+
+	slurm_mutex_lock(&stats_lock);
+	for (e = 0; e < EP_COUNT; e++) {
+		ep = json_object();
+		codes = json_object();
+		lat = json_array();
+		for (i = 0; i < N_CODES + 1; i++) {
+			char key[16];
+
+			if (!stat_count[e][i])
+				continue;
+			if (i < N_CODES)
+				snprintf(key, sizeof(key), "%d", stat_codes[i]);
+			else
+				snprintf(key, sizeof(key), "other");
+			json_object_set_new(codes, key,
+					    json_integer(stat_count[e][i]));
+		}
+		for (i = 0; i < N_LAT; i++) {
+			json_t *b = json_object();
+
+			if (i < N_LAT - 1)
+				json_object_set_new(b, "le_usec",
+						    json_integer(lat_bounds[i]));
+			else
+				json_object_set_new(b, "le_usec", json_null());
+			json_object_set_new(b, "count",
+					    json_integer(stat_lat[e][i]));
+			json_array_append_new(lat, b);
+		}
+		json_object_set_new(ep, "endpoint", json_string(ep_names[e]));
+		json_object_set_new(ep, "status", codes);
+		json_object_set_new(ep, "latency", lat);
+		json_array_append_new(reqs, ep);
+	}
+	slurm_mutex_unlock(&stats_lock);
+
+	snapshot_get_lock_stats(&ls);
+	json_object_set_new(root, "started", json_integer(started_at));
+	json_object_set_new(root, "now", json_integer(time(NULL)));
+	json_object_set_new(root, "requests", reqs);
+	json_object_set_new(root, "snapshot_lock", json_pack(
+		"{s:I, s:I, s:I, s:I}",
+		"count", (json_int_t) ls.count,
+		"total_usec", (json_int_t) ls.total_usec,
+		"max_usec", (json_int_t) ls.max_usec,
+		"last_usec", (json_int_t) ls.last_usec));
+	return root;
+}
+
+static enum MHD_Result _get_stats(struct MHD_Connection *c, req_t *req)
+{
+	static const char *const allowed[] = { NULL };
+	json_t *root;
+	char *json;
+
+	if (_unknown_arg(c, allowed))
+		return _error(c, req, 400, "bad_parameter",
+			      "stats takes no query parameters");
+	root = _stats_json();
+	json = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(root);
+	return _send(c, req, 200, json, NULL);
+}
+
+typedef struct {
+	const char *path;
+	const char *method;
+	int ep;
+	enum MHD_Result (*fn)(struct MHD_Connection *c, req_t *req);
+} route_t;
+
+static const route_t routes[] = {
+	{ "/v1/profile", "GET", EP_PROFILE, _get_profile },
+	{ "/v1/stats", "GET", EP_STATS, _get_stats },
+};
+#define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* ---------------------------------------------------------------------- */
+
+static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
+				 const char *url, const char *method)
+{
+	const char *auth;
+	const route_t *route = NULL;
+	char code[64], err[512];
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int status;
+	size_t i;
+
+	for (i = 0; i < N_ROUTES; i++) {
+		if (!strcmp(url, routes[i].path)) {
+			req->ep = routes[i].ep;
+			if (!strcmp(method, routes[i].method)) {
+				route = &routes[i];
+				break;
+			}
+		}
+	}
+
+	/* Authenticate every request before saying anything about it. */
+	auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_AUTHORIZATION);
+	status = flexco_verifier_verify(verifier, method, req->uri,
+					req->body, req->body_len, auth, &uid,
+					&gid, code, sizeof(code), err,
+					sizeof(err));
+	if (status != 200) {
+		debug("%s: %s %s: %s", plugin_type, method, req->uri, err);
+		return _error(c, req, status, code, err);
+	}
+
+	if (!route) {
+		if (req->ep != EP_OTHER) {
+			char msg[128];
+
+			snprintf(msg, sizeof(msg), "%s is not allowed on %s",
+				 method, url);
+			return _send(c, req, 405,
+				     flexco_error_json("method_not_allowed",
+						       msg),
+				     "GET");
+		}
+		return _error(c, req, 404, "not_found", "no such endpoint");
+	}
+	debug2("%s: %s %s uid=%u", plugin_type, method, req->uri, uid);
+	return route->fn(c, req);
+}
+
+static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
+				const char *url, const char *method,
+				const char *version, const char *upload_data,
+				size_t *upload_data_size, void **con_cls)
+{
+	req_t *req = *con_cls;
+
+	(void) cls;
+	(void) version;
+	if (!req)
+		return MHD_NO;	/* out of memory in _uri_log: drop it */
+
+	if (!req->started) {
+		const char *len_s;
+
+		req->started = true;
+		if (req->uri_too_long)
+			return _error(c, req, 414, "uri_too_long",
+				      "request target too long");
+		len_s = MHD_lookup_connection_value(
+			c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (len_s && (strtoull(len_s, NULL, 10) > max_body)) {
+			char msg[96];
+
+			snprintf(msg, sizeof(msg),
+				 "request body larger than %u bytes",
+				 max_body);
+			return _error(c, req, 413, "payload_too_large", msg);
+		}
+		return MHD_YES;
+	}
+
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+
+		*upload_data_size = 0;
+		if (req->body_too_large || (req->body_len + n > max_body)) {
+			req->body_too_large = true;
+			return MHD_YES;	/* discard; answered at the end */
+		}
+		if (req->body_len + n + 1 > req->body_cap) {
+			size_t cap = (req->body_len + n + 1) * 2;
+			char *nb;
+
+			if (cap > (size_t) max_body + 1)
+				cap = (size_t) max_body + 1;
+			if (!(nb = realloc(req->body, cap)))
+				return MHD_NO;
+			req->body = nb;
+			req->body_cap = cap;
+		}
+		memcpy(req->body + req->body_len, upload_data, n);
+		req->body_len += n;
+		req->body[req->body_len] = '\0';
+		return MHD_YES;
+	}
+
+	if (req->body_too_large) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "request body larger than %u bytes",
+			 max_body);
+		return _error(c, req, 413, "payload_too_large", msg);
+	}
+	return _dispatch(c, req, url, method);
+}
+
+extern int http_start(const flexco_conf_t *conf)
+{
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+	struct sockaddr *sa;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
+			     MHD_USE_ERROR_LOG | MHD_USE_AUTO;
+	char err[512];
+
+	slurm_mutex_lock(&daemon_lock);
+	if (daemon_ptr) {
+		slurm_mutex_unlock(&daemon_lock);
+		return SLURM_SUCCESS;
+	}
+
+	if (!verifier) {
+		verifier = flexco_verifier_create(conf->munge_socket,
+						  conf->auth_max_age,
+						  conf->auth_max_skew,
+						  FLEXCO_DEFAULT_REPLAY_CACHE,
+						  err, sizeof(err));
+		if (!verifier) {
+			slurm_mutex_unlock(&daemon_lock);
+			error("%s: cannot set up MUNGE verification: %s",
+			      plugin_type, err);
+			return SLURM_ERROR;
+		}
+	}
+	max_body = conf->max_request_size;
+	published_share = conf->published_share;
+
+	memset(&sin, 0, sizeof(sin));
+	memset(&sin6, 0, sizeof(sin6));
+	if (inet_pton(AF_INET, conf->listen_address, &sin.sin_addr) == 1) {
+		sin.sin_family = AF_INET;
+		sin.sin_port = htons(conf->listen_port);
+		sa = (struct sockaddr *) &sin;
+	} else {
+		inet_pton(AF_INET6, conf->listen_address, &sin6.sin6_addr);
+		sin6.sin6_family = AF_INET6;
+		sin6.sin6_port = htons(conf->listen_port);
+		sa = (struct sockaddr *) &sin6;
+		flags |= MHD_USE_IPv6;
+	}
+
+	daemon_ptr = MHD_start_daemon(
+		flags, conf->listen_port, NULL, NULL, _handler, NULL,
+		MHD_OPTION_SOCK_ADDR, sa,
+		MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned int) conf->max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int) conf->connection_timeout,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HEADER_MEMORY,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned int) THREAD_POOL_SIZE,
+		MHD_OPTION_URI_LOG_CALLBACK, _uri_log, NULL,
+		MHD_OPTION_NOTIFY_COMPLETED, _completed, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, _mhd_log, NULL,
+		MHD_OPTION_END);
+	if (!daemon_ptr) {
+		slurm_mutex_unlock(&daemon_lock);
+		error("%s: cannot listen on %s port %u (will retry)",
+		      plugin_type, conf->listen_address, conf->listen_port);
+		return SLURM_ERROR;
+	}
+	started_at = time(NULL);
+	slurm_mutex_unlock(&daemon_lock);
+	info("%s: listening on http://%s:%u/v1/ (MUNGE socket %s)",
+	     plugin_type, conf->listen_address, conf->listen_port,
+	     conf->munge_socket);
+	return SLURM_SUCCESS;
+}
+
+extern bool http_running(void)
+{
+	bool running;
+
+	slurm_mutex_lock(&daemon_lock);
+	running = (daemon_ptr != NULL);
+	slurm_mutex_unlock(&daemon_lock);
+	return running;
+}
+
+extern void http_stop(void)
+{
+	struct MHD_Daemon *d;
+
+	slurm_mutex_lock(&daemon_lock);
+	d = daemon_ptr;
+	daemon_ptr = NULL;
+	slurm_mutex_unlock(&daemon_lock);
+
+	if (d) {
+		MHD_stop_daemon(d);	/* joins microhttpd's threads */
+		info("%s: HTTP service stopped", plugin_type);
+	}
+	flexco_verifier_destroy(verifier);
+	verifier = NULL;
+}

@@ -1,0 +1,88 @@
+// capi_auth.cpp - the C face of flexco::auth::Verifier (see capi_auth.h).
+
+#include "core/capi_auth.h"
+
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/auth.hpp"
+
+struct flexco_verifier {
+  flexco::auth::Verifier verifier;
+};
+
+namespace {
+
+void put(char* dst, std::size_t len, std::string_view text) noexcept {
+  if (dst == nullptr || len == 0) return;
+  std::size_t n = text.size() < len - 1 ? text.size() : len - 1;
+  text.copy(dst, n);
+  dst[n] = '\0';
+}
+
+}  // namespace
+
+extern "C" flexco_verifier_t* flexco_verifier_create(
+    const char* socket_path, int64_t max_age, int64_t max_skew,
+    size_t replay_capacity, char* err, size_t errlen) {
+  try {
+    flexco::auth::VerifierConfig config;
+    config.socket_path = socket_path ? socket_path : "";
+    config.max_age = max_age;
+    config.max_skew = max_skew;
+    config.replay_capacity = replay_capacity;
+    auto made = flexco::auth::Verifier::create(std::move(config));
+    if (!made.ok()) {
+      put(err, errlen, made.error().message);
+      return nullptr;
+    }
+    return new flexco_verifier{std::move(made).value()};
+  } catch (const std::bad_alloc&) {
+    put(err, errlen, "out of memory");
+  } catch (...) {
+    put(err, errlen, "internal error creating the verifier");
+  }
+  return nullptr;
+}
+
+extern "C" void flexco_verifier_destroy(flexco_verifier_t* v) { delete v; }
+
+extern "C" int flexco_verifier_verify(flexco_verifier_t* v, const char* method,
+                                      const char* path, const char* body,
+                                      size_t body_len, const char* header,
+                                      uid_t* uid, gid_t* gid, char* code,
+                                      size_t codelen, char* err,
+                                      size_t errlen) {
+  try {
+    if (v == nullptr || method == nullptr || path == nullptr ||
+        (body == nullptr && body_len != 0)) {
+      put(code, codelen, "internal");
+      put(err, errlen, "flexco_verifier_verify: invalid arguments");
+      return 500;
+    }
+    std::string_view b = body ? std::string_view(body, body_len)
+                              : std::string_view();
+    auto r = v->verifier.verify(method, path, b, header ? header : "");
+    if (!r.ok()) {
+      put(code, codelen, flexco::auth::errc_name(r.error().code));
+      put(err, errlen, r.error().message);
+      return r.error().status;
+    }
+    if (uid) *uid = r.value().uid;
+    if (gid) *gid = r.value().gid;
+    put(code, codelen, "");
+    put(err, errlen, "");
+    return 200;
+  } catch (const std::bad_alloc&) {
+    put(code, codelen, "internal");
+    put(err, errlen, "out of memory");
+  } catch (...) {
+    put(code, codelen, "internal");
+    put(err, errlen, "internal error in verification");
+  }
+  return 500;
+}

@@ -1,0 +1,51 @@
+/*
+ * capi_auth.h - C interface to the core's MUNGE request verification, for
+ * the slurmctld plugin (whose Slurm-facing files are C).
+ *
+ * No C++ type or exception crosses this interface: every function catches
+ * everything and reports an HTTP status and a message.  verify() blocks on
+ * munged; call it with no slurmctld lock held.
+ */
+#ifndef FLEXCO_CORE_CAPI_AUTH_H
+#define FLEXCO_CORE_CAPI_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct flexco_verifier flexco_verifier_t;
+
+/*
+ * socket_path: munged's socket (absolute); max_age, max_skew: seconds a
+ * request's timestamp may lie behind / ahead of now; replay_capacity: how
+ * many (uid, nonce) pairs are remembered.  Returns NULL with a message in
+ * err (NUL-terminated, truncated to errlen) on invalid arguments.
+ */
+flexco_verifier_t *flexco_verifier_create(const char *socket_path,
+					  int64_t max_age, int64_t max_skew,
+					  size_t replay_capacity,
+					  char *err, size_t errlen);
+
+void flexco_verifier_destroy(flexco_verifier_t *v);
+
+/*
+ * Verify one request.  method, path (with its raw query string) and the
+ * body exactly as received; header is the Authorization value or NULL.
+ * Returns 200 and sets *uid, *gid when authentic; otherwise the HTTP status
+ * (401, 400, 503, 500), an error code name in code (e.g. "expired") and a
+ * message in err.
+ */
+int flexco_verifier_verify(flexco_verifier_t *v, const char *method,
+			   const char *path, const char *body, size_t body_len,
+			   const char *header, uid_t *uid, gid_t *gid,
+			   char *code, size_t codelen, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

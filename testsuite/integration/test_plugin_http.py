@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""The slurmctld/flexco HTTP service on a real grid: MUNGE authentication
+on every request, JSON errors for bad input that leave slurmctld unharmed,
+and GET /v1/profile matching what the cluster really runs."""
+
+import re
+import socket
+import time
+
+import flexcotest as t
+from flexcohttp import Client
+
+NODES = {"alpha": 4, "beta": 6, "gamma": 8}
+CPUS = 8
+
+
+def raw_exchange(host, port, data, timeout=10):
+    """Send raw bytes, return what comes back (until close or timeout)."""
+    out = b""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+        except OSError:
+            return out
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except OSError:
+            pass
+    return out
+
+
+def steps_at(doc, when):
+    """The profile step covering time `when`."""
+    for s in doc.get("steps", []):
+        if s["start"] <= when < s["end"]:
+            return s
+    return None
+
+
+def main():
+    t.require_grid_tools()
+    with t.Grid() as grid:
+        st = t.wait_for(lambda: (lambda s: all(c.get("plugin_url") for c in s["clusters"]) and s)(grid.status()),
+                        30, "every plugin to listen")
+        t.ok(st, "every cluster's plugin listens (status --json shows plugin_url)")
+        st = st or grid.status()
+        sock = st["munge_socket"]
+        clusters = {c["name"]: c for c in st["clusters"]}
+        alpha = Client(clusters["alpha"]["plugin_url"], sock)
+        host, port = alpha.host, alpha.port
+
+        # -- authentication ------------------------------------------------
+        r = alpha.get("/v1/stats", auth=None)
+        t.ok(r.status == 401 and r.is_json_error()
+             and r.error_code() == "missing_credential",
+             "no Authorization header: 401 missing_credential JSON error",
+             "%s %r" % (r.status, r.raw[:300]))
+        r = alpha.get("/v1/stats", auth="Basic cm9vdDpyb290")
+        t.ok(r.status == 401 and r.is_json_error(),
+             "wrong scheme: 401 JSON error", "%s %r" % (r.status, r.raw[:300]))
+        r = alpha.get("/v1/stats", auth="MUNGE MUNGE:AAAAgarbage:")
+        t.ok(r.status == 401 and r.is_json_error(),
+             "garbage credential: 401", "%s %r" % (r.status, r.raw[:300]))
+        r = alpha.get("/v1/profile", sign_as=("GET", "/v1/stats", b""))
+        t.ok(r.status == 401 and r.error_code() == "request_mismatch",
+             "credential signed for another path: 401 request_mismatch",
+             "%s %r" % (r.status, r.raw[:300]))
+        r = alpha.get("/v1/profile?horizon=7200",
+                      sign_as=("GET", "/v1/profile?horizon=3600", b""))
+        t.ok(r.status == 401 and r.error_code() == "request_mismatch",
+             "credential signed for another query: 401 request_mismatch")
+        from flexcohttp import sign
+        hdr = sign("GET", "/v1/stats", b"", sock)
+        r1 = alpha.get("/v1/stats", auth=hdr)
+        r2 = alpha.get("/v1/stats", auth=hdr)
+        t.ok(r1.status == 200 and r2.status == 401
+             and r2.error_code() == "replayed",
+             "a credential is accepted once, its replay gets 401 replayed",
+             "%s then %s %r" % (r1.status, r2.status, r2.raw[:300]))
+        old = sign("GET", "/v1/stats", b"", sock,
+                   timestamp=int(time.time()) - 3600)
+        r = alpha.get("/v1/stats", auth=old)
+        t.ok(r.status == 401 and r.error_code() == "expired",
+             "a request signed an hour ago: 401 expired",
+             "%s %r" % (r.status, r.raw[:300]))
+
+        # -- malformed requests: 4xx JSON, nothing changes ----------------
+        r = alpha.get("/v1/nosuch")
+        t.ok(r.status == 404 and r.is_json_error(), "unknown endpoint: 404 JSON")
+        r = alpha.request("POST", "/v1/profile", body=b"{}")
+        t.ok(r.status == 405 and r.is_json_error() and r.headers.get("Allow") == "GET",
+             "POST on a GET endpoint: 405 with Allow: GET",
+             "%s %r" % (r.status, r.headers))
+        for target, what in [("/v1/profile?horizon=abc", "non-numeric horizon"),
+                             ("/v1/profile?horizon=0", "zero horizon"),
+                             ("/v1/profile?horizon=-5", "negative horizon"),
+                             ("/v1/profile?horizon=99999999999999999999", "huge horizon"),
+                             ("/v1/profile?bogus=1", "unknown parameter"),
+                             ("/v1/stats?x=1", "parameter on stats")]:
+            r = alpha.get(target)
+            t.ok(r.status == 400 and r.is_json_error(),
+                 "%s: 400 JSON error" % what, "%s %r" % (r.status, r.raw[:300]))
+        r = alpha.get("/v1/profile?partition=nosuch")
+        t.ok(r.status == 404 and r.is_json_error(),
+             "unknown partition: 404 JSON error", "%s %r" % (r.status, r.raw[:300]))
+        big = b"x" * (1024 * 1024 + 1)
+        r = alpha.request("POST", "/v1/profile", body=big, auth="MUNGE x")
+        t.ok(r.status == 413 and r.is_json_error(),
+             "body over MaxRequestSize: 413 before authentication",
+             "%s %r" % (r.status, r.raw[:300]))
+        long_target = "/v1/profile?partition=" + "a" * 5000
+        r = alpha.get(long_target, auth=None)
+        t.ok(400 <= r.status < 500, "an over-long request target gets a 4xx",
+             "%s" % r.status)
+        for junk in [b"\x00\x01\x02garbage\r\n\r\n", b"GET\r\n\r\n",
+                     b"GET /v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+                     b"GET /v1/stats HTTP/1.1\r\n" + b"X: " + b"y" * 70000 + b"\r\n\r\n"]:
+            raw_exchange(host, port, junk)
+        # a half-sent request that the client abandons
+        s = socket.create_connection((host, port), timeout=5)
+        s.sendall(b"GET /v1/stats HTTP/1.1\r\nHost: x\r\n")
+        r = alpha.get("/v1/stats")
+        s.close()
+        t.ok(r.status == 200, "the service answers while another connection is "
+             "stuck mid-request and after garbage on the wire")
+        p = grid.run("alpha", ["scontrol", "ping"])
+        t.ok(p.returncode == 0 and "UP" in p.stdout,
+             "slurmctld is alive after the malformed requests", p.stdout + p.stderr)
+
+        # -- the profile ---------------------------------------------------
+        for name, nodes in sorted(NODES.items()):
+            c = Client(clusters[name]["plugin_url"], sock)
+            r = c.get("/v1/profile?horizon=3600")
+            doc = r.json or {}
+            ok = r.status == 200 and doc.get("cluster") == name \
+                and doc.get("partition") == "batch"
+            steps = doc.get("steps", [])
+            t.ok(ok and len(steps) == 1 and steps[0]["free_nodes"] == nodes
+                 and steps[0]["free_cpus"] == nodes * CPUS
+                 and steps[0]["end"] == doc.get("horizon_end")
+                 and doc["horizon_end"] - doc["snapshot_time"] == 3600,
+                 "%s: idle profile is %d nodes / %d CPUs free for the whole horizon"
+                 % (name, nodes, nodes * CPUS), "%s %r" % (r.status, r.raw[:600]))
+
+        beta = Client(clusters["beta"]["plugin_url"], sock)
+        jobid = grid.submit("beta", ["-N2", "-t", "10", "-o", "/dev/null",
+                                     "--wrap", "sleep 300"])
+        job = grid.wait_job("beta", jobid, states=("RUNNING",), timeout=60)
+        t.ok(job.get("JobState") == "RUNNING", "beta: a 2-node 10-minute job runs")
+        r = beta.get("/v1/profile?horizon=3600")
+        doc = r.json or {}
+        now = doc.get("snapshot_time", 0)
+        first = steps_at(doc, now)
+        end_guess = now + 600
+        later = steps_at(doc, now + 700)
+        t.ok(first and first["free_nodes"] == 4 and first["free_cpus"] == 32
+             and later and later["free_nodes"] == 6
+             and abs(first["end"] - end_guess) <= 60,
+             "beta: profile shows 4 nodes free until the job's limit, then 6",
+             "%r" % doc.get("steps"))
+
+        # a reservation two hours from now for 3 nodes of gamma
+        r = grid.run("gamma", ["scontrol", "create", "reservation",
+                               "ReservationName=test_resv", "StartTime=now+1hour",
+                               "Duration=30", "NodeCnt=3", "Users=root"])
+        t.ok(r.returncode == 0, "gamma: scontrol create reservation",
+             r.stdout + r.stderr)
+        gamma = Client(clusters["gamma"]["plugin_url"], sock)
+        r = gamma.get("/v1/profile?horizon=14400")
+        doc = r.json or {}
+        now = doc.get("snapshot_time", 0)
+        a, b, c = (steps_at(doc, now), steps_at(doc, now + 3600 + 60),
+                   steps_at(doc, now + 3600 + 1800 + 120))
+        t.ok(a and b and c and a["free_nodes"] == 8 and b["free_nodes"] == 5
+             and c["free_nodes"] == 8,
+             "gamma: profile has 3 nodes taken by the reservation for 30 minutes",
+             "%r" % doc.get("steps"))
+
+        # -- stats -----------------------------------------------------------
+        r = alpha.get("/v1/stats")
+        doc = r.json or {}
+        by_ep = {e["endpoint"]: e for e in doc.get("requests", [])}
+        stats_401 = by_ep.get("stats", {}).get("status", {}).get("401", 0)
+        t.ok(r.status == 200 and stats_401 >= 5
+             and by_ep.get("profile", {}).get("status", {}).get("400", 0) >= 4
+             and doc.get("snapshot_lock", {}).get("count", 0) >= 1,
+             "stats count requests by endpoint and status and snapshot lock holds",
+             "%r" % doc)
+        t.note("snapshot lock hold: %r" % doc.get("snapshot_lock"))
+        grid.run("beta", ["scancel", jobid])
+
+
+if __name__ == "__main__":
+    t.run_main(main)
