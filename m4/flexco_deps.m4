@@ -32,3 +32,8 @@ AC_DEFUN([FLEXCO_CHECK_CHECK], [
   PKG_CHECK_MODULES([CHECK], [check >= 0.15], [],
     [AC_MSG_ERROR([Check >= 0.15 (unit tests) not found: apt-get install check])])
 ])
+
+AC_DEFUN([FLEXCO_CHECK_ZLIB], [
+  PKG_CHECK_MODULES([ZLIB], [zlib >= 1.2], [],
+    [AC_MSG_ERROR([zlib >= 1.2 (gzip traces) not found: apt-get install zlib1g-dev])])
+])
