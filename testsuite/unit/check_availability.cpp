@@ -891,17 +891,33 @@ START_TEST(test_duplicate_partition_nodes) {
 END_TEST
 
 START_TEST(test_cpu_overflow) {
-  // More CPUs than a profile can hold is an invalid snapshot, not a wrap.
-  OwnedSnapshot s;
-  const std::uint32_t n = 1u << 21;  // 2^21 nodes x 2^32-1 CPUs > 2^52
-  s.nodes.assign(n, SnapNode{"x", 0xffffffffu, true});
-  SnapPart p{"p", true, true, {}};
-  for (std::uint32_t i = 0; i < n; ++i) p.nodes.push_back(i);
-  s.parts = {p};
-  CAnswer a = call_c(&s.c(), "p", 60, 100);
+  // More CPUs than a profile can hold is an invalid snapshot, not a wrap:
+  // 2^20 + 2 nodes of 2^32 - 1 CPUs exceed kMaxAmount = 2^52.
+  const std::uint32_t n = (1u << 20) + 2;
+  std::vector<flexco_snap_node_t> nodes(n, flexco_snap_node_t{"x", 0xffffffffu, 1});
+  std::vector<std::uint32_t> idx(n);
+  for (std::uint32_t i = 0; i < n; ++i) idx[i] = i;
+  flexco_snap_part_t part{};
+  part.name = "p";
+  part.is_default = 1;
+  part.up = 1;
+  part.node_cnt = n;
+  flexco_snapshot_t snap{};
+  snap.when = 1000;
+  snap.nodes = nodes.data();
+  snap.node_count = n;
+  snap.parts = &part;
+  snap.part_count = 1;
+  snap.node_idx = idx.data();
+  snap.node_idx_count = n;
+  CAnswer a = call_c(&snap, "p", 60, 100);
   EQ(a.status, 500);
   STR_EQ(a.code, "invalid_snapshot");
-  HAS(a.message, "has more than 4503599627370496 CPUs");
+  HAS(a.message, "partition 'p' has more than 4503599627370496 CPUs");
+  // 2^20 nodes stay just below the limit.
+  snap.node_count = part.node_cnt = snap.node_idx_count = 1u << 20;
+  a = call_c(&snap, "p", 60, 100);
+  EQ(a.status, 200);
 }
 END_TEST
 
