@@ -72,8 +72,8 @@ class Builder {
   Time when_ = 0;
   Time horizon_end_ = 0;
   bool up_ = true;
-  std::vector<std::int64_t> local_;        // snapshot node -> partition node, -1
-  std::vector<std::uint32_t> members_;     // partition node -> snapshot node
+  std::vector<std::int64_t> local_;     // snapshot node -> partition node, -1
+  std::vector<std::uint32_t> members_;  // partition node -> snapshot node
   Amount nodes_total_ = 0, nodes_available_ = 0, nodes_published_ = 0;
   Amount cpus_total_ = 0, cpus_available_ = 0, cpus_published_ = 0;
   std::vector<Busy> busy_;
@@ -84,19 +84,18 @@ bool Builder::range_ok(std::uint32_t off, std::uint32_t cnt,
   if (cnt == 0) return true;
   if (snap_.node_idx == nullptr ||
       std::uint64_t{off} + cnt > snap_.node_idx_count) {
-    error_ = fail(AvailabilityErrc::kInvalidSnapshot,
-                  what + ": node list [" + num(off) + ", " +
-                      num(std::int64_t{off} + cnt) +
-                      ") lies outside node_idx (" +
-                      num(snap_.node_idx_count) + " entries)");
+    error_ =
+        fail(AvailabilityErrc::kInvalidSnapshot,
+             what + ": node list [" + num(off) + ", " +
+                 num(std::int64_t{off} + cnt) + ") lies outside node_idx (" +
+                 num(snap_.node_idx_count) + " entries)");
     return false;
   }
   for (std::uint32_t k = off; k < off + cnt; ++k) {
     if (snap_.node_idx[k] >= snap_.node_count) {
       error_ = fail(AvailabilityErrc::kInvalidSnapshot,
                     what + ": node index " + num(snap_.node_idx[k]) +
-                        " out of range (" + num(snap_.node_count) +
-                        " nodes)");
+                        " out of range (" + num(snap_.node_count) + " nodes)");
       return false;
     }
   }
@@ -137,12 +136,12 @@ const flexco_snap_part_t* Builder::find_partition() {
   if (snap_.part_count > 16) known += ", ...";
   if (hit == nullptr) {
     std::string list = known.empty() ? std::string("none") : known;
-    error_ = fail(AvailabilityErrc::kUnknownPartition,
-                  query_.partition.empty()
-                      ? "no default partition; name one (partitions: " +
-                            list + ")"
-                      : "no partition named '" + query_.partition +
-                            "' (partitions: " + list + ")");
+    error_ =
+        fail(AvailabilityErrc::kUnknownPartition,
+             query_.partition.empty()
+                 ? "no default partition; name one (partitions: " + list + ")"
+                 : "no partition named '" + query_.partition +
+                       "' (partitions: " + list + ")");
   }
   return hit;
 }
@@ -179,9 +178,9 @@ bool Builder::collect() {
       case FLEXCO_JOB_PENDING:
         break;  // no plan: demand invisible until backfill plans it
       default:
-        error_ = fail(AvailabilityErrc::kInvalidSnapshot,
-                      "job " + num(j.job_id) + " has unknown kind " +
-                          num(j.kind));
+        error_ =
+            fail(AvailabilityErrc::kInvalidSnapshot,
+                 "job " + num(j.job_id) + " has unknown kind " + num(j.kind));
         return false;
     }
   }
@@ -193,8 +192,9 @@ bool Builder::collect() {
   }
   for (std::uint32_t i = 0; i < snap_.resv_count; ++i) {
     const flexco_snap_resv_t& r = snap_.resvs[i];
-    std::string what = "reservation " +
-                       (r.name ? "'" + std::string(r.name) + "'" : "#" + num(i));
+    std::string what =
+        "reservation " +
+        (r.name ? "'" + std::string(r.name) + "'" : "#" + num(i));
     if (!range_ok(r.node_off, r.node_cnt, what)) return false;
     add_busy(r.node_off, r.node_cnt, r.start, r.end);
   }
@@ -258,8 +258,8 @@ std::vector<Step> Builder::sweep() {
 AvailabilityResult Builder::run() {
   if (query_.horizon < 1 || query_.horizon > kMaxHorizon)
     return fail(AvailabilityErrc::kBadParameter,
-                "horizon must be 1 to " + num(kMaxHorizon) +
-                    " seconds (got " + num(query_.horizon) + ")");
+                "horizon must be 1 to " + num(kMaxHorizon) + " seconds (got " +
+                    num(query_.horizon) + ")");
   if (query_.share_percent < 1 || query_.share_percent > 100)
     return fail(AvailabilityErrc::kBadParameter,
                 "share must be 1 to 100 percent (got " +
@@ -274,9 +274,9 @@ AvailabilityResult Builder::run() {
     return fail(AvailabilityErrc::kInvalidSnapshot,
                 "nodes is NULL but node_count is " + num(snap_.node_count));
   if (snap_.node_idx_count != 0 && snap_.node_idx == nullptr)
-    return fail(AvailabilityErrc::kInvalidSnapshot,
-                "node_idx is NULL but node_idx_count is " +
-                    num(snap_.node_idx_count));
+    return fail(
+        AvailabilityErrc::kInvalidSnapshot,
+        "node_idx is NULL but node_idx_count is " + num(snap_.node_idx_count));
 
   const flexco_snap_part_t* part = find_partition();
   if (part == nullptr) return std::move(*error_);
@@ -301,8 +301,8 @@ AvailabilityResult Builder::run() {
     }
     if (cpus_total_ > kMaxAmount)
       return fail(AvailabilityErrc::kInvalidSnapshot,
-                  "partition '" + std::string(part->name) +
-                      "' has more than " + num(kMaxAmount) + " CPUs");
+                  "partition '" + std::string(part->name) + "' has more than " +
+                      num(kMaxAmount) + " CPUs");
   }
   nodes_published_ = nodes_total_ * query_.share_percent / 100;
   cpus_published_ = cpus_total_ * query_.share_percent / 100;
@@ -359,18 +359,24 @@ Result<Profile> one_profile(const std::vector<Step>& steps, Amount capacity,
 
 const char* availability_errc_name(AvailabilityErrc code) noexcept {
   switch (code) {
-    case AvailabilityErrc::kBadParameter: return "bad_parameter";
-    case AvailabilityErrc::kUnknownPartition: return "unknown_partition";
-    case AvailabilityErrc::kInvalidSnapshot: return "invalid_snapshot";
+    case AvailabilityErrc::kBadParameter:
+      return "bad_parameter";
+    case AvailabilityErrc::kUnknownPartition:
+      return "unknown_partition";
+    case AvailabilityErrc::kInvalidSnapshot:
+      return "invalid_snapshot";
   }
   return "internal";
 }
 
 int availability_http_status(AvailabilityErrc code) noexcept {
   switch (code) {
-    case AvailabilityErrc::kBadParameter: return 400;
-    case AvailabilityErrc::kUnknownPartition: return 404;
-    case AvailabilityErrc::kInvalidSnapshot: return 500;
+    case AvailabilityErrc::kBadParameter:
+      return 400;
+    case AvailabilityErrc::kUnknownPartition:
+      return 404;
+    case AvailabilityErrc::kInvalidSnapshot:
+      return 500;
   }
   return 500;
 }
@@ -401,8 +407,8 @@ Result<PublishedProfiles> profiles_from_steps(const std::vector<Step>& steps,
                  num(s.end) + ")");
     if (i > 0 && steps[i - 1].end != s.start)
       return bad(at + ": starts at " + num(s.start) +
-                 ", not where the previous one ends (" +
-                 num(steps[i - 1].end) + ")");
+                 ", not where the previous one ends (" + num(steps[i - 1].end) +
+                 ")");
     if (s.free_nodes < 0 || s.free_nodes > nodes_capacity)
       return bad(at + ": free_nodes " + num(s.free_nodes) + " outside [0, " +
                  num(nodes_capacity) + "]");

@@ -45,8 +45,8 @@ namespace flexco {
 inline constexpr Duration kMaxHorizon = Duration{366} * 86400;
 
 struct AvailabilityQuery {
-  std::string partition;  // empty = the default partition
-  Duration horizon = 0;   // seconds, in [1, kMaxHorizon]
+  std::string partition;    // empty = the default partition
+  Duration horizon = 0;     // seconds, in [1, kMaxHorizon]
   int share_percent = 100;  // published share, in [1, 100]
 };
 

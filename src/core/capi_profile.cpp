@@ -29,7 +29,8 @@ char* c_copy(const std::string& s) noexcept {
 }
 
 // The error document (malloc'd), or NULL if out of memory.
-char* error_doc_noexcept(std::string_view code, std::string_view message) noexcept {
+char* error_doc_noexcept(std::string_view code,
+                         std::string_view message) noexcept {
   try {
     return c_copy(flexco::error_json(code, message));
   } catch (...) {
@@ -80,8 +81,8 @@ extern "C" int flexco_profile_json(const flexco_snapshot_t* snap,
     put(err, errlen, "");
     return 200;
   } catch (const std::bad_alloc&) {
-    return fail(500, "internal", "flexco_profile_json: out of memory",
-                json_out, code, codelen, err, errlen);
+    return fail(500, "internal", "flexco_profile_json: out of memory", json_out,
+                code, codelen, err, errlen);
   } catch (...) {
     return fail(500, "internal", "flexco_profile_json: internal error",
                 json_out, code, codelen, err, errlen);

@@ -74,7 +74,8 @@ class Reader {
   Error error() const { return Error{Errc::kInvalidArgument, error_}; }
 
   void fail(const std::string& path, const std::string& what) {
-    if (error_.empty()) error_ = std::string(where_) + ": " + path + ": " + what;
+    if (error_.empty())
+      error_ = std::string(where_) + ": " + path + ": " + what;
   }
 
   json_t* member(json_t* obj, const std::string& path, const char* key) {
@@ -103,8 +104,8 @@ class Reader {
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi) {
       fail(join(path, key), std::to_string(x) + " outside [" +
-                                std::to_string(lo) + ", " +
-                                std::to_string(hi) + "]");
+                                std::to_string(lo) + ", " + std::to_string(hi) +
+                                "]");
       return 0;
     }
     return x;
@@ -150,8 +151,8 @@ class Reader {
 
 JsonPtr parse(std::string_view text, Reader& rd) {
   json_error_t jerr;
-  JsonPtr root(json_loadb(text.data(), text.size(), JSON_REJECT_DUPLICATES,
-                          &jerr));
+  JsonPtr root(
+      json_loadb(text.data(), text.size(), JSON_REJECT_DUPLICATES, &jerr));
   if (!root) {
     rd.fail("document", std::string(jerr.text) + " (line " +
                             std::to_string(jerr.line) + ", column " +
@@ -335,11 +336,23 @@ Result<Availability> availability_from_json(std::string_view text) {
     return Error{Errc::kInvalidArgument,
                  "availability_from_json: " + profiles.error().message};
   PublishedProfiles p = std::move(profiles).value();
-  return Availability{std::move(cluster), std::move(partition), up, when,
-                      horizon_end, bf_last, bf_active, share,
-                      counts[0][0], counts[0][1], counts[0][2],
-                      counts[1][0], counts[1][1], counts[1][2],
-                      std::move(p.nodes), std::move(p.cpus), std::move(steps)};
+  return Availability{std::move(cluster),
+                      std::move(partition),
+                      up,
+                      when,
+                      horizon_end,
+                      bf_last,
+                      bf_active,
+                      share,
+                      counts[0][0],
+                      counts[0][1],
+                      counts[0][2],
+                      counts[1][0],
+                      counts[1][1],
+                      counts[1][2],
+                      std::move(p.nodes),
+                      std::move(p.cpus),
+                      std::move(steps)};
 }
 
 std::string error_json(std::string_view code, std::string_view message) {

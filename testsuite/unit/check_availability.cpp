@@ -5,6 +5,7 @@
 // brute-force per-second count.
 
 #include <dirent.h>
+#include <jansson.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -17,8 +18,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <jansson.h>
 
 #include "core/availability.hpp"
 #include "core/capi_profile.h"
@@ -36,23 +35,23 @@ namespace {
 // ---------------------------------------------------------------------------
 // Helpers: every failure names the source line (or the scenario).
 
-#define EQ(a, b)                                                                  \
-  do {                                                                            \
-    std::int64_t a_ = (a), b_ = (b);                                              \
-    if (a_ != b_)                                                                 \
-      ck_abort_msg("line %d: %s == %" PRId64 ", expected %s == %" PRId64, __LINE__, \
-                   #a, a_, #b, b_);                                               \
+#define EQ(a, b)                                                                                \
+  do {                                                                                          \
+    std::int64_t a_ = (a), b_ = (b);                                                            \
+    if (a_ != b_)                                                                               \
+      ck_abort_msg("line %d: %s == %" PRId64 ", expected %s == %" PRId64, __LINE__, #a, a_, #b, \
+                   b_);                                                                         \
   } while (0)
 
-#define STR_EQ(expr, want)                                                          \
-  do {                                                                            \
-    std::string got_ = (expr);                                                    \
-    ck_assert_msg(got_ == (want), "line %d: %s is \"%s\", expected \"%s\"", __LINE__, \
-                  #expr, got_.c_str(), std::string(want).c_str());               \
+#define STR_EQ(expr, want)                                                                   \
+  do {                                                                                       \
+    std::string got_ = (expr);                                                               \
+    ck_assert_msg(got_ == (want), "line %d: %s is \"%s\", expected \"%s\"", __LINE__, #expr, \
+                  got_.c_str(), std::string(want).c_str());                                  \
   } while (0)
 
-#define HAS(msg, part)                                                                \
-  ck_assert_msg(std::string(msg).find(part) != std::string::npos,                    \
+#define HAS(msg, part)                                                                      \
+  ck_assert_msg(std::string(msg).find(part) != std::string::npos,                           \
                 "line %d: message \"%s\" lacks \"%s\"", __LINE__, std::string(msg).c_str(), \
                 std::string(part).c_str())
 
@@ -129,7 +128,8 @@ class OwnedSnapshot {
       idx_.insert(idx_.end(), v.begin(), v.end());
     };
     for (const SnapNode& n : nodes)
-      c_nodes_.push_back(flexco_snap_node_t{n.name.c_str(), n.cpus, static_cast<std::uint8_t>(n.available)});
+      c_nodes_.push_back(
+          flexco_snap_node_t{n.name.c_str(), n.cpus, static_cast<std::uint8_t>(n.available)});
     for (const SnapPart& p : parts) {
       flexco_snap_part_t cp{};
       cp.name = p.name.c_str();
@@ -221,9 +221,9 @@ void check_error_doc(const std::string& text, const std::string& code, const std
   json_t* e = json_object_get(root.get(), "error");
   ck_assert_msg(json_is_object(e) && keys_of(e) == "code,message", "%s: error object keys %s",
                 what.c_str(), e ? keys_of(e).c_str() : "(none)");
-  ck_assert_msg(json_is_string(json_object_get(e, "code")) &&
-                    json_is_string(json_object_get(e, "message")),
-                "%s: code/message not strings", what.c_str());
+  ck_assert_msg(
+      json_is_string(json_object_get(e, "code")) && json_is_string(json_object_get(e, "message")),
+      "%s: code/message not strings", what.c_str());
   std::string c = json_string_value(json_object_get(e, "code"));
   std::string m = json_string_value(json_object_get(e, "message"));
   ck_assert_msg(c == code, "%s: code %s, expected %s", what.c_str(), c.c_str(), code.c_str());
@@ -244,9 +244,9 @@ void check_invariants(const Availability& a, const std::string& what) {
     ck_assert_msg(s.start < s.end, "%s: step %zu empty", w, i);
     if (i > 0) {
       ck_assert_msg(a.steps[i - 1].end == s.start, "%s: gap before step %zu", w, i);
-      ck_assert_msg(a.steps[i - 1].free_nodes != s.free_nodes ||
-                        a.steps[i - 1].free_cpus != s.free_cpus,
-                    "%s: steps %zu and %zu not merged", w, i - 1, i);
+      ck_assert_msg(
+          a.steps[i - 1].free_nodes != s.free_nodes || a.steps[i - 1].free_cpus != s.free_cpus,
+          "%s: steps %zu and %zu not merged", w, i - 1, i);
     }
     ck_assert_msg(s.free_nodes >= 0 && s.free_nodes <= a.nodes_published, "%s: step %zu nodes", w,
                   i);
@@ -257,8 +257,9 @@ void check_invariants(const Availability& a, const std::string& what) {
       auto slots = prof->free_slots(s.start, s.end, -kMaxAmount);
       ck_assert_msg(slots.ok(), "%s: free_slots failed", w);
       for (const Slot& sl : slots.value())
-        ck_assert_msg(sl.free == want, "%s: profile has %" PRId64 " over [%" PRId64 ", %" PRId64
-                                       "), step %zu says %" PRId64,
+        ck_assert_msg(sl.free == want,
+                      "%s: profile has %" PRId64 " over [%" PRId64 ", %" PRId64
+                      "), step %zu says %" PRId64,
                       w, sl.free, sl.start, sl.end, i, want);
     }
   }
@@ -404,10 +405,14 @@ class Golden {
         j.id = static_cast<std::uint32_t>(integer(need(v, "id"), "id"));
         json_t* kind = need(v, "kind");
         std::string k = json_is_string(kind) ? json_string_value(kind) : "";
-        if (k == "running") j.kind = FLEXCO_JOB_RUNNING;
-        else if (k == "planned") j.kind = FLEXCO_JOB_PLANNED;
-        else if (k == "pending") j.kind = FLEXCO_JOB_PENDING;
-        else j.kind = static_cast<std::uint32_t>(integer(kind, "kind"));
+        if (k == "running")
+          j.kind = FLEXCO_JOB_RUNNING;
+        else if (k == "planned")
+          j.kind = FLEXCO_JOB_PLANNED;
+        else if (k == "pending")
+          j.kind = FLEXCO_JOB_PENDING;
+        else
+          j.kind = static_cast<std::uint32_t>(integer(kind, "kind"));
         j.start = integer(need(v, "start"), "start");
         j.end = integer(need(v, "end"), "end");
         j.partition = string_or(v, "partition", "p");
@@ -478,13 +483,13 @@ class Golden {
       json_t* w = json_object_get(expect, dim);
       if (!w) continue;
       json_t* got = json_object_get(d, dim);
-      for (std::size_t k = 0; k < 3; ++k)
-        expect_equal(got, triple[k], json_array_get(w, k), dim);
+      for (std::size_t k = 0; k < 3; ++k) expect_equal(got, triple[k], json_array_get(w, k), dim);
     }
     if (json_t* w = json_object_get(expect, "backfill")) {
       json_t* got = json_object_get(d, "backfill");
       const char* const bf[] = {"last_cycle", "active", "plan_age"};
-      for (std::size_t k = 0; k < 3; ++k) expect_equal(got, bf[k], json_array_get(w, k), "backfill");
+      for (std::size_t k = 0; k < 3; ++k)
+        expect_equal(got, bf[k], json_array_get(w, k), "backfill");
     }
     std::string want_steps, got_steps;
     std::size_t i;
@@ -496,9 +501,11 @@ class Golden {
     json_array_foreach(json_object_get(d, "steps"), i, v) {
       const char* const names[] = {"start", "end", "free_nodes", "free_cpus"};
       for (std::size_t k = 0; k < 4; ++k)
-        got_steps += std::to_string(integer(json_object_get(v, names[k]), names[k])) + (k < 3 ? ":" : " ");
+        got_steps +=
+            std::to_string(integer(json_object_get(v, names[k]), names[k])) + (k < 3 ? ":" : " ");
     }
-    if (got_steps != want_steps) die("steps: got [" + got_steps + "], expected [" + want_steps + "]");
+    if (got_steps != want_steps)
+      die("steps: got [" + got_steps + "], expected [" + want_steps + "]");
 
     // The wire format reads back to the same availability.
     auto back = availability_from_json(a.json);
@@ -592,8 +599,8 @@ START_TEST(test_capi_round_trip) {
   // n3 down; n1 busy until +600; n2 reserved [+300, +900).
   json_t* steps = json_object_get(d, "steps");
   ck_assert(json_is_array(steps));
-  const std::int64_t want[][4] = {{0, 300, 1, 8}, {300, 600, 0, 0}, {600, 900, 1, 8},
-                                  {900, 3600, 2, 16}};
+  const std::int64_t want[][4] = {
+      {0, 300, 1, 8}, {300, 600, 0, 0}, {600, 900, 1, 8}, {900, 3600, 2, 16}};
   EQ(json_array_size(steps), 4);
   for (std::size_t i = 0; i < 4; ++i) {
     json_t* st = json_array_get(steps, i);
@@ -656,7 +663,8 @@ START_TEST(test_capi_arguments) {
   char* json = nullptr;
 
   // NULL snapshot: 500 with an error document.
-  int st = flexco_profile_json(nullptr, "batch", 60, 100, &json, code, sizeof code, err, sizeof err);
+  int st =
+      flexco_profile_json(nullptr, "batch", 60, 100, &json, code, sizeof code, err, sizeof err);
   EQ(st, 500);
   STR_EQ(code, "internal");
   ck_assert(json != nullptr);
@@ -684,16 +692,17 @@ START_TEST(test_capi_arguments) {
   STR_EQ(c4, "unk");
   STR_EQ(e8, "build_a");
   check_error_doc(json, "unknown_partition",
-                  "build_availability: no partition named 'nope' (partitions: batch, gpu)", "trunc");
+                  "build_availability: no partition named 'nope' (partitions: batch, gpu)",
+                  "trunc");
   free(json);
 
   // A partition name that is not UTF-8 still yields valid JSON.
   json = nullptr;
   st = flexco_profile_json(&s.c(), "b\xff\"x", 60, 100, &json, code, sizeof code, err, sizeof err);
   EQ(st, 404);
-  check_error_doc(json, "unknown_partition",
-                  "build_availability: no partition named 'b\xEF\xBF\xBD\"x' (partitions: batch, gpu)",
-                  "utf8");
+  check_error_doc(
+      json, "unknown_partition",
+      "build_availability: no partition named 'b\xEF\xBF\xBD\"x' (partitions: batch, gpu)", "utf8");
   free(json);
 }
 END_TEST
@@ -701,7 +710,9 @@ END_TEST
 START_TEST(test_error_json) {
   char* j = flexco_error_json("bad_parameter", "horizon: \"x\"\n\\ too big");
   ck_assert(j != nullptr);
-  STR_EQ(j, "{\"error\":{\"code\":\"bad_parameter\",\"message\":\"horizon: \\\"x\\\"\\n\\\\ too big\"}}");
+  STR_EQ(
+      j,
+      "{\"error\":{\"code\":\"bad_parameter\",\"message\":\"horizon: \\\"x\\\"\\n\\\\ too big\"}}");
   check_error_doc(j, "bad_parameter", "horizon: \"x\"\n\\ too big", "escapes");
   free(j);
 
@@ -766,7 +777,8 @@ START_TEST(test_utf8_sanitize) {
   };
   for (const auto& c : cases) {
     std::string got = utf8_sanitize(c.in);
-    ck_assert_msg(got == c.out, "utf8_sanitize of %zu bytes gave %zu bytes", c.in.size(), got.size());
+    ck_assert_msg(got == c.out, "utf8_sanitize of %zu bytes gave %zu bytes", c.in.size(),
+                  got.size());
   }
 }
 END_TEST
@@ -791,15 +803,13 @@ START_TEST(test_invalid_snapshot) {
     const char* has;
   };
   const Case cases[] = {
-      {"partition node index out of range",
-       [](auto&, auto& i, auto&, auto&, auto&) { i[0] = 3; }, 500,
-       "partition 'batch': node index 3 out of range (3 nodes)"},
+      {"partition node index out of range", [](auto&, auto& i, auto&, auto&, auto&) { i[0] = 3; },
+       500, "partition 'batch': node index 3 out of range (3 nodes)"},
       {"partition range past node_idx",
        [](auto&, auto&, auto&, auto&, auto& p) { p[0].node_cnt = 100; }, 500,
        "partition 'batch': node list [0, 100) lies outside node_idx (6 entries)"},
-      {"job range past node_idx",
-       [](auto&, auto&, auto& j, auto&, auto&) { j[0].node_off = 6; }, 500,
-       "job 7: node list [6, 7) lies outside node_idx (6 entries)"},
+      {"job range past node_idx", [](auto&, auto&, auto& j, auto&, auto&) { j[0].node_off = 6; },
+       500, "job 7: node list [6, 7) lies outside node_idx (6 entries)"},
       {"job node index out of range",
        [](auto&, auto& i, auto& j, auto&, auto&) { i[j[0].node_off] = 42; }, 500,
        "job 7: node index 42 out of range"},
@@ -946,7 +956,8 @@ START_TEST(test_from_json_rejects) {
       {"snapshot_time a real",
        [](json_t* d) { json_object_set_new(d, "snapshot_time", json_real(1.5)); },
        "snapshot_time: not an integer"},
-      {"negative time", [](json_t* d) { json_object_set_new(d, "snapshot_time", json_integer(-1)); },
+      {"negative time",
+       [](json_t* d) { json_object_set_new(d, "snapshot_time", json_integer(-1)); },
        "snapshot_time: -1 outside [0, "},
       {"share 0", [](json_t* d) { json_object_set_new(d, "share_percent", json_integer(0)); },
        "share_percent: 0 outside [1, 100]"},
@@ -959,15 +970,20 @@ START_TEST(test_from_json_rejects) {
        [](json_t* d) { json_object_set_new(d, "partition_up", json_integer(1)); },
        "partition_up: not a boolean"},
       {"published above total",
-       [](json_t* d) { json_object_set_new(json_object_get(d, "nodes"), "published", json_integer(4)); },
+       [](json_t* d) {
+         json_object_set_new(json_object_get(d, "nodes"), "published", json_integer(4));
+       },
        "nodes.published: exceeds total"},
       {"available above total",
-       [](json_t* d) { json_object_set_new(json_object_get(d, "cpus"), "available", json_integer(33)); },
+       [](json_t* d) {
+         json_object_set_new(json_object_get(d, "cpus"), "available", json_integer(33));
+       },
        "cpus.available: exceeds total"},
       {"horizon before snapshot",
        [](json_t* d) { json_object_set_new(d, "horizon_end", json_integer(1700000000)); },
        "horizon_end: not after snapshot_time"},
-      {"steps empty", [](json_t* d) { json_array_clear(json_object_get(d, "steps")); }, "steps: empty"},
+      {"steps empty", [](json_t* d) { json_array_clear(json_object_get(d, "steps")); },
+       "steps: empty"},
       {"steps not an array", [](json_t* d) { json_object_set_new(d, "steps", json_object()); },
        "steps: not an array"},
       {"step not an object",
@@ -976,12 +992,14 @@ START_TEST(test_from_json_rejects) {
       {"gap between steps",
        [](json_t* d) {
          json_t* st = json_array_get(json_object_get(d, "steps"), 1);
-         json_object_set_new(st, "start", json_integer(json_integer_value(json_object_get(st, "start")) + 1));
+         json_object_set_new(st, "start",
+                             json_integer(json_integer_value(json_object_get(st, "start")) + 1));
        },
        "steps[1].start: "},
       {"free above published",
        [](json_t* d) {
-         json_object_set_new(json_array_get(json_object_get(d, "steps"), 0), "free_cpus", json_integer(33));
+         json_object_set_new(json_array_get(json_object_get(d, "steps"), 0), "free_cpus",
+                             json_integer(33));
        },
        "steps[0].free_cpus: 33 outside [0, 32]"},
       {"last step short of the horizon",
@@ -1025,7 +1043,10 @@ START_TEST(test_profiles_from_steps) {
       {{{-5, 10, 1, 1}}, 1, 1, "first step starts before 0"},
       {{{0, 0, 1, 1}}, 1, 1, "step 0: empty or endless [0, 0)"},
       {{{0, kForever, 1, 1}}, 1, 1, "step 0: empty or endless"},
-      {{{0, 10, 1, 1}, {11, 20, 1, 1}}, 1, 1, "step 1: starts at 11, not where the previous one ends (10)"},
+      {{{0, 10, 1, 1}, {11, 20, 1, 1}},
+       1,
+       1,
+       "step 1: starts at 11, not where the previous one ends (10)"},
       {{{0, 10, 2, 1}}, 1, 1, "step 0: free_nodes 2 outside [0, 1]"},
       {{{0, 10, 1, -1}}, 1, 1, "step 0: free_cpus -1 outside [0, 1]"},
   };
@@ -1062,7 +1083,8 @@ struct Rng {
 
 std::vector<std::uint32_t> random_nodes(Rng& r, std::uint32_t n, int max) {
   std::vector<std::uint32_t> out;
-  for (std::int64_t k = r.in(0, max); k > 0; --k) out.push_back(static_cast<std::uint32_t>(r.in(0, n - 1)));
+  for (std::int64_t k = r.in(0, max); k > 0; --k)
+    out.push_back(static_cast<std::uint32_t>(r.in(0, n - 1)));
   return out;
 }
 
@@ -1074,7 +1096,8 @@ OwnedSnapshot random_snapshot(Rng& r) {
   s.bf_active = r.chance(30);
   auto n = static_cast<std::uint32_t>(r.in(1, 8));
   for (std::uint32_t i = 0; i < n; ++i)
-    s.nodes.push_back({"n" + std::to_string(i), static_cast<std::uint32_t>(r.in(0, 16)), r.chance(80)});
+    s.nodes.push_back(
+        {"n" + std::to_string(i), static_cast<std::uint32_t>(r.in(0, 16)), r.chance(80)});
   for (std::int64_t p = r.in(1, 3); p > 0; --p) {
     SnapPart part{"p" + std::to_string(p), r.chance(50), r.chance(90), random_nodes(r, n, 10)};
     s.parts.push_back(part);
@@ -1091,8 +1114,8 @@ OwnedSnapshot random_snapshot(Rng& r) {
     s.jobs.push_back(j);
   }
   for (std::int64_t k = r.in(0, 4); k > 0; --k) {
-    SnapResv v{"r" + std::to_string(k), rel(-80, 150), r.chance(10) ? FLEXCO_SNAP_FOREVER : rel(-80, 200),
-               random_nodes(r, n, 3)};
+    SnapResv v{"r" + std::to_string(k), rel(-80, 150),
+               r.chance(10) ? FLEXCO_SNAP_FOREVER : rel(-80, 200), random_nodes(r, n, 3)};
     s.resvs.push_back(v);
   }
   return s;
@@ -1146,7 +1169,8 @@ START_TEST(test_random) {
     OwnedSnapshot s = random_snapshot(r);
     Duration horizon = r.in(1, 250);
     int share = r.chance(50) ? 100 : static_cast<int>(r.in(1, 100));
-    std::size_t pi = static_cast<std::size_t>(r.in(0, static_cast<std::int64_t>(s.parts.size()) - 1));
+    std::size_t pi =
+        static_cast<std::size_t>(r.in(0, static_cast<std::int64_t>(s.parts.size()) - 1));
     bool by_default = r.chance(30);
     std::string name = by_default ? "" : s.parts[pi].name;
     const SnapPart* part = nullptr;
@@ -1159,8 +1183,8 @@ START_TEST(test_random) {
     std::string what = "seed " + std::to_string(_i) + " iteration " + std::to_string(iter);
     AvailabilityResult res = build_availability(s.c(), {name, horizon, share});
     if (part == nullptr) {
-      ck_assert_msg(!res.ok() && res.error().code == AvailabilityErrc::kUnknownPartition, "%s: expected 404",
-                    what.c_str());
+      ck_assert_msg(!res.ok() && res.error().code == AvailabilityErrc::kUnknownPartition,
+                    "%s: expected 404", what.c_str());
       continue;
     }
     ck_assert_msg(res.ok(), "%s: %s", what.c_str(), res.ok() ? "" : res.error().message.c_str());
@@ -1174,8 +1198,8 @@ START_TEST(test_random) {
       ck_assert_msg(a.steps[si].free_nodes == w.first && a.steps[si].free_cpus == w.second,
                     "%s: at when+%" PRId64 ": (%" PRId64 ", %" PRId64 "), brute force (%" PRId64
                     ", %" PRId64 ")",
-                    what.c_str(), t - s.when, a.steps[si].free_nodes, a.steps[si].free_cpus, w.first,
-                    w.second);
+                    what.c_str(), t - s.when, a.steps[si].free_nodes, a.steps[si].free_cpus,
+                    w.first, w.second);
       EQ(a.nodes.free_at(t).value(), w.first);
       EQ(a.cpus.free_at(t).value(), w.second);
     }
@@ -1198,7 +1222,8 @@ START_TEST(test_large) {
   const std::uint32_t n = 4000;
   SnapPart all{"all", true, true, {}};
   for (std::uint32_t i = 0; i < n; ++i) {
-    s.nodes.push_back({"n" + std::to_string(i), static_cast<std::uint32_t>(r.in(1, 128)), r.chance(97)});
+    s.nodes.push_back(
+        {"n" + std::to_string(i), static_cast<std::uint32_t>(r.in(1, 128)), r.chance(97)});
     all.nodes.push_back(i);
   }
   s.parts = {all};
@@ -1208,13 +1233,15 @@ START_TEST(test_large) {
     j.kind = k % 3 == 0 ? FLEXCO_JOB_RUNNING : FLEXCO_JOB_PLANNED;
     j.start = s.when + r.in(-3600, 86400);
     j.end = j.start + r.in(60, 86400);
-    for (std::int64_t c = r.in(1, 8); c > 0; --c) j.nodes.push_back(static_cast<std::uint32_t>(r.in(0, n - 1)));
+    for (std::int64_t c = r.in(1, 8); c > 0; --c)
+      j.nodes.push_back(static_cast<std::uint32_t>(r.in(0, n - 1)));
     s.jobs.push_back(j);
   }
   for (std::uint32_t k = 0; k < 200; ++k) {
     SnapResv v{"r" + std::to_string(k), s.when + r.in(0, 86400), 0, {}};
     v.end = v.start + r.in(600, 7200);
-    for (std::int64_t c = r.in(1, 32); c > 0; --c) v.nodes.push_back(static_cast<std::uint32_t>(r.in(0, n - 1)));
+    for (std::int64_t c = r.in(1, 32); c > 0; --c)
+      v.nodes.push_back(static_cast<std::uint32_t>(r.in(0, n - 1)));
     s.resvs.push_back(v);
   }
   AvailabilityResult res = build_availability(s.c(), {"", 7 * 86400, 80});
