@@ -48,6 +48,17 @@ int flexco_profile_json(const flexco_snapshot_t *snap, const char *partition,
  */
 char *flexco_error_json(const char *code, const char *message);
 
+/*
+ * Admission check for a reservation: the fewest published free nodes of the
+ * partition over [start, start + duration) (start before the snapshot time
+ * counts from it).  Returns 200 and sets *min_free, else 400/404/500 with a
+ * code and a message.
+ */
+int flexco_min_free_nodes(const flexco_snapshot_t *snap, const char *partition,
+			  int64_t start, int64_t duration, int share_percent,
+			  int64_t *min_free, char *code, size_t codelen,
+			  char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
