@@ -19,15 +19,17 @@ import time
 import urllib.parse
 
 
-def sign(method, target, body, socket, timestamp=None):
-    """The Authorization header value for one request."""
+def sign(method, target, body, socket, timestamp=None, uid=None):
+    """The Authorization header value for one request (as uid, when given:
+    munge(1) runs as that user, so munged vouches for it)."""
     payload = "flexco-auth-v1\n%s\n%s\n%s\n%d\n%s\n" % (
         method, target, hashlib.sha256(body).hexdigest(),
         int(time.time()) if timestamp is None else timestamp,
         os.urandom(16).hex())
+    kw = {"user": uid, "group": uid} if uid is not None else {}
     cred = subprocess.run(["munge", "-S", socket, "-z", "none"],
                           input=payload.encode(), capture_output=True,
-                          check=True, timeout=30).stdout.decode().strip()
+                          check=True, timeout=30, **kw).stdout.decode().strip()
     return "MUNGE " + cred
 
 
@@ -58,12 +60,13 @@ class Response:
 
 
 class Client:
-    def __init__(self, url, munge_socket, timeout=30):
+    def __init__(self, url, munge_socket, timeout=30, uid=None):
         u = urllib.parse.urlsplit(url)
         self.host = u.hostname
         self.port = u.port
         self.socket = munge_socket
         self.timeout = timeout
+        self.uid = uid  # sign as this uid (None: as ourselves)
 
     SIGN = object()  # auth=SIGN: sign the request (the default)
 
@@ -78,7 +81,7 @@ class Client:
         h = dict(headers or {})
         if auth is Client.SIGN:
             m, t, b = sign_as or (method, target, body)
-            h["Authorization"] = sign(m, t, b, self.socket)
+            h["Authorization"] = sign(m, t, b, self.socket, uid=self.uid)
         elif auth is not None:
             h["Authorization"] = auth
         if body:

@@ -380,6 +380,13 @@ class Grid:
 
     def __exit__(self, exc_type, exc, tb):
         r = self.stop()
+        for proc in getattr(self, "_restarted", []):
+            try:  # localgrid stop ended it; reap it
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                note(f"restarted daemon {proc.pid} outlived localgrid stop")
+                proc.kill()
+                proc.wait()
         if r.returncode != 0:
             note(f"localgrid stop failed (exit {r.returncode}): "
                  f"{(r.stdout + r.stderr).strip()}")
@@ -465,6 +472,41 @@ class Grid:
     def expand_nodes(self, cluster, nodelist):
         r = self.run(cluster, ["scontrol", "show", "hostnames", nodelist])
         return r.stdout.split()
+
+    def restart_slurmctld(self, cluster, while_down=None, timeout=60):
+        """Stop the cluster's slurmctld (SIGTERM, by pid), run while_down()
+        if given, start it again exactly as localgrid did (same argv,
+        environment, working directory and output file) and wait until it
+        answers.  The new process carries localgrid's environment mark, so
+        `localgrid stop` ends it too.  Returns the new pid."""
+        c = {x["name"]: x for x in self.status()["clusters"]}[cluster]
+        pid = c["slurmctld_pid"]
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode() for a in f.read().split(b"\0") if a]
+        env = proc_environ(pid)
+        cwd = proc_cwd(pid) or "/"
+        out_path = os.readlink(f"/proc/{pid}/fd/1")
+        os.kill(pid, signal.SIGTERM)
+        if not wait_for(lambda: not pid_alive(pid), timeout,
+                        f"slurmctld {pid} of {cluster} to exit"):
+            raise GridError(f"slurmctld {pid} of {cluster} did not stop")
+        if while_down:
+            while_down()
+        out = open(out_path, "ab") if out_path.startswith("/") else subprocess.DEVNULL
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out,
+                                stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        if out is not subprocess.DEVNULL:
+            out.close()
+        self._restarted = getattr(self, "_restarted", []) + [proc]
+
+        def up():
+            r = self.run(cluster, ["scontrol", "ping"], timeout=30)
+            return r.returncode == 0 and "UP" in r.stdout
+        if not wait_for(up, timeout, f"restarted slurmctld of {cluster} to answer"):
+            raise GridError(f"restarted slurmctld of {cluster} does not answer")
+        return proc.pid
 
     def log_tail(self, cluster, daemon="slurmctld", n=20):
         path = os.path.join(self.run_dir, cluster, "log", f"{daemon}.log")
