@@ -534,6 +534,8 @@ extern int http_start(const flexco_conf_t *conf)
 
 	daemon_ptr = MHD_start_daemon(
 		flags, conf->listen_port, NULL, NULL, _handler, NULL,
+		/* first, or microhttpd logs the options' errors elsewhere */
+		MHD_OPTION_EXTERNAL_LOGGER, _mhd_log, NULL,
 		MHD_OPTION_SOCK_ADDR, sa,
 		MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned int) conf->max_connections,
@@ -543,7 +545,6 @@ extern int http_start(const flexco_conf_t *conf)
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned int) THREAD_POOL_SIZE,
 		MHD_OPTION_URI_LOG_CALLBACK, _uri_log, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, _completed, NULL,
-		MHD_OPTION_EXTERNAL_LOGGER, _mhd_log, NULL,
 		MHD_OPTION_END);
 	if (!daemon_ptr) {
 		slurm_mutex_unlock(&daemon_lock);
