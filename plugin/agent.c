@@ -5,6 +5,8 @@
  *  It wakes up periodically, takes a short read-locked snapshot of the
  *  cluster, releases the locks and only then works on the copy.  Stopping
  *  is prompt: fini() signals a condition variable and joins the thread.
+ *  The events thread (events.c) is started before it and stopped after
+ *  the HTTP service, which reads the events.
  *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
@@ -24,6 +26,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "agent.h"
+#include "events.h"
 #include "http.h"
 
 extern const char plugin_type[];
@@ -114,6 +117,14 @@ extern int flexco_agent_start(const flexco_conf_t *conf)
 		slurm_mutex_unlock(&agent_lock);
 		return SLURM_SUCCESS;
 	}
+	slurm_mutex_unlock(&agent_lock);
+
+	/* Events first (outside agent_lock: it takes the job write lock to
+	 * hook job_fini); the HTTP service the agent starts serves them. */
+	if (events_start(conf) != SLURM_SUCCESS)
+		return SLURM_ERROR;
+
+	slurm_mutex_lock(&agent_lock);
 	agent_conf = conf;
 	agent_stop = false;
 	rc = pthread_create(&agent_tid, NULL, _agent, NULL);
@@ -121,6 +132,7 @@ extern int flexco_agent_start(const flexco_conf_t *conf)
 		slurm_mutex_unlock(&agent_lock);
 		error("%s: cannot create agent thread: %s",
 		      plugin_type, strerror(rc));
+		events_stop();
 		return SLURM_ERROR;
 	}
 	agent_running = true;
@@ -146,7 +158,8 @@ extern void flexco_agent_stop(void)
 	slurm_mutex_unlock(&agent_lock);
 	info("%s: agent thread joined", plugin_type);
 
-	http_stop();
+	http_stop();	/* answers the long polls still waiting */
+	events_stop();	/* saves the events' state a last time */
 }
 
 extern int flexco_agent_summary(flexco_cluster_summary_t *out)

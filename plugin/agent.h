@@ -21,14 +21,15 @@ typedef struct {
 } flexco_cluster_summary_t;
 
 /*
- * Start the agent thread, which also starts the HTTP service and keeps
- * retrying while it cannot listen.  conf must outlive the thread.  Called
- * from init(), no slurmctld lock held.
+ * Start the events thread (events.h), then the agent thread, which also
+ * starts the HTTP service and keeps retrying while it cannot listen.  conf
+ * must outlive the threads.  Called from init(), no slurmctld lock held.
  */
 extern int flexco_agent_start(const flexco_conf_t *conf);
 
-/* Ask the agent thread to stop, join it, then stop the HTTP service.
- * Called from fini(). */
+/* Ask the agent thread to stop, join it, stop the HTTP service (which
+ * answers the long polls still waiting), then stop the events thread (which
+ * saves the events' state).  Called from fini(). */
 extern void flexco_agent_stop(void);
 
 /* Copy of the latest snapshot; returns -1 if none was taken yet. */

@@ -30,6 +30,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "AuthMaxSkew", .type = S_P_UINT32},
 	{.key = "ConnectionTimeout", .type = S_P_UINT32},
 	{.key = "DaemonUsers", .type = S_P_STRING},
+	{.key = "EventBufferSize", .type = S_P_UINT32},
 	{.key = "ListenAddress", .type = S_P_STRING},
 	{.key = "ListenPort", .type = S_P_UINT16},
 	{.key = "MaxConnections", .type = S_P_UINT32},
@@ -40,8 +41,8 @@ static s_p_options_t flexco_options[] = {
 };
 
 #define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
-	"ListenAddress, ListenPort, MaxConnections, MaxRequestSize, " \
-	"MungeSocket, PublishedShare"
+	"EventBufferSize, ListenAddress, ListenPort, MaxConnections, " \
+	"MaxRequestSize, MungeSocket, PublishedShare"
 
 /* Read an optional uint32 key with a default and an inclusive range. */
 static int _get_u32(s_p_hashtbl_t *tbl, const char *path, const char *key,
@@ -144,7 +145,11 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	    _get_u32(tbl, path, "AuthMaxAge", &conf->auth_max_age,
 		     FLEXCO_DEFAULT_AUTH_MAX_AGE, 1, 86400) ||
 	    _get_u32(tbl, path, "AuthMaxSkew", &conf->auth_max_skew,
-		     FLEXCO_DEFAULT_AUTH_MAX_SKEW, 0, 86400))
+		     FLEXCO_DEFAULT_AUTH_MAX_SKEW, 0, 86400) ||
+	    _get_u32(tbl, path, "EventBufferSize", &conf->event_buffer_size,
+		     FLEXCO_DEFAULT_EVENT_BUFFER_SIZE,
+		     FLEXCO_MIN_EVENT_BUFFER_SIZE,
+		     FLEXCO_MAX_EVENT_BUFFER_SIZE))
 		goto fail;
 
 	if (!s_p_get_uint16(&conf->published_share, "PublishedShare", tbl))
@@ -217,6 +222,8 @@ extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list)
 		  xstrdup_printf("%u sec", conf->connection_timeout));
 	_add_pair(list, "DaemonUsers",
 		  xstrdup(conf->daemon_users ? conf->daemon_users : "(null)"));
+	_add_pair(list, "EventBufferSize",
+		  xstrdup_printf("%u", conf->event_buffer_size));
 	_add_pair(list, "ListenAddress", xstrdup(conf->listen_address));
 	_add_pair(list, "ListenPort", xstrdup_printf("%u", conf->listen_port));
 	_add_pair(list, "MaxConnections",

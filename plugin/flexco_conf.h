@@ -21,6 +21,9 @@
 #define FLEXCO_DEFAULT_AUTH_MAX_AGE 300
 #define FLEXCO_DEFAULT_AUTH_MAX_SKEW 60
 #define FLEXCO_DEFAULT_REPLAY_CACHE 65536
+#define FLEXCO_DEFAULT_EVENT_BUFFER_SIZE 4096
+#define FLEXCO_MIN_EVENT_BUFFER_SIZE 8
+#define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
 
 /* Read-only after flexco_conf_read(); safe to share between threads. */
 typedef struct {
@@ -36,6 +39,7 @@ typedef struct {
 	uint16_t published_share;	/* PublishedShare, percent */
 	uint32_t auth_max_age;		/* AuthMaxAge, seconds */
 	uint32_t auth_max_skew;		/* AuthMaxSkew, seconds */
+	uint32_t event_buffer_size;	/* EventBufferSize, events retained */
 	char *munge_socket;	/* MungeSocket, else slurm.conf AuthInfo */
 } flexco_conf_t;
 

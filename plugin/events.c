@@ -1,0 +1,1342 @@
+/*****************************************************************************\
+ *  events.c - ordered, numbered events: early job ends and reservations
+ *****************************************************************************
+ *  Who does what:
+ *
+ *  - nonstop_ops.job_fini (our hook, chained to its previous owner) runs in
+ *    slurmctld's _job_complete() under the job write lock, for exit-0 jobs
+ *    only.  It copies a few fields into a fixed, preallocated queue under a
+ *    private mutex and signals the events thread: no I/O, no slurmctld
+ *    lock, no allocation.
+ *
+ *  - The events thread wakes at once on a hook signal (at most every
+ *    MIN_GAP_MSEC) and otherwise every TICK_MSEC.  When last_job_update
+ *    moved (or the hook queued something) it takes the job READ lock, drains
+ *    the hook queue, copies the finished jobs that ended before their
+ *    planned end (covers cancel, failure, node failure... which the hook
+ *    never sees), releases the lock and only then builds events,
+ *    de-duplicated by job id.  When last_resv_update moved it copies
+ *    resv_list under the node READ lock (which protects it) and compares
+ *    with what it saw before; reservation starts and ends are also
+ *    detected by the clock.  Events get consecutive sequence numbers and go
+ *    into a bounded ring; the HTTP service reads the ring under its mutex.
+ *
+ *  - Sequence numbers never go backwards, also across restarts: before
+ *    numbers above the persisted "reserved" mark are handed out, the mark
+ *    is raised by SEQ_BLOCK and written to StateSaveLocation; a restart
+ *    continues above the mark.  The ring itself, the job de-duplication
+ *    set and the reservation tracking are saved with it (temp file +
+ *    rename), by the events thread, never under a slurmctld lock, at most
+ *    once a second, and at fini.
+ *
+ *  Only the events thread changes the ring, the counters and the tracking
+ *  state; other threads read the ring under ring_lock.
+ *
+ *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
+\*****************************************************************************/
+
+#include "src/common/slurm_xlator.h"	/* must be first */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/common/hostlist.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/macros.h"
+#include "src/common/read_config.h"
+#include "src/common/slurm_protocol_defs.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/slurmctld_plugstack.h"
+
+#include "events.h"
+
+extern const char plugin_type[];
+
+#define TICK_MSEC 1000		/* poll period of the events thread */
+#define MIN_GAP_MSEC 100	/* at most ten cycles a second */
+#define FULL_SCAN_SEC 60	/* scan job_list at least this often */
+#define RESV_SNAP_SEC 30	/* copy resv_list at least this often */
+#define SAVE_GAP_SEC 1		/* at most one state save a second */
+#define SEQ_BLOCK 1024		/* sequence numbers reserved per save */
+#define FLOOR_SLACK_SEC 10	/* jobs ending this much before the floor */
+#define HOOK_QUEUE_LEN 1024	/* job_fini records between two cycles */
+#define EXT_QUEUE_LEN 1024	/* events_publish() events between cycles */
+#define HOOK_PART_LEN 64
+#define HOOK_NODES_LEN 256
+#define STATE_VERSION 1
+
+/* ---------------------------------------------------------------------- */
+/* the ring (ring_lock; changed only by the events thread) */
+
+typedef struct {
+	uint64_t seq;
+	char *json;		/* malloc'd compact JSON, "seq" first */
+	size_t len;
+} ring_ev_t;
+
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static ring_ev_t *ring = NULL;
+static uint32_t ring_cap = 0, ring_head = 0, ring_cnt = 0;
+static uint64_t latest_seq = 0;	/* highest number (possibly) issued */
+static uint64_t lost_upto = 0;	/* events numbered <= this may be gone */
+static void (*listener)(void) = NULL;
+static uint64_t st_published = 0, st_evicted = 0, st_saves = 0,
+		st_save_errors = 0, st_job_scans = 0, st_resv_snaps = 0,
+		st_scan_usec_max = 0, st_scan_usec_last = 0;
+
+#define RING_AT(i) (ring[(ring_head + (i)) % ring_cap])
+
+/* ---------------------------------------------------------------------- */
+/* the job_fini hook's queue and the external queue (hook_lock) */
+
+typedef struct {
+	uint32_t job_id;
+	uint32_t user_id;
+	uint32_t node_cnt;
+	uint32_t state;
+	time_t start;
+	time_t end;		/* time of the hook call */
+	time_t planned;
+	bool truncated;		/* partition or nodes did not fit */
+	char partition[HOOK_PART_LEN];
+	char nodes[HOOK_NODES_LEN];
+} hook_rec_t;
+
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hook_cond;
+static hook_rec_t hook_queue[HOOK_QUEUE_LEN];
+static hook_rec_t hook_work[HOOK_QUEUE_LEN];	/* events thread only */
+static uint32_t hook_cnt = 0;
+static uint64_t hook_calls = 0, hook_dropped = 0;
+static json_t *ext_queue[EXT_QUEUE_LEN];
+static uint32_t ext_cnt = 0;
+static uint64_t ext_dropped = 0;
+static bool ev_stop = false, ev_running = false;
+static pthread_t ev_tid;
+
+static void (*prev_job_fini)(job_record_t *job_ptr) = NULL;
+static bool hooked = false;
+
+/* ---------------------------------------------------------------------- */
+/* the events thread's own state (also read by the final save in
+ * events_stop(), after the thread was joined) */
+
+/* A job run already reported: the id alone is not enough, slurmctld
+ * hands out an id again after an unclean restart lost its last save. */
+typedef struct {
+	uint32_t job_id;
+	time_t start;
+	time_t end;
+} reported_t;
+
+typedef struct {
+	char *name;
+	time_t start, end;
+	char *nodes;
+	uint32_t node_cnt;
+	bool activated, ended, seen;
+} resv_track_t;
+
+typedef struct {
+	char *name;
+	time_t start, end;
+	char *nodes;
+	uint32_t node_cnt;
+} resv_copy_t;
+
+typedef struct {
+	uint32_t job_id, user_id, state, node_cnt;
+	time_t start, end, planned;
+	char *partition, *nodes;	/* xmalloc'd */
+	bool from_hook;
+} job_cand_t;
+
+static reported_t *reported = NULL;
+static uint32_t reported_cnt = 0, reported_cap = 0;
+static resv_track_t *resvs = NULL;
+static uint32_t resv_cnt = 0, resv_cap = 0;
+static bool resv_baseline = false;	/* first look: record, no events */
+static time_t job_floor = 0;		/* jobs ending before: not ours */
+static time_t seen_job_update = 0, job_scan_time = 0;
+static time_t seen_resv_update = 0, resv_snap_time = 0;
+static uint64_t next_seq = 1, reserved_seq = 0;
+static bool dirty = false;
+static time_t last_save = 0;
+static char *state_dir = NULL, *state_path = NULL, *state_tmp = NULL;
+
+/* ---------------------------------------------------------------------- */
+/* helpers */
+
+static uint64_t _usec_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void _deadline(struct timespec *ts, long msec)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += msec / 1000;
+	ts->tv_nsec += (msec % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* A word-sized read of a slurmctld global without its lock: only used to
+ * decide whether taking the lock is worth it. */
+static time_t _peek(const time_t *p)
+{
+	return *(const volatile time_t *) p;
+}
+
+/* Planned end: start + limit + time spent suspended; 0 if no limit. */
+static time_t _planned_end(time_t start, uint32_t limit_min, time_t sus)
+{
+	if (!start || (limit_min == INFINITE) || (limit_min == NO_VAL))
+		return 0;
+	return start + (time_t) limit_min * 60 + sus;
+}
+
+/* Bounded copy, no allocation; true if src did not fit. */
+static bool _copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n;
+
+	if (!src)
+		src = "";
+	n = strnlen(src, cap);
+	if (n >= cap) {
+		memcpy(dst, src, cap - 1);
+		dst[cap - 1] = '\0';
+		return true;
+	}
+	memcpy(dst, src, n + 1);
+	return false;
+}
+
+static uint32_t _count_nodes(const char *nodes, uint32_t fallback)
+{
+	hostlist_t hl;
+	uint32_t n;
+
+	if (!nodes || !nodes[0] || !(hl = hostlist_create(nodes)))
+		return fallback;
+	n = hostlist_count(hl);
+	hostlist_destroy(hl);
+	return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* the hook: slurmctld's job write lock is held, keep it tiny */
+
+static void _job_fini(job_record_t *job_ptr)
+{
+	if (job_ptr) {
+		slurm_mutex_lock(&hook_lock);
+		hook_calls++;
+		if (hook_cnt < HOOK_QUEUE_LEN) {
+			hook_rec_t *r = &hook_queue[hook_cnt++];
+			const char *part = job_ptr->part_ptr ?
+					   job_ptr->part_ptr->name :
+					   job_ptr->partition;
+
+			r->job_id = job_ptr->job_id;
+			r->user_id = job_ptr->user_id;
+			r->node_cnt = job_ptr->node_cnt;
+			r->state = job_ptr->job_state & JOB_STATE_BASE;
+			r->start = job_ptr->start_time;
+			r->end = time(NULL);	/* what _job_complete sets next */
+			r->planned = _planned_end(job_ptr->start_time,
+						  job_ptr->time_limit,
+						  job_ptr->tot_sus_time);
+			r->truncated = _copy_str(r->partition,
+						 sizeof(r->partition), part);
+			r->truncated |= _copy_str(r->nodes, sizeof(r->nodes),
+						  job_ptr->nodes);
+			pthread_cond_signal(&hook_cond);
+		} else {
+			hook_dropped++;	/* the poller still finds the job */
+		}
+		slurm_mutex_unlock(&hook_lock);
+	}
+	if (prev_job_fini)
+		(prev_job_fini)(job_ptr);
+}
+
+/* Install or remove the hook under the job write lock: no slurmctld
+ * thread is inside _job_complete() while the pointer changes. */
+static void _hook(bool install)
+{
+	slurmctld_lock_t job_write = {
+		NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK, NO_LOCK };
+
+	lock_slurmctld(job_write);
+	if (install && !hooked) {
+		prev_job_fini = nonstop_ops.job_fini;
+		nonstop_ops.job_fini = _job_fini;
+		hooked = true;
+	} else if (!install && hooked) {
+		if (nonstop_ops.job_fini == _job_fini) {
+			nonstop_ops.job_fini = prev_job_fini;
+			hooked = false;
+		}
+	}
+	unlock_slurmctld(job_write);
+	if (!install && hooked)
+		error("%s: nonstop_ops.job_fini was taken over by another plugin after us; cannot unhook cleanly",
+		      plugin_type);
+	else if (install && prev_job_fini)
+		info("%s: events: job_fini hook chained to a previous owner",
+		     plugin_type);
+}
+
+/* ---------------------------------------------------------------------- */
+/* jobs */
+
+typedef struct {
+	job_cand_t *v;
+	uint32_t n, cap;
+} cand_buf_t;
+
+static job_cand_t *_cand_push(cand_buf_t *b)
+{
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 16;
+		xrealloc(b->v, sizeof(job_cand_t) * b->cap);
+	}
+	memset(&b->v[b->n], 0, sizeof(job_cand_t));
+	return &b->v[b->n++];
+}
+
+/* Called with the job read lock held. */
+static bool _ended_early(job_record_t *j)
+{
+	time_t planned;
+
+	if (!IS_JOB_FINISHED(j) || !j->nodes || !j->nodes[0] ||
+	    !j->start_time || (j->end_time < j->start_time))
+		return false;
+	planned = _planned_end(j->start_time, j->time_limit, j->tot_sus_time);
+	return planned && (planned > j->end_time);
+}
+
+/* Called with the job read lock held: copy only. */
+static void _cand_from_job(cand_buf_t *b, job_record_t *j, bool from_hook)
+{
+	job_cand_t *c = _cand_push(b);
+	const char *part = j->part_ptr ? j->part_ptr->name : j->partition;
+
+	c->job_id = j->job_id;
+	c->user_id = j->user_id;
+	c->state = j->job_state & JOB_STATE_BASE;
+	c->start = j->start_time;
+	c->end = j->end_time;
+	c->planned = _planned_end(j->start_time, j->time_limit,
+				  j->tot_sus_time);
+	c->partition = xstrdup(part);
+	c->nodes = xstrdup(j->nodes);
+	c->from_hook = from_hook;
+}
+
+static bool _was_reported(uint32_t job_id, time_t start)
+{
+	uint32_t i;
+
+	for (i = 0; i < reported_cnt; i++)
+		if ((reported[i].job_id == job_id) &&
+		    (reported[i].start == start))
+			return true;
+	return false;
+}
+
+static void _add_reported(uint32_t job_id, time_t start, time_t end)
+{
+	if (reported_cnt == reported_cap) {
+		reported_cap = reported_cap ? reported_cap * 2 : 64;
+		xrealloc(reported, sizeof(reported_t) * reported_cap);
+	}
+	reported[reported_cnt].job_id = job_id;
+	reported[reported_cnt].start = start;
+	reported[reported_cnt].end = end;
+	reported_cnt++;
+	dirty = true;
+}
+
+/* Forget jobs the poller can no longer see (they end before the floor). */
+static void _prune_reported(void)
+{
+	uint32_t i, k = 0;
+
+	for (i = 0; i < reported_cnt; i++)
+		if (reported[i].end + FLOOR_SLACK_SEC >= job_floor)
+			reported[k++] = reported[i];
+	reported_cnt = k;
+}
+
+static json_t *_job_event(const job_cand_t *c, time_t now)
+{
+	return json_pack("{s:s, s:I, s:I, s:I, s:s?, s:s?, s:I, s:I, s:I, s:I, s:I, s:s, s:s}",
+			 "type", EVENT_JOB_ENDED_EARLY,
+			 "time", (json_int_t) now,
+			 "job_id", (json_int_t) c->job_id,
+			 "user_id", (json_int_t) c->user_id,
+			 "partition", c->partition,
+			 "nodes", c->nodes,
+			 "node_count",
+			 (json_int_t) _count_nodes(c->nodes, c->node_cnt),
+			 "start", (json_int_t) c->start,
+			 "planned_end", (json_int_t) c->planned,
+			 "actual_end", (json_int_t) c->end,
+			 "seconds_early", (json_int_t) (c->planned - c->end),
+			 "state", job_state_string(c->state),
+			 "detected_by", c->from_hook ? "job_fini" : "poll");
+}
+
+static void _emit_job(json_t *batch, const job_cand_t *c, time_t now)
+{
+	json_t *ev;
+
+	if (_was_reported(c->job_id, c->start))
+		return;
+	_add_reported(c->job_id, c->start, c->end);
+	if ((ev = _job_event(c, now)))
+		json_array_append_new(batch, ev);
+}
+
+/*
+ * Drain the hook queue and, if full, scan job_list: both under the job
+ * read lock, so that a job seen finished here had its hook record queued
+ * before (the hook runs under the job write lock).
+ */
+static void _scan_jobs(json_t *batch, bool full)
+{
+	slurmctld_lock_t job_read = {
+		NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK };
+	cand_buf_t cands = { 0 };
+	ListIterator it;
+	job_record_t *j;
+	uint32_t nhooks, i;
+	time_t scan_time, now;
+	uint64_t t0, held;
+
+	t0 = _usec_now();
+	lock_slurmctld(job_read);
+	scan_time = time(NULL);
+
+	slurm_mutex_lock(&hook_lock);
+	nhooks = hook_cnt;
+	memcpy(hook_work, hook_queue, sizeof(hook_rec_t) * nhooks);
+	hook_cnt = 0;
+	slurm_mutex_unlock(&hook_lock);
+
+	for (i = 0; i < nhooks; i++) {
+		j = find_job_record(hook_work[i].job_id);
+		if (!j || !IS_JOB_FINISHED(j))
+			continue;	/* gone already: use the hook's copy */
+		if (_ended_early(j))
+			_cand_from_job(&cands, j, true);
+		hook_work[i].job_id = 0;	/* handled */
+	}
+	if (full && job_list) {
+		it = list_iterator_create(job_list);
+		while ((j = list_next(it))) {
+			if ((j->end_time + FLOOR_SLACK_SEC >= job_floor) &&
+			    _ended_early(j))
+				_cand_from_job(&cands, j, false);
+		}
+		list_iterator_destroy(it);
+		seen_job_update = last_job_update;
+	}
+	unlock_slurmctld(job_read);
+	held = _usec_now() - t0;
+
+	/* No slurmctld lock from here on. */
+	now = time(NULL);
+	for (i = 0; i < cands.n; i++) {
+		_emit_job(batch, &cands.v[i], now);
+		xfree(cands.v[i].partition);
+		xfree(cands.v[i].nodes);
+	}
+	xfree(cands.v);
+	for (i = 0; i < nhooks; i++) {
+		hook_rec_t *r = &hook_work[i];
+		job_cand_t c;
+
+		if (!r->job_id || r->truncated || !r->planned ||
+		    (r->planned <= r->end))
+			continue;	/* truncated: the poller reports it */
+		memset(&c, 0, sizeof(c));
+		c.job_id = r->job_id;
+		c.user_id = r->user_id;
+		c.state = r->state;
+		c.node_cnt = r->node_cnt;
+		c.start = r->start;
+		c.end = r->end;
+		c.planned = r->planned;
+		c.partition = r->partition[0] ? r->partition : NULL;
+		c.nodes = r->nodes[0] ? r->nodes : NULL;
+		c.from_hook = true;
+		_emit_job(batch, &c, now);
+	}
+	if (full) {
+		job_scan_time = scan_time;
+		job_floor = scan_time;
+		_prune_reported();
+	}
+
+	slurm_mutex_lock(&ring_lock);
+	st_job_scans++;
+	st_scan_usec_last = held;
+	if (held > st_scan_usec_max)
+		st_scan_usec_max = held;
+	slurm_mutex_unlock(&ring_lock);
+}
+
+/* ---------------------------------------------------------------------- */
+/* reservations */
+
+static json_t *_resv_event(const char *type, const resv_track_t *t,
+			   time_t now)
+{
+	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:s?, s:I}",
+			 "type", type,
+			 "time", (json_int_t) now,
+			 "reservation", t->name,
+			 "start", (json_int_t) t->start,
+			 "end", (json_int_t) t->end,
+			 "nodes", t->nodes,
+			 "node_count", (json_int_t) t->node_cnt);
+}
+
+static void _emit_resv(json_t *batch, const char *type,
+		       const resv_track_t *t, time_t now)
+{
+	json_t *ev = _resv_event(type, t, now);
+
+	if (ev)
+		json_array_append_new(batch, ev);
+	dirty = true;
+}
+
+static resv_track_t *_find_resv(const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < resv_cnt; i++)
+		if (!xstrcmp(resvs[i].name, name))
+			return &resvs[i];
+	return NULL;
+}
+
+static resv_track_t *_add_resv(const char *name)
+{
+	resv_track_t *t;
+
+	if (resv_cnt == resv_cap) {
+		resv_cap = resv_cap ? resv_cap * 2 : 16;
+		xrealloc(resvs, sizeof(resv_track_t) * resv_cap);
+	}
+	t = &resvs[resv_cnt++];
+	memset(t, 0, sizeof(*t));
+	t->name = xstrdup(name);
+	dirty = true;
+	return t;
+}
+
+static void _free_resv(resv_track_t *t)
+{
+	xfree(t->name);
+	xfree(t->nodes);
+}
+
+/* Copy resv_list under the node read lock (which protects it). */
+static resv_copy_t *_copy_resvs(uint32_t *cnt)
+{
+	slurmctld_lock_t node_read = {
+		NO_LOCK, NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK };
+	resv_copy_t *v = NULL;
+	slurmctld_resv_t *r;
+	ListIterator it;
+	uint32_t n = 0, cap;
+
+	lock_slurmctld(node_read);
+	resv_snap_time = time(NULL);
+	seen_resv_update = last_resv_update;
+	cap = resv_list ? list_count(resv_list) : 0;
+	if (cap) {
+		v = xcalloc(cap, sizeof(*v));
+		it = list_iterator_create(resv_list);
+		while ((r = list_next(it)) && (n < cap)) {
+			v[n].name = xstrdup(r->name);
+			v[n].start = r->start_time;
+			v[n].end = r->end_time;
+			v[n].nodes = xstrdup(r->node_list);
+			v[n].node_cnt = r->node_cnt;
+			n++;
+		}
+		list_iterator_destroy(it);
+	}
+	unlock_slurmctld(node_read);
+	*cnt = n;
+	return v;
+}
+
+/* A reservation vanished: deleted before its end, or purged after it. */
+static void _vanished(json_t *batch, resv_track_t *t, time_t now)
+{
+	if (t->ended)
+		return;
+	if (t->end <= now) {
+		if (!t->activated)
+			_emit_resv(batch, EVENT_RESV_ACTIVATED, t, now);
+		_emit_resv(batch, EVENT_RESV_ENDED, t, now);
+	} else {
+		_emit_resv(batch, EVENT_RESV_DELETED, t, now);
+	}
+}
+
+static void _refresh_resvs(json_t *batch)
+{
+	resv_copy_t *cur;
+	uint32_t n, i, k;
+	time_t now;
+
+	cur = _copy_resvs(&n);
+	now = time(NULL);
+
+	for (i = 0; i < resv_cnt; i++)
+		resvs[i].seen = false;
+	for (i = 0; i < n; i++) {
+		resv_track_t *t = _find_resv(cur[i].name);
+
+		if (!t) {
+			t = _add_resv(cur[i].name);
+			if (resv_baseline) {
+				t->activated = (cur[i].start <= now);
+				t->ended = (cur[i].end <= now);
+			}
+		} else {
+			if ((cur[i].start != t->start) &&
+			    (cur[i].start > now)) {
+				/* moved, or a recurring one's next round */
+				t->activated = false;
+				t->ended = false;
+			}
+			if ((cur[i].end != t->end) && (cur[i].end > now))
+				t->ended = false;
+			if ((cur[i].start != t->start) ||
+			    (cur[i].end != t->end))
+				dirty = true;
+		}
+		t->start = cur[i].start;
+		t->end = cur[i].end;
+		xfree(t->nodes);
+		t->nodes = cur[i].nodes;
+		cur[i].nodes = NULL;
+		t->node_cnt = cur[i].node_cnt;
+		t->seen = true;
+		xfree(cur[i].name);
+	}
+	xfree(cur);
+
+	for (i = 0, k = 0; i < resv_cnt; i++) {
+		if (!resvs[i].seen) {
+			_vanished(batch, &resvs[i], now);
+			_free_resv(&resvs[i]);
+			dirty = true;
+		} else {
+			resvs[k++] = resvs[i];
+		}
+	}
+	resv_cnt = k;
+	resv_baseline = false;
+
+	slurm_mutex_lock(&ring_lock);
+	st_resv_snaps++;
+	slurm_mutex_unlock(&ring_lock);
+}
+
+/* Starts and ends happen by the clock, with or without a list change. */
+static void _check_resv_times(json_t *batch, time_t now)
+{
+	uint32_t i;
+
+	for (i = 0; i < resv_cnt; i++) {
+		resv_track_t *t = &resvs[i];
+
+		if (!t->activated && (t->start <= now)) {
+			_emit_resv(batch, EVENT_RESV_ACTIVATED, t, now);
+			t->activated = true;
+		}
+		if (!t->ended && (t->end <= now)) {
+			_emit_resv(batch, EVENT_RESV_ENDED, t, now);
+			t->ended = true;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* state file */
+
+static int _write_all(FILE *f, const char *s, size_t n)
+{
+	return (fwrite(s, 1, n, f) == n) ? 0 : -1;
+}
+
+/*
+ * Write the whole state to a temp file, fsync it, rename it over the state
+ * file and fsync the directory.  Events thread only (or after it was
+ * joined), never with a slurmctld lock held.
+ */
+static int _save_state(uint64_t reserved, bool clean)
+{
+	json_t *root, *rep, *rv;
+	char *head = NULL;
+	FILE *f = NULL;
+	uint32_t i;
+	int fd, rc = -1;
+	size_t hlen;
+
+	rep = json_array();
+	for (i = 0; i < reported_cnt; i++)
+		json_array_append_new(rep, json_pack("[I, I, I]",
+			(json_int_t) reported[i].job_id,
+			(json_int_t) reported[i].start,
+			(json_int_t) reported[i].end));
+	rv = json_array();
+	for (i = 0; i < resv_cnt; i++)
+		json_array_append_new(rv, json_pack(
+			"{s:s, s:I, s:I, s:s?, s:I, s:b, s:b}",
+			"name", resvs[i].name,
+			"start", (json_int_t) resvs[i].start,
+			"end", (json_int_t) resvs[i].end,
+			"nodes", resvs[i].nodes,
+			"node_count", (json_int_t) resvs[i].node_cnt,
+			"activated", resvs[i].activated,
+			"ended", resvs[i].ended));
+	root = json_pack("{s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+			 "version", STATE_VERSION,
+			 "clean", clean,
+			 "saved_at", (json_int_t) time(NULL),
+			 "reserved", (json_int_t) reserved,
+			 "latest", (json_int_t) latest_seq,
+			 "lost_upto", (json_int_t) lost_upto,
+			 "job_floor", (json_int_t) job_floor,
+			 "reported_jobs", rep,
+			 "reservations", rv);
+	if (root)
+		head = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	if (!head || ((hlen = strlen(head)) < 2) || (head[hlen - 1] != '}'))
+		goto out;
+
+	fd = open(state_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if ((fd < 0) || !(f = fdopen(fd, "w"))) {
+		if (fd >= 0)
+			close(fd);
+		error("%s: events: cannot write %s: %m", plugin_type,
+		      state_tmp);
+		goto out;
+	}
+	/* {...head..., "events":[e1,e2,...]} with the stored texts as is */
+	if (_write_all(f, head, hlen - 1) ||
+	    _write_all(f, ",\"events\":[", 11))
+		goto write_err;
+	for (i = 0; i < ring_cnt; i++) {
+		if ((i && _write_all(f, ",\n", 2)) ||
+		    _write_all(f, RING_AT(i).json, RING_AT(i).len))
+			goto write_err;
+	}
+	if (_write_all(f, "]}\n", 3) || fflush(f) || fsync(fileno(f)))
+		goto write_err;
+	if (fclose(f)) {
+		f = NULL;
+		goto write_err;
+	}
+	f = NULL;
+	if (rename(state_tmp, state_path)) {
+		error("%s: events: cannot rename %s to %s: %m", plugin_type,
+		      state_tmp, state_path);
+		goto out;
+	}
+	if ((fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		(void) fsync(fd);
+		close(fd);
+	}
+	rc = 0;
+	goto out;
+
+write_err:
+	error("%s: events: cannot write %s: %m", plugin_type, state_tmp);
+	if (f)
+		fclose(f);
+	(void) unlink(state_tmp);
+out:
+	free(head);
+	slurm_mutex_lock(&ring_lock);
+	if (rc)
+		st_save_errors++;
+	else
+		st_saves++;
+	slurm_mutex_unlock(&ring_lock);
+	if (!rc) {
+		dirty = false;
+		last_save = time(NULL);
+	}
+	return rc;
+}
+
+/* Append one stored event (text owned by the ring afterwards). */
+static void _ring_append(uint64_t seq, char *json)
+{
+	if (ring_cnt == ring_cap) {
+		ring_ev_t *old = &ring[ring_head];
+
+		if (old->seq > lost_upto)
+			lost_upto = old->seq;
+		free(old->json);
+		ring_head = (ring_head + 1) % ring_cap;
+		ring_cnt--;
+		st_evicted++;
+	}
+	RING_AT(ring_cnt).seq = seq;
+	RING_AT(ring_cnt).json = json;
+	RING_AT(ring_cnt).len = strlen(json);
+	ring_cnt++;
+}
+
+static int _load_events(json_t *evs)
+{
+	size_t i, n = json_array_size(evs);
+	uint64_t prev = 0;
+
+	for (i = 0; i < n; i++) {
+		json_t *ev = json_array_get(evs, i);
+		json_int_t seq;
+		const char *type;
+		char *text;
+
+		if (json_unpack(ev, "{s:I, s:s}", "seq", &seq, "type", &type) ||
+		    (seq <= 0) || ((uint64_t) seq <= prev) ||
+		    ((uint64_t) seq > latest_seq))
+			return -1;
+		prev = seq;
+		if (!(text = json_dumps(ev, JSON_COMPACT)))
+			return -1;
+		_ring_append(seq, text);	/* drops the oldest if smaller */
+	}
+	return 0;
+}
+
+static int _load_tracking(json_t *rep, json_t *rv)
+{
+	size_t i;
+
+	for (i = 0; i < json_array_size(rep); i++) {
+		json_int_t id, start, end;
+
+		if (json_unpack(json_array_get(rep, i), "[I, I, I]", &id,
+				&start, &end))
+			return -1;
+		_add_reported((uint32_t) id, (time_t) start, (time_t) end);
+	}
+	for (i = 0; i < json_array_size(rv); i++) {
+		json_int_t start, end, cnt;
+		const char *name, *nodes = NULL;
+		int activated, ended;
+		resv_track_t *t;
+
+		if (json_unpack(json_array_get(rv, i),
+				"{s:s, s:I, s:I, s?s, s:I, s:b, s:b}",
+				"name", &name, "start", &start, "end", &end,
+				"nodes", &nodes, "node_count", &cnt,
+				"activated", &activated, "ended", &ended))
+			return -1;
+		t = _add_resv(name);
+		t->start = start;
+		t->end = end;
+		t->nodes = xstrdup(nodes);
+		t->node_cnt = cnt;
+		t->activated = activated;
+		t->ended = ended;
+	}
+	return 0;
+}
+
+static void _reset_tracking(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < ring_cnt; i++)
+		free(RING_AT(i).json);
+	ring_head = ring_cnt = 0;
+	for (i = 0; i < resv_cnt; i++)
+		_free_resv(&resvs[i]);
+	resv_cnt = 0;
+	reported_cnt = 0;
+}
+
+/*
+ * Read the state file.  Missing: a first start, numbering from 1, and
+ * what already exists (finished jobs, reservations) is the baseline, not
+ * news.  Unreadable: keep it as .corrupt, and number from (epoch seconds)
+ * x 10^6 -- above anything the lost counter can have reached -- telling
+ * every client that it may have missed events.
+ */
+static void _load_state(void)
+{
+	json_t *root, *rep, *rv, *evs;
+	json_error_t jerr;
+	json_int_t version, reserved, latest, lost, floor;
+	int clean;
+	struct stat st;
+	time_t now = time(NULL);
+	char *bad;
+
+	if ((stat(state_path, &st) < 0) && (errno == ENOENT)) {
+		next_seq = 1;
+		reserved_seq = latest_seq = lost_upto = 0;
+		job_floor = now;
+		resv_baseline = true;
+		info("%s: events: no %s yet, numbering events from 1",
+		     plugin_type, state_path);
+		return;
+	}
+
+	root = json_load_file(state_path, 0, &jerr);
+	if (!root) {
+		error("%s: events: cannot read %s: %s (line %d)", plugin_type,
+		      state_path, jerr.text, jerr.line);
+		goto corrupt;
+	}
+	if (json_unpack_ex(root, &jerr, 0,
+			   "{s:I, s:b, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
+			   "version", &version, "clean", &clean,
+			   "reserved", &reserved, "latest", &latest,
+			   "lost_upto", &lost, "job_floor", &floor,
+			   "reported_jobs", &rep, "reservations", &rv,
+			   "events", &evs) ||
+	    (version != STATE_VERSION) || (reserved < 0) || (latest < 0) ||
+	    (latest > reserved) || (lost < 0) || (lost > latest) ||
+	    !json_is_array(rep) || !json_is_array(rv) ||
+	    !json_is_array(evs)) {
+		error("%s: events: %s: unexpected content (%s)", plugin_type,
+		      state_path, jerr.text[0] ? jerr.text : "bad values");
+		json_decref(root);
+		goto corrupt;
+	}
+	reserved_seq = reserved;
+	latest_seq = latest;
+	lost_upto = lost;
+	job_floor = floor;
+	if (_load_events(evs) || _load_tracking(rep, rv)) {
+		error("%s: events: %s: malformed event or tracking record",
+		      plugin_type, state_path);
+		json_decref(root);
+		_reset_tracking();
+		goto corrupt;
+	}
+	json_decref(root);
+	if (!clean) {
+		/* numbers up to the reserved mark may have been handed out
+		 * after the last save: they are gone */
+		latest_seq = reserved_seq;
+		lost_upto = reserved_seq;
+	}
+	next_seq = reserved_seq + 1;
+	resv_baseline = false;
+	info("%s: events: restored %u events from %s (latest %"PRIu64", %s shutdown); numbering continues at %"PRIu64,
+	     plugin_type, ring_cnt, state_path, latest_seq,
+	     clean ? "clean" : "unclean", next_seq);
+	return;
+
+corrupt:
+	bad = xstrdup_printf("%s.corrupt", state_path);
+	if (rename(state_path, bad))
+		error("%s: events: cannot rename %s: %m", plugin_type,
+		      state_path);
+	xfree(bad);
+	next_seq = (uint64_t) now * 1000000;
+	reserved_seq = latest_seq = lost_upto = next_seq - 1;
+	job_floor = now;
+	resv_baseline = true;
+	error("%s: events: starting over at sequence number %"PRIu64,
+	      plugin_type, next_seq);
+}
+
+/* ---------------------------------------------------------------------- */
+/* publishing */
+
+/* Number the batch's events and append them to the ring. */
+static void _publish(json_t *batch)
+{
+	size_t n = json_array_size(batch), i;
+	void (*fn)(void);
+	char **texts;
+
+	if (!n)
+		return;
+	if (next_seq + n - 1 > reserved_seq) {
+		uint64_t want = next_seq + n - 1 + SEQ_BLOCK;
+
+		if (_save_state(want, false))
+			error("%s: events: could not reserve sequence numbers up to %"PRIu64"; a crash now could reuse them",
+			      plugin_type, want);
+		reserved_seq = want;
+	}
+
+	texts = xcalloc(n, sizeof(char *));
+	for (i = 0; i < n; i++) {
+		json_t *ev = json_array_get(batch, i), *obj = json_object();
+
+		json_object_set_new(obj, "seq",
+				    json_integer((json_int_t) (next_seq + i)));
+		json_object_set(obj, "type", json_object_get(ev, "type"));
+		json_object_set(obj, "time", json_object_get(ev, "time"));
+		json_object_update(obj, ev);
+		texts[i] = json_dumps(obj, JSON_COMPACT);
+		json_decref(obj);
+	}
+
+	slurm_mutex_lock(&ring_lock);
+	for (i = 0; i < n; i++) {
+		if (texts[i])
+			_ring_append(next_seq + i, texts[i]);
+		else if (next_seq + i > lost_upto)
+			lost_upto = next_seq + i;	/* out of memory */
+	}
+	latest_seq = next_seq + n - 1;
+	st_published += n;
+	fn = listener;
+	slurm_mutex_unlock(&ring_lock);
+
+	next_seq += n;
+	dirty = true;
+	xfree(texts);
+	if (fn)
+		fn();
+}
+
+/* Move events_publish()'s queue into the batch. */
+static void _drain_ext(json_t *batch)
+{
+	json_t *q[EXT_QUEUE_LEN];
+	uint32_t n, i;
+
+	slurm_mutex_lock(&hook_lock);
+	n = ext_cnt;
+	memcpy(q, ext_queue, sizeof(json_t *) * n);
+	ext_cnt = 0;
+	slurm_mutex_unlock(&hook_lock);
+	for (i = 0; i < n; i++)
+		json_array_append_new(batch, q[i]);
+}
+
+static void _cycle(void)
+{
+	json_t *batch = json_array();
+	time_t now = time(NULL);
+	time_t ju = _peek(&last_job_update), ru = _peek(&last_resv_update);
+	bool hooks, scan;
+
+	_drain_ext(batch);
+
+	slurm_mutex_lock(&hook_lock);
+	hooks = (hook_cnt > 0);
+	slurm_mutex_unlock(&hook_lock);
+	/* ">=": a change in the same second as the last scan may have come
+	 * after it */
+	scan = (ju != seen_job_update) || (ju >= job_scan_time) ||
+	       (now - job_scan_time >= FULL_SCAN_SEC);
+	if (hooks || scan)
+		_scan_jobs(batch, scan);
+
+	if ((ru != seen_resv_update) || (ru >= resv_snap_time) ||
+	    (now - resv_snap_time >= RESV_SNAP_SEC))
+		_refresh_resvs(batch);
+	_check_resv_times(batch, time(NULL));
+
+	_publish(batch);
+	json_decref(batch);
+
+	if (dirty && (time(NULL) - last_save >= SAVE_GAP_SEC))
+		(void) _save_state(reserved_seq, false);
+}
+
+static void *_events_thread(void *arg)
+{
+	struct timespec min_until, tick_until;
+
+	(void) arg;
+	debug("%s: events thread started", plugin_type);
+	slurm_mutex_lock(&hook_lock);
+	while (!ev_stop) {
+		_deadline(&min_until, MIN_GAP_MSEC);
+		_deadline(&tick_until, TICK_MSEC);
+		while (!ev_stop &&
+		       (pthread_cond_timedwait(&hook_cond, &hook_lock,
+					       &min_until) != ETIMEDOUT))
+			;
+		while (!ev_stop && !hook_cnt && !ext_cnt &&
+		       (pthread_cond_timedwait(&hook_cond, &hook_lock,
+					       &tick_until) != ETIMEDOUT))
+			;
+		if (ev_stop)
+			break;
+		slurm_mutex_unlock(&hook_lock);
+		_cycle();
+		slurm_mutex_lock(&hook_lock);
+	}
+	slurm_mutex_unlock(&hook_lock);
+	debug("%s: events thread exiting", plugin_type);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* API */
+
+extern int events_start(const flexco_conf_t *conf)
+{
+	pthread_condattr_t attr;
+	int rc;
+
+	slurm_mutex_lock(&hook_lock);
+	if (ev_running) {
+		slurm_mutex_unlock(&hook_lock);
+		return SLURM_SUCCESS;
+	}
+	slurm_mutex_unlock(&hook_lock);
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&hook_cond, &attr);
+	pthread_condattr_destroy(&attr);
+
+	ring_cap = conf->event_buffer_size;
+	ring = xcalloc(ring_cap, sizeof(ring_ev_t));
+	ring_head = ring_cnt = 0;
+	state_dir = xstrdup(slurm_conf.state_save_location);
+	state_path = xstrdup_printf("%s/%s", state_dir, EVENTS_STATE_FILE);
+	state_tmp = xstrdup_printf("%s.new", state_path);
+	_load_state();
+	dirty = false;
+	last_save = 0;
+	seen_job_update = job_scan_time = 0;
+	seen_resv_update = resv_snap_time = 0;
+
+	_hook(true);
+
+	slurm_mutex_lock(&hook_lock);
+	ev_stop = false;
+	rc = pthread_create(&ev_tid, NULL, _events_thread, NULL);
+	if (!rc)
+		ev_running = true;
+	slurm_mutex_unlock(&hook_lock);
+	if (rc) {
+		error("%s: cannot create events thread: %s", plugin_type,
+		      strerror(rc));
+		_hook(false);
+		return SLURM_ERROR;
+	}
+	info("%s: events: buffer of %u events, state in %s", plugin_type,
+	     ring_cap, state_path);
+	return SLURM_SUCCESS;
+}
+
+extern void events_stop(void)
+{
+	uint32_t i;
+
+	slurm_mutex_lock(&hook_lock);
+	if (!ev_running) {
+		slurm_mutex_unlock(&hook_lock);
+		return;
+	}
+	ev_stop = true;
+	pthread_cond_broadcast(&hook_cond);
+	slurm_mutex_unlock(&hook_lock);
+	pthread_join(ev_tid, NULL);
+
+	_hook(false);
+
+	/* Jobs still in the hook queue are found again by the poller after
+	 * the restart: the saved floor lies before their end. */
+	if (_save_state(reserved_seq, true))
+		error("%s: events: final state save failed", plugin_type);
+
+	slurm_mutex_lock(&hook_lock);
+	ev_running = false;
+	hook_cnt = 0;
+	for (i = 0; i < ext_cnt; i++)
+		json_decref(ext_queue[i]);
+	ext_cnt = 0;
+	slurm_mutex_unlock(&hook_lock);
+
+	slurm_mutex_lock(&ring_lock);
+	_reset_tracking();
+	xfree(ring);
+	ring_cap = 0;
+	listener = NULL;
+	slurm_mutex_unlock(&ring_lock);
+	xfree(resvs);
+	resv_cap = 0;
+	xfree(reported);
+	reported_cap = 0;
+	xfree(state_dir);
+	xfree(state_path);
+	xfree(state_tmp);
+	pthread_cond_destroy(&hook_cond);
+	info("%s: events: stopped at sequence number %"PRIu64, plugin_type,
+	     latest_seq);
+}
+
+extern uint64_t events_latest(void)
+{
+	uint64_t v;
+
+	slurm_mutex_lock(&ring_lock);
+	v = latest_seq;
+	slurm_mutex_unlock(&ring_lock);
+	return v;
+}
+
+extern void events_set_listener(void (*fn)(void))
+{
+	slurm_mutex_lock(&ring_lock);
+	listener = fn;
+	slurm_mutex_unlock(&ring_lock);
+}
+
+extern char *events_query_json(uint64_t after, uint32_t max,
+			       events_page_t *page)
+{
+	uint32_t lo, hi, first, n, i;
+	size_t size;
+	char *buf, *p;
+
+	slurm_mutex_lock(&ring_lock);
+	page->latest = latest_seq;
+	page->oldest = ring_cnt ? RING_AT(0).seq : 0;
+	page->lost = (after < lost_upto) || (after > latest_seq);
+
+	/* first retained event with seq > after (the ring is sorted) */
+	lo = 0;
+	hi = ring_cnt;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (RING_AT(mid).seq <= after)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	n = ring_cnt - first;
+	if (n > max)
+		n = max;
+
+	size = 160;
+	for (i = 0; i < n; i++)
+		size += RING_AT(first + i).len + 1;
+	if (!(buf = malloc(size))) {
+		slurm_mutex_unlock(&ring_lock);
+		return NULL;
+	}
+	p = buf;
+	memcpy(p, "{\"events\":[", 11);
+	p += 11;
+	for (i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		memcpy(p, RING_AT(first + i).json, RING_AT(first + i).len);
+		p += RING_AT(first + i).len;
+	}
+	page->count = n;
+	if (n)
+		page->next = RING_AT(first + n - 1).seq;
+	else
+		page->next = page->lost ? latest_seq : after;
+	slurm_mutex_unlock(&ring_lock);
+
+	snprintf(p, size - (p - buf),
+		 "],\"next\":%"PRIu64",\"oldest\":%"PRIu64",\"latest\":%"PRIu64",\"lost\":%s}",
+		 page->next, page->oldest, page->latest,
+		 page->lost ? "true" : "false");
+	return buf;
+}
+
+extern json_t *events_stats_json(void)
+{
+	json_t *o;
+	uint64_t calls, dropped, edropped;
+	uint32_t queued;
+
+	slurm_mutex_lock(&hook_lock);
+	calls = hook_calls;
+	dropped = hook_dropped;
+	edropped = ext_dropped;
+	queued = hook_cnt;
+	slurm_mutex_unlock(&hook_lock);
+
+	slurm_mutex_lock(&ring_lock);
+	o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		      "capacity", (json_int_t) ring_cap,
+		      "retained", (json_int_t) ring_cnt,
+		      "oldest", (json_int_t) (ring_cnt ? RING_AT(0).seq : 0),
+		      "latest", (json_int_t) latest_seq,
+		      "lost_upto", (json_int_t) lost_upto,
+		      "published", (json_int_t) st_published,
+		      "evicted", (json_int_t) st_evicted,
+		      "job_fini_calls", (json_int_t) calls,
+		      "job_fini_dropped", (json_int_t) dropped,
+		      "job_fini_queued", (json_int_t) queued,
+		      "publish_dropped", (json_int_t) edropped,
+		      "job_scans", (json_int_t) st_job_scans,
+		      "scan_lock_usec_last", (json_int_t) st_scan_usec_last,
+		      "scan_lock_usec_max", (json_int_t) st_scan_usec_max,
+		      "resv_snapshots", (json_int_t) st_resv_snaps,
+		      "state_saves", (json_int_t) st_saves,
+		      "state_save_errors", (json_int_t) st_save_errors);
+	slurm_mutex_unlock(&ring_lock);
+	return o;
+}
+
+extern int events_publish(const char *type, json_t *fields)
+{
+	if (!type || !json_is_object(fields)) {
+		json_decref(fields);
+		return -1;
+	}
+	json_object_set_new(fields, "type", json_string(type));
+	json_object_set_new(fields, "time",
+			    json_integer((json_int_t) time(NULL)));
+
+	slurm_mutex_lock(&hook_lock);
+	if (!ev_running || ev_stop || (ext_cnt == EXT_QUEUE_LEN)) {
+		ext_dropped++;
+		slurm_mutex_unlock(&hook_lock);
+		json_decref(fields);
+		return -1;
+	}
+	ext_queue[ext_cnt++] = fields;
+	pthread_cond_signal(&hook_cond);
+	slurm_mutex_unlock(&hook_lock);
+	return 0;
+}
