@@ -9,6 +9,13 @@
  *  {"error":{"code":...,"message":...}} with a 4xx/5xx status and change
  *  nothing.
  *
+ *  Long polls (GET /v1/events?wait=N) hold no thread while they wait: the
+ *  handler suspends the connection (MHD_suspend_connection) and puts it on
+ *  a waiter list; the waker thread resumes it when an event arrives (the
+ *  events module calls us back) or its deadline passes, and microhttpd
+ *  then calls the handler again, which answers.  Suspending and resuming
+ *  both happen under wait_lock, so a resume never overtakes its suspend.
+ *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
 
@@ -32,6 +39,7 @@
 
 #include "core/capi_auth.h"
 #include "core/capi_profile.h"
+#include "events.h"
 #include "http.h"
 #include "snapshot.h"
 
@@ -42,12 +50,16 @@ extern const char plugin_type[];
 #define THREAD_POOL_SIZE 4
 #define DEFAULT_HORIZON (24 * 3600)
 #define MAX_PARTITION_LEN 256
+#define EVENTS_MAX_WAIT 60		/* seconds a long poll may wait */
+#define EVENTS_DEFAULT_MAX 100		/* events per answer */
+#define EVENTS_MAX_MAX 1000
 
 /* ---------------------------------------------------------------------- */
 /* statistics */
 
-enum { EP_PROFILE, EP_STATS, EP_OTHER, EP_COUNT };
-static const char *ep_names[EP_COUNT] = { "profile", "stats", "other" };
+enum { EP_PROFILE, EP_STATS, EP_EVENTS, EP_OTHER, EP_COUNT };
+static const char *ep_names[EP_COUNT] = { "profile", "stats", "events",
+					  "other" };
 static const int stat_codes[] = { 200, 400, 401, 403, 404, 405, 413, 500,
 				  503 };
 #define N_CODES (sizeof(stat_codes) / sizeof(stat_codes[0]))
@@ -89,7 +101,8 @@ static void _record(int ep, int status, uint64_t usec)
 /* ---------------------------------------------------------------------- */
 /* per-request state */
 
-typedef struct {
+typedef struct req req_t;
+struct req {
 	char *uri;		/* request target as received: path?query */
 	bool uri_too_long;
 	bool started;
@@ -99,7 +112,15 @@ typedef struct {
 	uint64_t t0;
 	int ep;
 	int status;
-} req_t;
+	/* a long poll (GET /v1/events?wait=N), authenticated and suspended */
+	bool longpoll;
+	struct MHD_Connection *conn;
+	uint64_t after;
+	uint32_t max;
+	uint64_t deadline;	/* CLOCK_MONOTONIC microseconds */
+	bool waiting;		/* on the waiter list (wait_lock) */
+	req_t *wprev, *wnext;
+};
 
 static struct MHD_Daemon *daemon_ptr = NULL;
 static pthread_mutex_t daemon_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -126,6 +147,8 @@ static void *_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 	return req;
 }
 
+static void _unwait(req_t *req);
+
 static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		       enum MHD_RequestTerminationCode toe)
 {
@@ -136,6 +159,8 @@ static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void) toe;
 	if (!req)
 		return;
+	if (req->longpoll)
+		_unwait(req);	/* normally off the list already */
 	_record(req->ep, req->status, _usec_now() - req->t0);
 	free(req->uri);
 	free(req->body);
@@ -285,6 +310,271 @@ static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
 	return _send(c, req, status, json, NULL);
 }
 
+/* ---------------------------------------------------------------------- */
+/* long polls: suspended connections waiting for events */
+
+static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wait_cond;
+static pthread_once_t wait_once = PTHREAD_ONCE_INIT;
+static req_t *waiters = NULL;	/* doubly linked, wait_lock */
+static uint32_t n_waiting = 0;
+static uint64_t waits_total = 0, waits_woken = 0, waits_timed_out = 0;
+static bool waker_running = false, waker_stop = false;
+static bool waits_closed = true;	/* no new suspension (wait_lock) */
+static pthread_t waker_tid;
+
+static void _wait_cond_init(void)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&wait_cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+/* wait_lock held */
+static void _waiter_remove(req_t *req)
+{
+	if (req->wprev)
+		req->wprev->wnext = req->wnext;
+	else
+		waiters = req->wnext;
+	if (req->wnext)
+		req->wnext->wprev = req->wprev;
+	req->wprev = req->wnext = NULL;
+	req->waiting = false;
+	n_waiting--;
+}
+
+static void _unwait(req_t *req)
+{
+	slurm_mutex_lock(&wait_lock);
+	if (req->waiting)
+		_waiter_remove(req);
+	slurm_mutex_unlock(&wait_lock);
+}
+
+/* wait_lock held: take req off the list and let microhttpd resume it. */
+static void _wake(req_t *req)
+{
+	struct MHD_Connection *c = req->conn;
+
+	_waiter_remove(req);
+	MHD_resume_connection(c);	/* req may be gone after this */
+}
+
+/* Called by the events module after each batch of new events. */
+static void _events_arrived(void)
+{
+	slurm_mutex_lock(&wait_lock);
+	pthread_cond_signal(&wait_cond);
+	slurm_mutex_unlock(&wait_lock);
+}
+
+/*
+ * Resume every waiter that has an event to read or whose time is up, then
+ * sleep until the next deadline or the next event.  At stop, resume all:
+ * microhttpd must not be stopped with suspended connections.
+ */
+static void *_waker(void *arg)
+{
+	(void) arg;
+	slurm_mutex_lock(&wait_lock);
+	while (true) {
+		uint64_t now = _usec_now(), next = now + 60 * 1000000ULL;
+		uint64_t latest = events_latest();
+		req_t *req = waiters, *nx;
+		struct timespec ts;
+
+		for (; req; req = nx) {
+			nx = req->wnext;
+			if (waker_stop || (latest > req->after)) {
+				waits_woken++;
+				_wake(req);
+			} else if (now >= req->deadline) {
+				waits_timed_out++;
+				_wake(req);
+			} else if (req->deadline < next) {
+				next = req->deadline;
+			}
+		}
+		if (waker_stop)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		next -= now;	/* microseconds from now */
+		ts.tv_sec += next / 1000000;
+		ts.tv_nsec += (next % 1000000) * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&wait_cond, &wait_lock, &ts);
+	}
+	slurm_mutex_unlock(&wait_lock);
+	return NULL;
+}
+
+static int _waker_start(void)
+{
+	int rc;
+
+	pthread_once(&wait_once, _wait_cond_init);
+	slurm_mutex_lock(&wait_lock);
+	waker_stop = false;
+	rc = pthread_create(&waker_tid, NULL, _waker, NULL);
+	waker_running = (rc == 0);
+	waits_closed = (rc != 0);
+	slurm_mutex_unlock(&wait_lock);
+	if (rc) {
+		error("%s: cannot create the long-poll thread: %s",
+		      plugin_type, strerror(rc));
+		return SLURM_ERROR;
+	}
+	events_set_listener(_events_arrived);
+	return SLURM_SUCCESS;
+}
+
+/* Resume every waiting connection and join the waker. */
+static void _waker_stop(void)
+{
+	events_set_listener(NULL);
+	slurm_mutex_lock(&wait_lock);
+	waits_closed = true;
+	if (!waker_running) {
+		slurm_mutex_unlock(&wait_lock);
+		return;
+	}
+	waker_stop = true;
+	pthread_cond_signal(&wait_cond);
+	slurm_mutex_unlock(&wait_lock);
+	pthread_join(waker_tid, NULL);
+	slurm_mutex_lock(&wait_lock);
+	waker_running = false;
+	slurm_mutex_unlock(&wait_lock);
+}
+
+/* ---------------------------------------------------------------------- */
+/* GET /v1/events */
+
+/* Strict decimal without sign, 0..max. */
+static int _parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -1;
+	for (; *s; s++) {
+		if ((*s < '0') || (*s > '9'))
+			return -1;
+		if (v > (max - (uint64_t) (*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t) (*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+typedef struct {
+	const char *dup;	/* given twice */
+	const char *empty;	/* given without a value */
+	int seen[3];
+} events_args_t;
+
+static enum MHD_Result _count_arg(void *cls, enum MHD_ValueKind kind,
+				  const char *key, const char *value)
+{
+	static const char *const names[3] = { "after", "wait", "max" };
+	events_args_t *a = cls;
+	int i;
+
+	(void) kind;
+	for (i = 0; i < 3; i++) {
+		if (strcmp(key, names[i]))
+			continue;
+		if (++a->seen[i] > 1) {
+			a->dup = names[i];
+			return MHD_NO;
+		}
+		if (!value || !value[0]) {
+			a->empty = names[i];
+			return MHD_NO;
+		}
+	}
+	return MHD_YES;
+}
+
+/* Answer a long poll that was resumed (an event, its deadline, or stop). */
+static enum MHD_Result _events_resumed(struct MHD_Connection *c, req_t *req)
+{
+	events_page_t page;
+
+	return _send(c, req, 200, events_query_json(req->after, req->max,
+						    &page), NULL);
+}
+
+static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
+{
+	static const char *const allowed[] = { "after", "wait", "max", NULL };
+	events_args_t args = { 0 };
+	const char *bad, *v;
+	uint64_t after = 0, wait = 0, max = EVENTS_DEFAULT_MAX;
+	events_page_t page;
+	char msg[160], *json;
+
+	if ((bad = _unknown_arg(c, allowed))) {
+		snprintf(msg, sizeof(msg),
+			 "unknown query parameter '%.60s' (allowed: after, wait, max)",
+			 bad);
+		return _error(c, req, 400, "bad_parameter", msg);
+	}
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, _count_arg, &args);
+	if (args.dup || args.empty) {
+		snprintf(msg, sizeof(msg), "%s: %s", args.dup ? args.dup :
+			 args.empty, args.dup ? "given more than once" :
+			 "needs a value");
+		return _error(c, req, 400, "bad_parameter", msg);
+	}
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
+	if (v && _parse_u64(v, INT64_MAX, &after))
+		return _error(c, req, 400, "bad_parameter",
+			      "after: a sequence number, an integer from 0 to 9223372036854775807");
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait");
+	if (v && _parse_u64(v, EVENTS_MAX_WAIT, &wait))
+		return _error(c, req, 400, "bad_parameter",
+			      "wait: seconds, an integer from 0 to 60");
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max");
+	if (v && (_parse_u64(v, EVENTS_MAX_MAX, &max) || (max < 1)))
+		return _error(c, req, 400, "bad_parameter",
+			      "max: an integer from 1 to 1000");
+
+	slurm_mutex_lock(&wait_lock);
+	json = events_query_json(after, (uint32_t) max, &page);
+	if (!json || page.count || page.lost || !wait || waits_closed) {
+		slurm_mutex_unlock(&wait_lock);
+		return _send(c, req, 200, json, NULL);
+	}
+	free(json);
+	/* Nothing yet: park the connection, no thread waits for it. */
+	req->longpoll = true;
+	req->conn = c;
+	req->after = after;
+	req->max = (uint32_t) max;
+	req->deadline = _usec_now() + wait * 1000000ULL;
+	req->wprev = NULL;
+	req->wnext = waiters;
+	if (waiters)
+		waiters->wprev = req;
+	waiters = req;
+	req->waiting = true;
+	n_waiting++;
+	waits_total++;
+	MHD_suspend_connection(c);
+	pthread_cond_signal(&wait_cond);	/* maybe the next deadline */
+	slurm_mutex_unlock(&wait_lock);
+	return MHD_YES;
+}
+
 static json_t *_stats_json(void)
 {
 	json_t *root = json_object(), *reqs = json_array(), *lat, *ep, *codes;
@@ -328,6 +618,15 @@ static json_t *_stats_json(void)
 	slurm_mutex_unlock(&stats_lock);
 
 	snapshot_get_lock_stats(&ls);
+	slurm_mutex_lock(&wait_lock);
+	json_object_set_new(root, "long_polls", json_pack(
+		"{s:I, s:I, s:I, s:I}",
+		"waiting", (json_int_t) n_waiting,
+		"total", (json_int_t) waits_total,
+		"woken", (json_int_t) waits_woken,
+		"timed_out", (json_int_t) waits_timed_out));
+	slurm_mutex_unlock(&wait_lock);
+	json_object_set_new(root, "events", events_stats_json());
 	json_object_set_new(root, "started", json_integer(started_at));
 	json_object_set_new(root, "now", json_integer(time(NULL)));
 	json_object_set_new(root, "requests", reqs);
@@ -365,6 +664,7 @@ typedef struct {
 static const route_t routes[] = {
 	{ "/v1/profile", "GET", EP_PROFILE, _get_profile },
 	{ "/v1/stats", "GET", EP_STATS, _get_stats },
+	{ "/v1/events", "GET", EP_EVENTS, _get_events },
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -431,6 +731,8 @@ static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 	(void) version;
 	if (!req)
 		return MHD_NO;	/* out of memory in _uri_log: drop it */
+	if (req->longpoll)	/* resumed: authenticated before suspending */
+		return _events_resumed(c, req);
 
 	if (!req->started) {
 		const char *len_s;
@@ -493,7 +795,8 @@ extern int http_start(const flexco_conf_t *conf)
 	struct sockaddr_in6 sin6;
 	struct sockaddr *sa;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
-			     MHD_USE_ERROR_LOG | MHD_USE_AUTO;
+			     MHD_USE_ERROR_LOG | MHD_USE_AUTO |
+			     MHD_ALLOW_SUSPEND_RESUME;
 	char err[512];
 
 	slurm_mutex_lock(&daemon_lock);
@@ -553,6 +856,12 @@ extern int http_start(const flexco_conf_t *conf)
 		return SLURM_ERROR;
 	}
 	started_at = time(NULL);
+	if (_waker_start() != SLURM_SUCCESS) {
+		MHD_stop_daemon(daemon_ptr);	/* nothing suspended yet */
+		daemon_ptr = NULL;
+		slurm_mutex_unlock(&daemon_lock);
+		return SLURM_ERROR;
+	}
 	slurm_mutex_unlock(&daemon_lock);
 	info("%s: listening on http://%s:%u/v1/ (MUNGE socket %s)",
 	     plugin_type, conf->listen_address, conf->listen_port,
@@ -579,6 +888,9 @@ extern void http_stop(void)
 	daemon_ptr = NULL;
 	slurm_mutex_unlock(&daemon_lock);
 
+	/* Resume every long poll first: microhttpd aborts if stopped with a
+	 * suspended connection. */
+	_waker_stop();
 	if (d) {
 		MHD_stop_daemon(d);	/* joins microhttpd's threads */
 		info("%s: HTTP service stopped", plugin_type);
