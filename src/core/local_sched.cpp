@@ -1,0 +1,1027 @@
+// The local-schedule planner: conservative and EASY backfilling over the
+// availability profile, what-if delays and fitness, and the incremental
+// scheduler.  See local_sched.hpp for the contract and doc/local_sched.md
+// for the algorithms and decisions.
+
+#include "core/local_sched.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+namespace flexco {
+
+namespace {
+
+// ===========================================================================
+// Small helpers
+
+// t + d for t, d >= 0, saturating at kForever.
+Time sat_add(Time t, Duration d) { return d >= kForever - t ? kForever : t + d; }
+
+// a + b for a, b >= 0, saturating at kForever.
+std::int64_t sat_sum(std::int64_t a, std::int64_t b) {
+  return b >= kForever - a ? kForever : a + b;
+}
+
+// a * b for a, b >= 0, saturating at kForever.
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return kForever;
+  return r;
+}
+
+std::string fmt_time(Time t) { return t == kForever ? std::string("forever") : std::to_string(t); }
+
+Error make_error(Errc code, const char* where, const std::string& what) {
+  return Error{code, std::string(where) + ": " + what};
+}
+
+// An error from a call that cannot fail on validated input: a bug here.
+Error internal(const char* where, const Error& e) {
+  return Error{e.code, std::string(where) + ": internal error: " + e.message};
+}
+
+std::string label(const char* list, std::size_t i, const char* kind, std::uint64_t id) {
+  return std::string(list) + "[" + std::to_string(i) + "] (" + kind + " " + std::to_string(id) +
+         ")";
+}
+
+// The first instant a queued job may start.
+Time eligible(const PendingJob& j, Time now) { return std::max(now, j.begin); }
+
+// The end a running job is planned with: an overdue job (expected end <= now)
+// is taken to end within the next second.
+Time effective_end(const RunningJob& r, Time now) { return std::max(r.expected_end, now + 1); }
+
+// Profile::add_span's duration for [s, e).
+Duration span_duration(Time s, Time e) { return e == kForever ? kForever : e - s; }
+
+// with - without for two planned starts, kNever meaning "never".
+Duration start_delay(Time without, Time with) {
+  if (without == kNever && with == kNever) return 0;
+  if (with == kNever) return kForever;
+  if (without == kNever) return -kForever;
+  return with - without;
+}
+
+// ===========================================================================
+// Validation
+
+std::optional<Error> check_capacity_now(const char* where, Amount capacity, Time now) {
+  if (capacity < 0 || capacity > kMaxAmount)
+    return make_error(Errc::kInvalidArgument, where,
+                      "capacity must be in [0, 2^52] nodes (got " + std::to_string(capacity) + ")");
+  if (now < 0)
+    return make_error(Errc::kInvalidArgument, where,
+                      "now must be >= 0 (got " + std::to_string(now) + ")");
+  if (now >= kForever) return make_error(Errc::kOutOfRange, where, "now must be before kForever");
+  return std::nullopt;
+}
+
+std::optional<Error> check_nodes(const char* where, const std::string& who, Amount nodes,
+                                 Amount capacity, const char* verb) {
+  if (nodes < 1)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": " + verb + " " + std::to_string(nodes) + " nodes; must be >= 1");
+  if (nodes > capacity)
+    return make_error(Errc::kOutOfRange, where,
+                      who + ": " + verb + " " + std::to_string(nodes) +
+                          " nodes, more than the cluster's " + std::to_string(capacity));
+  return std::nullopt;
+}
+
+std::optional<Error> check_pending(const char* where, const std::string& who, const PendingJob& j,
+                                   Amount capacity, Time now) {
+  if (j.nodes < 1)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": needs " + std::to_string(j.nodes) + " nodes; must be >= 1");
+  if (j.nodes > capacity)
+    return make_error(Errc::kOutOfRange, where,
+                      who + ": needs " + std::to_string(j.nodes) +
+                          " nodes, more than the cluster's " + std::to_string(capacity) +
+                          " (it can never run: leave it out of the queue)");
+  if (j.estimate <= 0)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": estimate must be > 0 s (got " + std::to_string(j.estimate) + ")");
+  if (j.submit < 0)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": submit time must be >= 0 (got " + std::to_string(j.submit) + ")");
+  if (j.submit > now)
+    return make_error(Errc::kOutOfRange, where,
+                      who + ": submitted at " + std::to_string(j.submit) + ", after now (" +
+                          std::to_string(now) + ")");
+  if (j.begin < 0)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": begin time must be >= 0 (got " + std::to_string(j.begin) + ")");
+  if (j.begin >= kForever)
+    return make_error(Errc::kOutOfRange, where, who + ": begin time must be before kForever");
+  return std::nullopt;
+}
+
+std::optional<Error> check_running(const char* where, const std::string& who, const RunningJob& r,
+                                   Amount capacity, Time now) {
+  if (auto e = check_nodes(where, who, r.nodes, capacity, "holds")) return e;
+  if (r.start < 0)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": start must be >= 0 (got " + std::to_string(r.start) + ")");
+  if (r.start > now)
+    return make_error(Errc::kOutOfRange, where,
+                      who + ": started at " + std::to_string(r.start) + ", after now (" +
+                          std::to_string(now) + ")");
+  if (r.expected_end <= r.start)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": expected end " + std::to_string(r.expected_end) +
+                          " must be after its start " + std::to_string(r.start));
+  if (r.submit < 0)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": submit time must be >= 0 (got " + std::to_string(r.submit) + ")");
+  if (r.submit > r.start)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": submitted at " + std::to_string(r.submit) + ", after its start " +
+                          std::to_string(r.start));
+  return std::nullopt;
+}
+
+std::optional<Error> check_fixed(const char* where, const std::string& who, const FixedSpan& r,
+                                 Amount capacity) {
+  if (auto e = check_nodes(where, who, r.nodes, capacity, "takes")) return e;
+  if (r.start < 0)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": start must be >= 0 (got " + std::to_string(r.start) + ")");
+  if (r.end <= r.start)
+    return make_error(
+        Errc::kInvalidArgument, where,
+        who + ": end " + fmt_time(r.end) + " must be after its start " + std::to_string(r.start));
+  return std::nullopt;
+}
+
+std::optional<Error> check_input(const char* where, const LocalPlanInput& in) {
+  if (auto e = check_capacity_now(where, in.capacity, in.now)) return e;
+  // Job ids are unique over running and queue: id -> "running[i]" / "queue[i]".
+  std::unordered_map<std::uint64_t, std::string> jobs;
+  jobs.reserve(in.running.size() + in.queue.size());
+  auto unique = [&](std::uint64_t id, std::string where_is) -> std::optional<Error> {
+    auto [it, fresh] = jobs.emplace(id, where_is);
+    if (!fresh)
+      return make_error(
+          Errc::kInvalidArgument, where,
+          "job " + std::to_string(id) + " appears twice: " + it->second + " and " + where_is);
+    return std::nullopt;
+  };
+  for (std::size_t i = 0; i < in.running.size(); ++i) {
+    const RunningJob& r = in.running[i];
+    if (auto e = check_running(where, label("running", i, "job", r.id), r, in.capacity, in.now))
+      return e;
+    if (auto e = unique(r.id, "running[" + std::to_string(i) + "]")) return e;
+  }
+  for (std::size_t i = 0; i < in.queue.size(); ++i) {
+    const PendingJob& j = in.queue[i];
+    if (auto e = check_pending(where, label("queue", i, "job", j.id), j, in.capacity, in.now))
+      return e;
+    if (auto e = unique(j.id, "queue[" + std::to_string(i) + "]")) return e;
+  }
+  std::unordered_map<std::uint64_t, std::size_t> resv;
+  resv.reserve(in.reservations.size());
+  for (std::size_t i = 0; i < in.reservations.size(); ++i) {
+    std::string who = label("reservations", i, "reservation", in.reservations[i].id);
+    if (auto e = check_fixed(where, who, in.reservations[i], in.capacity)) return e;
+    auto [it, fresh] = resv.emplace(in.reservations[i].id, i);
+    if (!fresh)
+      return make_error(Errc::kInvalidArgument, where,
+                        "reservation " + std::to_string(in.reservations[i].id) +
+                            " appears twice: reservations[" + std::to_string(it->second) +
+                            "] and reservations[" + std::to_string(i) + "]");
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> check_placeholder(const char* where, const std::string& who,
+                                       const Placeholder& p, const LocalPlanInput& in) {
+  if (p.start < in.now)
+    return make_error(Errc::kOutOfRange, where,
+                      who + ": starts at " + std::to_string(p.start) + ", before now (" +
+                          std::to_string(in.now) + ")");
+  if (p.start >= kForever)
+    return make_error(Errc::kOutOfRange, where, who + ": start must be before kForever");
+  if (p.duration <= 0)
+    return make_error(Errc::kInvalidArgument, where,
+                      who + ": duration must be > 0 s (got " + std::to_string(p.duration) + ")");
+  return check_nodes(where, who, p.nodes, in.capacity, "takes");
+}
+
+// ===========================================================================
+// Planning passes (on validated input)
+
+// Running jobs and reservations, origin now.  Over-subscription is recorded
+// as it is (Admission::kForce).
+Result<Profile> make_base(const char* where, const LocalPlanInput& in) {
+  auto made = Profile::create(in.now, in.capacity);
+  if (!made) return internal(where, made.error());
+  Profile p = std::move(made).value();
+  for (const RunningJob& r : in.running) {
+    Time end = effective_end(r, in.now);
+    auto id = p.add_span(in.now, span_duration(in.now, end), r.nodes, Admission::kForce);
+    if (!id) return make_error(id.error().code, where, "running jobs: " + id.error().message);
+  }
+  for (const FixedSpan& r : in.reservations) {
+    if (r.end <= in.now) continue;  // already over
+    Time s = std::max(r.start, in.now);
+    auto id = p.add_span(s, span_duration(s, r.end), r.nodes, Admission::kForce);
+    if (!id) return make_error(id.error().code, where, "reservations: " + id.error().message);
+  }
+  return p;
+}
+
+// Plans one job at its earliest fit in p (taking the nodes there), or never.
+Status plan_one(const char* where, Profile& p, Time now, const PendingJob& j, PlannedJob& out,
+                Placement as) {
+  out.id = j.id;
+  out.nodes = j.nodes;
+  auto s = p.earliest_fit(eligible(j, now), j.estimate, j.nodes);
+  if (!s) return internal(where, s.error());
+  if (s.value() == kNever) {
+    out.start = out.end = kNever;
+    out.placement = Placement::kNever;
+    out.span = kNoSpan;
+    return {};
+  }
+  auto id = p.add_span(s.value(), j.estimate, j.nodes, Admission::kMustFit);
+  if (!id) return internal(where, id.error());
+  out.start = s.value();
+  out.end = sat_add(s.value(), j.estimate);
+  out.placement = as;
+  out.span = id.value();
+  return {};
+}
+
+// Conservative backfilling of the whole queue into p.
+Status conservative_pass(const char* where, Profile& p, const LocalPlanInput& in,
+                         std::vector<PlannedJob>& out) {
+  out.assign(in.queue.size(), PlannedJob{});
+  for (std::size_t i = 0; i < in.queue.size(); ++i)
+    if (auto st = plan_one(where, p, in.now, in.queue[i], out[i], Placement::kReserved); !st)
+      return st;
+  return {};
+}
+
+// Does j start now in p?  Then take its nodes from now.
+Result<bool> start_now(const char* where, Profile& p, Time now, const PendingJob& j,
+                       PlannedJob& out) {
+  if (j.begin > now) return false;
+  auto m = p.min_over(now, j.estimate);
+  if (!m) return internal(where, m.error());
+  if (m.value() < j.nodes) return false;
+  auto id = p.add_span(now, j.estimate, j.nodes, Admission::kMustFit);
+  if (!id) return internal(where, id.error());
+  out = PlannedJob{j.id, j.nodes, now, sat_add(now, j.estimate), Placement::kReserved, id.value()};
+  return true;
+}
+
+// EASY into p: the jobs that start now and the head's reservation; the
+// other jobs are marked kEstimated (start unknown yet).  Returns the head.
+Result<std::size_t> easy_pass(const char* where, Profile& p, const LocalPlanInput& in,
+                              std::vector<PlannedJob>& out) {
+  out.assign(in.queue.size(), PlannedJob{});
+  std::size_t head = kNoHead;
+  for (std::size_t i = 0; i < in.queue.size(); ++i) {
+    const PendingJob& j = in.queue[i];
+    auto now = start_now(where, p, in.now, j, out[i]);
+    if (!now) return now.error();
+    if (now.value()) continue;
+    if (head == kNoHead) {
+      if (auto st = plan_one(where, p, in.now, j, out[i], Placement::kReserved); !st)
+        return st.error();
+      if (out[i].placement == Placement::kReserved) head = i;
+      continue;
+    }
+    out[i] = PlannedJob{j.id, j.nodes, kNever, kNever, Placement::kEstimated, kNoSpan};
+  }
+  return head;
+}
+
+// The estimates of EASY's kEstimated jobs: conservative, in queue order, on
+// a copy of the committed profile.
+Status easy_estimates(const char* where, const Profile& committed, const LocalPlanInput& in,
+                      std::vector<PlannedJob>& out) {
+  Profile est = committed;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].placement != Placement::kEstimated) continue;
+    if (auto st = plan_one(where, est, in.now, in.queue[i], out[i], Placement::kEstimated); !st)
+      return st;
+    out[i].span = kNoSpan;  // a span of the copy, not of the plan's profile
+  }
+  return {};
+}
+
+// Conservative pass into p = base + placeholder, reusing the reference plan
+// `ref` (the same queue planned on the base alone) while it stays valid: as
+// long as every earlier job kept its start, p has pointwise no more free
+// than the reference had, so no earlier start can fit and job i keeps its
+// reference start exactly when that window still fits (an O(log P) check
+// instead of a search).  After the first job that moves, plain searches.
+Status conservative_pass_from(const char* where, Profile& p, const LocalPlanInput& in,
+                              const std::vector<PlannedJob>& ref, std::vector<PlannedJob>& out) {
+  out.assign(in.queue.size(), PlannedJob{});
+  bool same = true;
+  for (std::size_t i = 0; i < in.queue.size(); ++i) {
+    const PendingJob& j = in.queue[i];
+    if (same) {
+      const PlannedJob& r = ref[i];
+      if (r.placement == Placement::kNever) {
+        out[i] = r;
+        continue;
+      }
+      auto m = p.min_over(r.start, j.estimate);
+      if (!m) return internal(where, m.error());
+      if (m.value() >= j.nodes) {
+        auto id = p.add_span(r.start, j.estimate, j.nodes, Admission::kMustFit);
+        if (!id) return internal(where, id.error());
+        out[i] = PlannedJob{j.id, j.nodes, r.start, r.end, Placement::kReserved, id.value()};
+        continue;
+      }
+      same = false;
+    }
+    if (auto st = plan_one(where, p, in.now, j, out[i], Placement::kReserved); !st) return st;
+  }
+  return {};
+}
+
+// Plans the queue into p (which holds the base and maybe a placeholder).
+// `ref`, when given, is the conservative plan of the same queue on the base
+// alone (see conservative_pass_from).
+Status plan_into(const char* where, Profile& p, const LocalPlanInput& in, Backfill policy,
+                 std::vector<PlannedJob>& out, std::size_t& head,
+                 const std::vector<PlannedJob>* ref = nullptr) {
+  head = kNoHead;
+  if (policy == Backfill::kConservative)
+    return ref ? conservative_pass_from(where, p, in, *ref, out)
+               : conservative_pass(where, p, in, out);
+  auto h = easy_pass(where, p, in, out);
+  if (!h) return h.error();
+  head = h.value();
+  return easy_estimates(where, p, in, out);
+}
+
+Result<LocalPlan> plan_checked(const char* where, const LocalPlanInput& in, Backfill policy) {
+  if (auto e = check_input(where, in)) return *e;
+  auto base = make_base(where, in);
+  if (!base) return base.error();
+  LocalPlan plan{policy, in.now, in.capacity, {}, kNoHead, std::move(base).value()};
+  if (auto st = plan_into(where, plan.profile, in, policy, plan.jobs, plan.head); !st)
+    return st.error();
+  return plan;
+}
+
+// ===========================================================================
+// Fitness metrics (eq. 9.6, 9.7)
+
+// The constant part of the metrics (running jobs) and the counted jobs.
+struct Counted {
+  std::size_t n = 0;                // N
+  Time running_max = -1;            // max completion over counted running jobs
+  long double running_sum = 0;      // their response times
+  std::vector<std::size_t> queued;  // indices of counted queued jobs
+};
+
+struct Metrics {
+  double cmax = 0.0;
+  double cavg = 0.0;
+};
+
+Metrics metrics_of(const LocalPlanInput& in, const Counted& c, const std::vector<PlannedJob>& jobs,
+                   Time time_zero) {
+  if (c.n == 0) return {};
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  Time cmax = c.running_max;
+  long double sum = c.running_sum;
+  for (std::size_t i : c.queued) {
+    const PlannedJob& j = jobs[i];
+    if (j.start == kNever || j.end == kForever) return {kInf, kInf};
+    cmax = std::max(cmax, j.end);
+    sum += static_cast<long double>(j.end - in.queue[i].submit);
+  }
+  return {static_cast<double>(cmax - time_zero),
+          static_cast<double>(sum / static_cast<long double>(c.n))};
+}
+
+double ratio(double best, double value) { return std::isinf(value) ? 0.0 : best / value; }
+
+}  // namespace
+
+// ===========================================================================
+// Names
+
+const char* backfill_name(Backfill policy) noexcept {
+  switch (policy) {
+    case Backfill::kConservative:
+      return "conservative";
+    case Backfill::kEasy:
+      return "easy";
+  }
+  return "unknown";
+}
+
+const char* placement_name(Placement placement) noexcept {
+  switch (placement) {
+    case Placement::kReserved:
+      return "reserved";
+    case Placement::kEstimated:
+      return "estimated";
+    case Placement::kNever:
+      return "never";
+  }
+  return "unknown";
+}
+
+const char* fit_verdict_name(FitVerdict verdict) noexcept {
+  switch (verdict) {
+    case FitVerdict::kPlaced:
+      return "placed";
+    case FitVerdict::kCollision:
+      return "collision";
+    case FitVerdict::kHeadDelayed:
+      return "head-delayed";
+  }
+  return "unknown";
+}
+
+// ===========================================================================
+// One-shot plans
+
+Result<Profile> build_base_profile(const LocalPlanInput& input) {
+  static const char* kWhere = "build_base_profile";
+  if (auto e = check_input(kWhere, input)) return *e;
+  return make_base(kWhere, input);
+}
+
+Result<LocalPlan> plan_conservative(const LocalPlanInput& input) {
+  return plan_checked("plan_conservative", input, Backfill::kConservative);
+}
+
+Result<LocalPlan> plan_easy(const LocalPlanInput& input) {
+  return plan_checked("plan_easy", input, Backfill::kEasy);
+}
+
+Result<LocalPlan> plan_local(const LocalPlanInput& input, Backfill policy) {
+  return plan_checked("plan_local", input, policy);
+}
+
+Result<Time> placeholder_job_start(const LocalPlanInput& input, Duration duration, Amount nodes,
+                                   Time earliest, Backfill policy) {
+  static const char* kWhere = "placeholder_job_start";
+  if (duration <= 0)
+    return make_error(Errc::kInvalidArgument, kWhere,
+                      "duration must be > 0 s (got " + std::to_string(duration) + ")");
+  if (earliest < 0)
+    return make_error(Errc::kInvalidArgument, kWhere,
+                      "earliest must be >= 0 (got " + std::to_string(earliest) + ")");
+  if (earliest >= kForever)
+    return make_error(Errc::kOutOfRange, kWhere, "earliest must be before kForever");
+  auto plan = plan_checked(kWhere, input, policy);
+  if (!plan) return plan.error();
+  if (auto e = check_nodes(kWhere, "the job", nodes, input.capacity, "needs")) return *e;
+  LocalPlan& p = plan.value();
+  Time from = std::max(input.now, earliest);
+  if (policy == Backfill::kEasy) {
+    // Behind every job: it starts now if it fits beside what EASY commits,
+    // otherwise it is estimated after the other estimates.
+    if (from == input.now) {
+      auto m = p.profile.min_over(input.now, duration);
+      if (!m) return internal(kWhere, m.error());
+      if (m.value() >= nodes) return input.now;
+    }
+    for (const PlannedJob& j : p.jobs) {
+      if (j.placement != Placement::kEstimated) continue;
+      auto id =
+          p.profile.add_span(j.start, span_duration(j.start, j.end), j.nodes, Admission::kMustFit);
+      if (!id) return internal(kWhere, id.error());
+    }
+  }
+  auto s = p.profile.earliest_fit(from, duration, nodes);
+  if (!s) return internal(kWhere, s.error());
+  return s.value();
+}
+
+// ===========================================================================
+// What-if delays
+
+Result<DelayReport> delay_caused_by(const LocalPlanInput& input, const Placeholder& extra,
+                                    Backfill policy) {
+  static const char* kWhere = "delay_caused_by";
+  if (auto e = check_input(kWhere, input)) return *e;
+  if (auto e = check_placeholder(kWhere, "the placeholder", extra, input)) return *e;
+  auto made = make_base(kWhere, input);
+  if (!made) return made.error();
+  const Profile& base = made.value();
+  DelayReport report;
+  auto free = base.min_over(extra.start, extra.duration);
+  if (!free) return internal(kWhere, free.error());
+  if (free.value() < extra.nodes) {
+    report.collision = true;
+    return report;
+  }
+  std::vector<PlannedJob> without, with;
+  std::size_t head = kNoHead;
+  {
+    Profile p = base;
+    if (auto st = plan_into(kWhere, p, input, policy, without, head); !st) return st.error();
+  }
+  {
+    Profile p = base;
+    auto id = p.add_span(extra.start, extra.duration, extra.nodes, Admission::kMustFit);
+    if (!id) return internal(kWhere, id.error());
+    if (auto st = plan_into(kWhere, p, input, policy, with, head, &without); !st) return st.error();
+  }
+  report.jobs.reserve(input.queue.size());
+  for (std::size_t i = 0; i < input.queue.size(); ++i) {
+    JobDelay d{input.queue[i].id, input.queue[i].nodes, without[i].start, with[i].start,
+               start_delay(without[i].start, with[i].start)};
+    if (d.delay > 0) {
+      ++report.delayed_jobs;
+      report.total_delay = sat_sum(report.total_delay, d.delay);
+      report.max_delay = std::max(report.max_delay, d.delay);
+      report.node_seconds = sat_sum(report.node_seconds, sat_mul(d.nodes, d.delay));
+    } else if (d.delay < 0) {
+      ++report.advanced_jobs;
+    }
+    report.jobs.push_back(d);
+  }
+  if (!report.jobs.empty()) report.head_delay = report.jobs.front().delay;
+  return report;
+}
+
+// ===========================================================================
+// What-if fitness (thesis §9.4.2)
+
+Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
+                                     const std::vector<Placeholder>& slots,
+                                     const FitnessOptions& options) {
+  static const char* kWhere = "whatif_fitness";
+  if (auto e = check_input(kWhere, input)) return *e;
+  const double w_max = options.weight_cmax, w_avg = options.weight_cavg;
+  if (!std::isfinite(w_max) || !std::isfinite(w_avg) || w_max < 0 || w_avg < 0 ||
+      std::fabs(w_max + w_avg - 1.0) > 1e-9)
+    return make_error(Errc::kInvalidArgument, kWhere,
+                      "weights must be >= 0 and sum to 1 (got weight_cmax " +
+                          std::to_string(w_max) + ", weight_cavg " + std::to_string(w_avg) + ")");
+  if (options.max_head_delay < 0)
+    return make_error(
+        Errc::kInvalidArgument, kWhere,
+        "max_head_delay must be >= 0 (got " + std::to_string(options.max_head_delay) + ")");
+  const Time time_zero = options.time_zero.value_or(input.now);
+  if (time_zero < 0 || time_zero > input.now)
+    return make_error(Errc::kInvalidArgument, kWhere,
+                      "time_zero must be in [0, now = " + std::to_string(input.now) + "] (got " +
+                          std::to_string(time_zero) + ")");
+  for (std::size_t k = 0; k < slots.size(); ++k)
+    if (auto e = check_placeholder(kWhere, "slots[" + std::to_string(k) + "]", slots[k], input))
+      return *e;
+
+  auto made = make_base(kWhere, input);
+  if (!made) return made.error();
+  const Profile& base = made.value();
+
+  // P^ORG and the jobs it completes.
+  std::vector<PlannedJob> ref;
+  std::size_t head = kNoHead;
+  {
+    Profile p = base;
+    if (auto st = plan_into(kWhere, p, input, options.policy, ref, head); !st) return st.error();
+  }
+  Counted counted;
+  for (const RunningJob& r : input.running) {
+    Time end = effective_end(r, input.now);
+    if (end == kForever) continue;
+    ++counted.n;
+    counted.running_max = std::max(counted.running_max, end);
+    counted.running_sum += static_cast<long double>(end - r.submit);
+  }
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (ref[i].start == kNever || ref[i].end == kForever) continue;
+    ++counted.n;
+    counted.queued.push_back(i);
+  }
+
+  FitnessReport report;
+  report.jobs_counted = counted.n;
+  const Metrics m_ref = metrics_of(input, counted, ref, time_zero);
+  report.cmax_ref = report.cmax_best = m_ref.cmax;
+  report.cavg_ref = report.cavg_best = m_ref.cavg;
+
+  // P^RSV/b for every slot.
+  report.slots.reserve(slots.size());
+  std::vector<PlannedJob> with;
+  for (const Placeholder& slot : slots) {
+    SlotFitness f;
+    f.slot = slot;
+    auto free = base.min_over(slot.start, slot.duration);
+    if (!free) return internal(kWhere, free.error());
+    if (free.value() < slot.nodes) {
+      f.verdict = FitVerdict::kCollision;
+      report.slots.push_back(f);
+      continue;
+    }
+    Profile p = base;
+    auto id = p.add_span(slot.start, slot.duration, slot.nodes, Admission::kMustFit);
+    if (!id) return internal(kWhere, id.error());
+    if (auto st = plan_into(kWhere, p, input, options.policy, with, head, &ref); !st)
+      return st.error();
+    if (!ref.empty()) f.head_delay = start_delay(ref.front().start, with.front().start);
+    const Metrics m = metrics_of(input, counted, with, time_zero);
+    f.cmax = m.cmax;
+    f.cavg = m.cavg;
+    bool head_ok = options.max_head_delay == kForever || f.head_delay <= options.max_head_delay;
+    f.verdict = head_ok ? FitVerdict::kPlaced : FitVerdict::kHeadDelayed;
+    if (head_ok) {
+      report.cmax_best = std::min(report.cmax_best, m.cmax);
+      report.cavg_best = std::min(report.cavg_best, m.cavg);
+    }
+    report.slots.push_back(f);
+  }
+
+  // Eq. 9.8 once C* is known.
+  for (SlotFitness& f : report.slots) {
+    if (f.verdict != FitVerdict::kPlaced) continue;
+    if (counted.n == 0) {
+      f.fit = 1.0;
+      continue;
+    }
+    double fit = w_max * ratio(report.cmax_best, f.cmax) + w_avg * ratio(report.cavg_best, f.cavg);
+    f.fit = std::clamp(fit, 0.0, 1.0);
+  }
+  return report;
+}
+
+// ===========================================================================
+// LocalScheduler
+
+Result<LocalScheduler> LocalScheduler::create(Amount capacity, Time now, Backfill policy) {
+  static const char* kWhere = "LocalScheduler::create";
+  if (auto e = check_capacity_now(kWhere, capacity, now)) return *e;
+  auto p = Profile::create(now, capacity);
+  if (!p) return internal(kWhere, p.error());
+  return LocalScheduler(capacity, now, policy, std::move(p).value());
+}
+
+Result<SpanId> LocalScheduler::job_span(std::uint64_t id) const {
+  if (auto it = running_.find(id); it != running_.end()) return it->second.span;
+  if (auto it = queued_.find(id); it != queued_.end()) return queue_.at(it->second).span;
+  return make_error(Errc::kNotFound, "LocalScheduler::job_span",
+                    "no running or queued job " + std::to_string(id));
+}
+
+void LocalScheduler::mark(Dirty level) noexcept {
+  if (static_cast<int>(level) > static_cast<int>(dirty_)) dirty_ = level;
+}
+
+Status LocalScheduler::check_new_job_id(const char* where, std::uint64_t id) const {
+  if (running_.count(id))
+    return make_error(Errc::kInvalidArgument, where,
+                      "job " + std::to_string(id) + " is already running");
+  if (queued_.count(id))
+    return make_error(Errc::kInvalidArgument, where,
+                      "job " + std::to_string(id) + " is already queued");
+  return {};
+}
+
+Time LocalScheduler::next_decision_time() const noexcept {
+  if (dirty_ != Dirty::kNone) return now_;
+  Time t = starts_.empty() ? kNever : starts_.begin()->first;
+  if (policy_ == Backfill::kEasy) {
+    t = std::min(t, easy_next_);
+    const std::pair<Time, std::uint64_t> after{now_, std::numeric_limits<std::uint64_t>::max()};
+    if (auto it = running_ends_.upper_bound(after); it != running_ends_.end())
+      t = std::min(t, it->first);
+    if (auto it = reservation_ends_.upper_bound(after); it != reservation_ends_.end())
+      t = std::min(t, it->first);
+  }
+  return t;
+}
+
+Status LocalScheduler::advance_to(Time t) {
+  static const char* kWhere = "LocalScheduler::advance_to";
+  if (t < now_)
+    return make_error(Errc::kOutOfRange, kWhere,
+                      "t " + std::to_string(t) + " is before now (" + std::to_string(now_) + ")");
+  if (t >= kForever) return make_error(Errc::kOutOfRange, kWhere, "t must be before kForever");
+  if (t == now_) return {};
+  if (auto st = replan(); !st) return st;
+  if (!starts_.empty() && starts_.begin()->first < t) {
+    const Queued& q = queue_.at(starts_.begin()->second);
+    return make_error(Errc::kOutOfRange, kWhere,
+                      "t " + std::to_string(t) + " passes the planned start of job " +
+                          std::to_string(q.job.id) + " at " + std::to_string(q.start) +
+                          ": call schedule() at that time first");
+  }
+  if (Time next = next_decision_time(); next < t)
+    return make_error(Errc::kOutOfRange, kWhere,
+                      "t " + std::to_string(t) + " passes the next EASY decision at " +
+                          std::to_string(next) + ": call schedule() at that time first");
+  if (!running_ends_.empty() && running_ends_.begin()->first < t)
+    return make_error(Errc::kOutOfRange, kWhere,
+                      "t " + std::to_string(t) + " passes the expected end of running job " +
+                          std::to_string(running_ends_.begin()->second) + " at " +
+                          std::to_string(running_ends_.begin()->first) +
+                          ": report its end with finish() first");
+  now_ = t;
+  while (!reservation_ends_.empty() && reservation_ends_.begin()->first <= now_) {
+    std::uint64_t id = reservation_ends_.begin()->second;
+    const Reservation& r = reservations_.at(id);
+    if (auto st = profile_.remove_span(r.span); !st) return internal(kWhere, st.error());
+    if (auto st = base_.remove_span(r.base_span); !st) return internal(kWhere, st.error());
+    reservations_.erase(id);
+    reservation_ends_.erase(reservation_ends_.begin());
+  }
+  return {};
+}
+
+Status LocalScheduler::add_running(const RunningJob& job) {
+  static const char* kWhere = "LocalScheduler::add_running";
+  std::string who = "job " + std::to_string(job.id);
+  if (auto st = check_new_job_id(kWhere, job.id); !st) return st;
+  if (auto e = check_running(kWhere, who, job, capacity_, now_)) return *e;
+  if (job.expected_end <= now_)
+    return make_error(Errc::kOutOfRange, kWhere,
+                      who + ": expected end " + std::to_string(job.expected_end) +
+                          " is not after now (" + std::to_string(now_) + "): it is over");
+  Time s = std::max(job.start, profile_.origin());
+  Duration d = span_duration(s, job.expected_end);
+  auto span = profile_.add_span(s, d, job.nodes, Admission::kForce);
+  if (!span) return make_error(span.error().code, kWhere, span.error().message);
+  auto base_span = base_.add_span(s, d, job.nodes, Admission::kForce);
+  if (!base_span) {
+    (void)profile_.remove_span(span.value());
+    return make_error(base_span.error().code, kWhere, base_span.error().message);
+  }
+  running_.emplace(
+      job.id, Running{job.nodes, job.start, job.expected_end, span.value(), base_span.value()});
+  running_ends_.emplace(job.expected_end, job.id);
+  mark(Dirty::kRebuild);
+  return {};
+}
+
+Status LocalScheduler::finish(std::uint64_t id) {
+  static const char* kWhere = "LocalScheduler::finish";
+  auto it = running_.find(id);
+  if (it == running_.end())
+    return make_error(Errc::kNotFound, kWhere, "no running job " + std::to_string(id));
+  const Running& r = it->second;
+  if (auto st = profile_.remove_span(r.span); !st) return internal(kWhere, st.error());
+  if (auto st = base_.remove_span(r.base_span); !st) return internal(kWhere, st.error());
+  if (r.end > now_) mark(Dirty::kCompress);
+  running_ends_.erase({r.end, id});
+  running_.erase(it);
+  return {};
+}
+
+Status LocalScheduler::shrink_running(std::uint64_t id, Time new_end, Amount new_nodes) {
+  static const char* kWhere = "LocalScheduler::shrink_running";
+  auto it = running_.find(id);
+  if (it == running_.end())
+    return make_error(Errc::kNotFound, kWhere, "no running job " + std::to_string(id));
+  Running& r = it->second;
+  if (new_end <= now_ || new_end > r.end)
+    return make_error(Errc::kInvalidArgument, kWhere,
+                      "job " + std::to_string(id) + ": new end " + fmt_time(new_end) +
+                          " must be in (now = " + std::to_string(now_) + ", " + fmt_time(r.end) +
+                          "] (use finish() for a job that has ended)");
+  if (new_nodes < 1 || new_nodes > r.nodes)
+    return make_error(Errc::kInvalidArgument, kWhere,
+                      "job " + std::to_string(id) + ": new node count must be in [1, " +
+                          std::to_string(r.nodes) + "] (got " + std::to_string(new_nodes) + ")");
+  if (new_end == r.end && new_nodes == r.nodes) return {};
+  if (auto st = profile_.shrink_span(r.span, new_end, new_nodes); !st)
+    return internal(kWhere, st.error());
+  if (auto st = base_.shrink_span(r.base_span, new_end, new_nodes); !st)
+    return internal(kWhere, st.error());
+  running_ends_.erase({r.end, id});
+  running_ends_.emplace(new_end, id);
+  r.end = new_end;
+  r.nodes = new_nodes;
+  mark(Dirty::kCompress);
+  return {};
+}
+
+Status LocalScheduler::add_reservation(const FixedSpan& reservation) {
+  static const char* kWhere = "LocalScheduler::add_reservation";
+  const FixedSpan& r = reservation;
+  std::string who = "reservation " + std::to_string(r.id);
+  if (reservations_.count(r.id))
+    return make_error(Errc::kInvalidArgument, kWhere, who + " already exists");
+  if (auto e = check_fixed(kWhere, who, r, capacity_)) return *e;
+  if (r.end <= now_)
+    return make_error(Errc::kOutOfRange, kWhere,
+                      who + ": ends at " + std::to_string(r.end) + ", not after now (" +
+                          std::to_string(now_) + ")");
+  Time s = std::max(r.start, now_);
+  Duration d = span_duration(s, r.end);
+  auto base_span = base_.add_span(s, d, r.nodes, Admission::kMustFit);
+  if (!base_span) {
+    if (base_span.error().code != Errc::kNoFit)
+      return make_error(base_span.error().code, kWhere, base_span.error().message);
+    return make_error(
+        Errc::kNoFit, kWhere,
+        who + " collides with running jobs or reservations: " + base_span.error().message);
+  }
+  auto span = profile_.add_span(s, d, r.nodes, Admission::kForce);
+  if (!span) {
+    (void)base_.remove_span(base_span.value());
+    return make_error(span.error().code, kWhere, span.error().message);
+  }
+  reservations_.emplace(r.id,
+                        Reservation{r.start, r.end, r.nodes, span.value(), base_span.value()});
+  reservation_ends_.emplace(r.end, r.id);
+  mark(Dirty::kRebuild);
+  return {};
+}
+
+Status LocalScheduler::remove_reservation(std::uint64_t id) {
+  static const char* kWhere = "LocalScheduler::remove_reservation";
+  auto it = reservations_.find(id);
+  if (it == reservations_.end())
+    return make_error(Errc::kNotFound, kWhere, "no reservation " + std::to_string(id));
+  if (auto st = profile_.remove_span(it->second.span); !st) return internal(kWhere, st.error());
+  if (auto st = base_.remove_span(it->second.base_span); !st) return internal(kWhere, st.error());
+  reservation_ends_.erase({it->second.end, id});
+  reservations_.erase(it);
+  mark(Dirty::kCompress);
+  return {};
+}
+
+Status LocalScheduler::submit(const PendingJob& job) {
+  static const char* kWhere = "LocalScheduler::submit";
+  if (auto st = check_new_job_id(kWhere, job.id); !st) return st;
+  if (auto e = check_pending(kWhere, "job " + std::to_string(job.id), job, capacity_, now_))
+    return *e;
+  std::uint64_t seq = next_seq_++;
+  queue_.emplace(seq, Queued{job, kNoSpan, kNever});
+  queued_.emplace(job.id, seq);
+  if (policy_ == Backfill::kConservative) unplaced_.insert(seq);
+  mark(Dirty::kPlaceNew);
+  return {};
+}
+
+Status LocalScheduler::cancel(std::uint64_t id) {
+  static const char* kWhere = "LocalScheduler::cancel";
+  auto it = queued_.find(id);
+  if (it == queued_.end())
+    return make_error(Errc::kNotFound, kWhere, "no queued job " + std::to_string(id));
+  std::uint64_t seq = it->second;
+  Queued& q = queue_.at(seq);
+  bool held = q.span != kNoSpan;
+  if (auto st = unplace(seq, q); !st) return internal(kWhere, st.error());
+  unplaced_.erase(seq);
+  queue_.erase(seq);
+  queued_.erase(it);
+  if (held) mark(Dirty::kCompress);  // a job holding nothing frees nothing
+  return {};
+}
+
+// Takes the job's nodes at its earliest fit; a job that can never start
+// stays unplaced.
+Status LocalScheduler::place(std::uint64_t seq, Queued& q) {
+  auto s = profile_.earliest_fit(eligible(q.job, now_), q.job.estimate, q.job.nodes);
+  if (!s) return s.error();
+  if (s.value() == kNever) return {};
+  auto id = profile_.add_span(s.value(), q.job.estimate, q.job.nodes, Admission::kMustFit);
+  if (!id) return id.error();
+  q.span = id.value();
+  q.start = s.value();
+  starts_.emplace(q.start, seq);
+  unplaced_.erase(seq);
+  return {};
+}
+
+Status LocalScheduler::unplace(std::uint64_t seq, Queued& q) {
+  if (q.span == kNoSpan) return {};
+  if (auto st = profile_.remove_span(q.span); !st) return st;
+  starts_.erase({q.start, seq});
+  q.span = kNoSpan;
+  q.start = kNever;
+  if (policy_ == Backfill::kConservative) unplaced_.insert(seq);
+  return {};
+}
+
+Status LocalScheduler::place_unplaced() {
+  std::vector<std::uint64_t> seqs(unplaced_.begin(), unplaced_.end());  // queue order
+  for (std::uint64_t seq : seqs)
+    if (auto st = place(seq, queue_.at(seq)); !st) return st;
+  return {};
+}
+
+Status LocalScheduler::replan_conservative() {
+  switch (dirty_) {
+    case Dirty::kNone:
+      return {};
+    case Dirty::kPlaceNew:
+      return place_unplaced();
+    case Dirty::kCompress: {
+      // In order of planned start (ties: queue order), each job moves to its
+      // earliest fit; its old window is still free, so it never moves later.
+      std::vector<std::pair<Time, std::uint64_t>> order(starts_.begin(), starts_.end());
+      for (const auto& [start, seq] : order) {
+        Queued& q = queue_.at(seq);
+        if (auto st = unplace(seq, q); !st) return st;
+        if (auto st = place(seq, q); !st) return st;
+      }
+      return place_unplaced();
+    }
+    case Dirty::kRebuild: {
+      std::vector<std::pair<Time, std::uint64_t>> order(starts_.begin(), starts_.end());
+      for (const auto& [start, seq] : order)
+        if (auto st = unplace(seq, queue_.at(seq)); !st) return st;
+      return place_unplaced();
+    }
+  }
+  return {};
+}
+
+Status LocalScheduler::replan_easy() {
+  std::vector<std::pair<Time, std::uint64_t>> held(starts_.begin(), starts_.end());
+  for (const auto& [start, seq] : held)
+    if (auto st = unplace(seq, queue_.at(seq)); !st) return st;
+  bool have_head = false;
+  easy_next_ = kNever;
+  for (auto& [seq, q] : queue_) {
+    const PendingJob& j = q.job;
+    if (j.begin > now_) easy_next_ = std::min(easy_next_, j.begin);
+    if (j.begin <= now_) {
+      auto m = profile_.min_over(now_, j.estimate);
+      if (!m) return m.error();
+      if (m.value() >= j.nodes) {
+        auto id = profile_.add_span(now_, j.estimate, j.nodes, Admission::kMustFit);
+        if (!id) return id.error();
+        q.span = id.value();
+        q.start = now_;
+        starts_.emplace(now_, seq);
+        continue;
+      }
+    }
+    if (!have_head) {
+      if (auto st = place(seq, q); !st) return st;
+      have_head = q.span != kNoSpan;
+    }
+  }
+  return {};
+}
+
+Status LocalScheduler::replan() {
+  if (policy_ == Backfill::kConservative) {
+    if (auto st = replan_conservative(); !st) return internal("LocalScheduler::replan", st.error());
+  } else if (dirty_ != Dirty::kNone) {
+    if (auto st = replan_easy(); !st) return internal("LocalScheduler::replan", st.error());
+  }
+  dirty_ = Dirty::kNone;
+  return {};
+}
+
+Result<std::vector<StartedJob>> LocalScheduler::schedule() {
+  static const char* kWhere = "LocalScheduler::schedule";
+  if (policy_ == Backfill::kEasy) mark(Dirty::kRebuild);  // EASY decides afresh
+  if (auto st = replan(); !st) return st.error();
+  std::vector<StartedJob> started;
+  while (!starts_.empty() && starts_.begin()->first <= now_) {
+    std::uint64_t seq = starts_.begin()->second;
+    starts_.erase(starts_.begin());
+    auto qit = queue_.find(seq);
+    const PendingJob& j = qit->second.job;
+    Time end = sat_add(now_, j.estimate);
+    auto base_span = base_.add_span(now_, j.estimate, j.nodes, Admission::kForce);
+    if (!base_span) return internal(kWhere, base_span.error());
+    running_.emplace(j.id, Running{j.nodes, now_, end, qit->second.span, base_span.value()});
+    running_ends_.emplace(end, j.id);
+    started.push_back(StartedJob{j.id, j.nodes, now_, end});
+    queued_.erase(j.id);
+    queue_.erase(qit);
+  }
+  return started;
+}
+
+Result<LocalPlan> LocalScheduler::plan() {
+  static const char* kWhere = "LocalScheduler::plan";
+  if (auto st = replan(); !st) return st.error();
+  LocalPlan out{policy_, now_, capacity_, {}, kNoHead, profile_};
+  out.jobs.reserve(queue_.size());
+  std::optional<Profile> est;  // EASY: the estimates' profile
+  for (const auto& [seq, q] : queue_) {
+    const PendingJob& j = q.job;
+    PlannedJob p{j.id, j.nodes, kNever, kNever, Placement::kNever, kNoSpan};
+    if (q.span != kNoSpan) {
+      p = PlannedJob{j.id,  j.nodes, q.start, sat_add(q.start, j.estimate), Placement::kReserved,
+                     q.span};
+      if (policy_ == Backfill::kEasy && q.start > now_) out.head = out.jobs.size();
+    } else if (policy_ == Backfill::kEasy) {
+      if (!est) est.emplace(profile_);
+      if (auto st = plan_one(kWhere, *est, now_, j, p, Placement::kEstimated); !st)
+        return st.error();
+      p.span = kNoSpan;
+    }
+    out.jobs.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace flexco
