@@ -28,6 +28,7 @@
 #include "agent.h"
 #include "events.h"
 #include "http.h"
+#include "resv.h"
 
 extern const char plugin_type[];
 
@@ -82,6 +83,7 @@ static void *_agent(void *arg)
 		_snapshot(&s);	/* slurmctld locks only, ours released */
 		if (!http_running())
 			(void) http_start(agent_conf);	/* retried each period */
+		flexco_resv_tick();	/* deadlines, orphans, state file */
 
 		slurm_mutex_lock(&agent_lock);
 		summary = s;

@@ -21,6 +21,7 @@
 
 #include "agent.h"
 #include "flexco_conf.h"
+#include "resv.h"
 
 /* Built with -fvisibility=hidden: only these entry points are exported. */
 #define FLEXCO_EXPORT __attribute__((visibility("default")))
@@ -45,7 +46,10 @@ FLEXCO_EXPORT extern int init(void)
 	flexco_conf = conf;
 	slurm_mutex_unlock(&conf_lock);
 
+	flexco_resv_init(conf);
+
 	if (flexco_agent_start(conf) != SLURM_SUCCESS) {
+		flexco_resv_fini();
 		slurm_mutex_lock(&conf_lock);
 		flexco_conf_free(flexco_conf);
 		flexco_conf = NULL;
@@ -63,6 +67,7 @@ FLEXCO_EXPORT extern int init(void)
 FLEXCO_EXPORT extern int fini(void)
 {
 	flexco_agent_stop();
+	flexco_resv_fini();
 
 	slurm_mutex_lock(&conf_lock);
 	flexco_conf_free(flexco_conf);

@@ -41,6 +41,7 @@
 #include "core/capi_profile.h"
 #include "events.h"
 #include "http.h"
+#include "resv.h"
 #include "snapshot.h"
 
 extern const char plugin_type[];
@@ -57,11 +58,11 @@ extern const char plugin_type[];
 /* ---------------------------------------------------------------------- */
 /* statistics */
 
-enum { EP_PROFILE, EP_STATS, EP_EVENTS, EP_OTHER, EP_COUNT };
+enum { EP_PROFILE, EP_STATS, EP_EVENTS, EP_RESV, EP_OTHER, EP_COUNT };
 static const char *ep_names[EP_COUNT] = { "profile", "stats", "events",
-					  "other" };
-static const int stat_codes[] = { 200, 400, 401, 403, 404, 405, 413, 500,
-				  503 };
+					  "reservations", "other" };
+static const int stat_codes[] = { 200, 201, 400, 401, 403, 404, 405, 409,
+				  413, 500, 503 };
 #define N_CODES (sizeof(stat_codes) / sizeof(stat_codes[0]))
 /* latency histogram upper bounds, microseconds; the last bucket is open */
 static const uint64_t lat_bounds[] = { 1000, 10000, 100000, 1000000 };
@@ -654,6 +655,77 @@ static enum MHD_Result _get_stats(struct MHD_Connection *c, req_t *req)
 	return _send(c, req, 200, json, NULL);
 }
 
+/*
+ * /v1/reservations                 GET list, POST create
+ * /v1/reservations/{id}            GET, PATCH, DELETE
+ * /v1/reservations/{id}/confirm    POST
+ */
+static enum MHD_Result _reservations(struct MHD_Connection *c, req_t *req,
+				     const char *rest, const char *method,
+				     uid_t uid)
+{
+	static const char *const allowed[] = { NULL };
+	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						      "Idempotency-Key");
+	char id[32], *json = NULL;
+	const char *slash, *allow;
+	size_t n;
+	int status;
+
+	if (_unknown_arg(c, allowed))
+		return _error(c, req, 400, "bad_parameter",
+			      "reservations take no query parameters");
+	if (!*rest) {
+		allow = "GET, POST";
+		if (!strcmp(method, "GET"))
+			status = flexco_resv_list(uid, &json);
+		else if (!strcmp(method, "POST"))
+			status = flexco_resv_create(uid, key, req->body,
+						    req->body_len, &json);
+		else
+			goto not_allowed;
+		return _send(c, req, status, json, NULL);
+	}
+	rest++;			/* skip '/' */
+	slash = strchr(rest, '/');
+	n = slash ? (size_t) (slash - rest) : strlen(rest);
+	if (!n || (n >= sizeof(id)))
+		return _error(c, req, 404, "not_found", "no such endpoint");
+	memcpy(id, rest, n);
+	id[n] = '\0';
+	if (slash) {
+		if (strcmp(slash, "/confirm"))
+			return _error(c, req, 404, "not_found",
+				      "no such endpoint");
+		allow = "POST";
+		if (strcmp(method, "POST"))
+			goto not_allowed;
+		status = flexco_resv_confirm(uid, key, id, &json);
+		return _send(c, req, status, json, NULL);
+	}
+	allow = "GET, PATCH, DELETE";
+	if (!strcmp(method, "GET"))
+		status = flexco_resv_get(uid, id, &json);
+	else if (!strcmp(method, "PATCH"))
+		status = flexco_resv_modify(uid, key, id, req->body,
+					    req->body_len, &json);
+	else if (!strcmp(method, "DELETE"))
+		status = flexco_resv_delete(uid, key, id, &json);
+	else
+		goto not_allowed;
+	return _send(c, req, status, json, NULL);
+
+not_allowed:
+	{
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "%s is not allowed here", method);
+		return _send(c, req, 405,
+			     flexco_error_json("method_not_allowed", msg),
+			     allow);
+	}
+}
+
 typedef struct {
 	const char *path;
 	const char *method;
@@ -681,7 +753,12 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 	int status;
 	size_t i;
 
-	for (i = 0; i < N_ROUTES; i++) {
+	bool resv = !strncmp(url, "/v1/reservations", 16) &&
+		    ((url[16] == '\0') || (url[16] == '/'));
+
+	if (resv)
+		req->ep = EP_RESV;
+	for (i = 0; !resv && (i < N_ROUTES); i++) {
 		if (!strcmp(url, routes[i].path)) {
 			req->ep = routes[i].ep;
 			if (!strcmp(method, routes[i].method)) {
@@ -703,6 +780,8 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 		return _error(c, req, status, code, err);
 	}
 
+	if (resv)
+		return _reservations(c, req, url + 16, method, uid);
 	if (!route) {
 		if (req->ep != EP_OTHER) {
 			char msg[128];

@@ -1,0 +1,1093 @@
+/*****************************************************************************\
+ *  resv.c - tentative and confirmed Slurm reservations made for flexcod
+ *****************************************************************************
+ *  A flexco reservation is a real Slurm reservation named flexco_<id>,
+ *  visible in `scontrol show res`, made for one user on a node count, a
+ *  start and a duration.  It is tentative until flexcod confirms it, and
+ *  deleted at its confirm deadline otherwise.  Mutations are idempotent
+ *  under the client's Idempotency-Key and allowed to DaemonUsers only.
+ *
+ *  Locking: our own records are guarded by resv_lock.  The order is always
+ *  resv_lock, then slurmctld's locks; no slurmctld hook ever takes
+ *  resv_lock, so this cannot deadlock.  Disk I/O (the state file) and user
+ *  lookups happen with resv_lock held but never under slurmctld's locks.
+ *
+ *  Crash safety: the next id and a "creating" record are written to disk
+ *  before create_resv(); on restart a "creating" record whose Slurm
+ *  reservation exists becomes tentative with an expired deadline (so it is
+ *  deleted at once) and one whose reservation does not exist is dropped.
+ *  Slurm reservations named flexco_* that no record knows are deleted.
+ *
+ *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
+\*****************************************************************************/
+
+#include "src/common/slurm_xlator.h"	/* must be first */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/macros.h"
+#include "src/common/read_config.h"
+#include "src/common/slurm_protocol_defs.h"
+#include "src/common/uid.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/reservation.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "core/capi_profile.h"
+#include "resv.h"
+#include "snapshot.h"
+
+extern const char plugin_type[];
+
+#define STATE_FILE "flexco_resv.json"
+#define NAME_PREFIX "flexco_"
+#define MAX_RECORDS 4096		/* live + recently ended */
+#define KEEP_ENDED (24 * 3600)		/* forget ended records after */
+#define IDEM_MAX 4096			/* remembered idempotency keys */
+#define IDEM_KEEP (24 * 3600)
+#define MAX_KEY_LEN 128
+#define DEFAULT_CONFIRM 120
+#define MAX_CONFIRM 3600
+#define MIN_DURATION 60
+#define MAX_DURATION (366 * 86400)
+
+typedef enum {
+	ST_CREATING, ST_TENTATIVE, ST_CONFIRMED, ST_ENDED, ST_DELETED,
+	ST_EXPIRED, ST_COUNT
+} st_t;
+static const char *st_names[ST_COUNT] = {
+	"creating", "tentative", "confirmed", "ended", "deleted", "expired" };
+
+typedef struct {
+	uint64_t id;
+	char *user;
+	uint32_t uid;
+	uint32_t nodes;
+	char *partition;
+	char *node_list;
+	int64_t start, end, created, confirm_by, changed;
+	int state;
+	char *reason;
+} rv_t;
+
+typedef struct {
+	char *key;
+	uint32_t uid;
+	int status;
+	char *response;
+	int64_t when;
+} idem_t;
+
+static pthread_mutex_t resv_lock = PTHREAD_MUTEX_INITIALIZER;
+static const flexco_conf_t *rconf = NULL;
+static char *state_path = NULL;
+static rv_t *rvs = NULL;
+static int rv_cnt = 0;
+static idem_t idem[IDEM_MAX];
+static int idem_next = 0;
+static uint64_t next_id = 1;
+
+/* ---------------------------------------------------------------------- */
+/* helpers */
+
+static bool _live(const rv_t *r)
+{
+	return (r->state == ST_CREATING) || (r->state == ST_TENTATIVE) ||
+	       (r->state == ST_CONFIRMED);
+}
+
+static bool _is_daemon(uid_t uid)
+{
+	int i;
+
+	for (i = 0; i < rconf->daemon_uid_cnt; i++)
+		if (rconf->daemon_uids[i] == uid)
+			return true;
+	return false;
+}
+
+static char *_name_of(uint64_t id)
+{
+	return xstrdup_printf(NAME_PREFIX "%" PRIu64, id);
+}
+
+static char *_err(const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static char *_err(const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return flexco_error_json(code, msg);
+}
+
+static json_t *_rv_json(const rv_t *r)
+{
+	char *name = _name_of(r->id);
+	json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I}",
+			      "id", (json_int_t) r->id,
+			      "name", name,
+			      "user", r->user,
+			      "uid", (json_int_t) r->uid,
+			      "nodes", (json_int_t) r->nodes,
+			      "start", (json_int_t) r->start,
+			      "end", (json_int_t) r->end,
+			      "state", st_names[r->state],
+			      "created", (json_int_t) r->created,
+			      "changed", (json_int_t) r->changed);
+	xfree(name);
+	json_object_set_new(o, "partition", r->partition ?
+			    json_string(r->partition) : json_null());
+	json_object_set_new(o, "node_list", r->node_list ?
+			    json_string(r->node_list) : json_null());
+	json_object_set_new(o, "confirm_by", (r->state == ST_TENTATIVE) ?
+			    json_integer(r->confirm_by) : json_null());
+	json_object_set_new(o, "reason", r->reason ?
+			    json_string(r->reason) : json_null());
+	return o;
+}
+
+static char *_dump(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+
+	json_decref(o);
+	return s;
+}
+
+static rv_t *_find(uint64_t id)
+{
+	int i;
+
+	for (i = 0; i < rv_cnt; i++)
+		if (rvs[i].id == id)
+			return &rvs[i];
+	return NULL;
+}
+
+static void _rv_free(rv_t *r)
+{
+	xfree(r->user);
+	xfree(r->partition);
+	xfree(r->node_list);
+	xfree(r->reason);
+}
+
+static void _set_state(rv_t *r, int state, const char *reason)
+{
+	r->state = state;
+	r->changed = time(NULL);
+	xfree(r->reason);
+	if (reason)
+		r->reason = xstrdup(reason);
+}
+
+/* Parse "/v1/reservations/<id>" id text: decimal, 1..2^53. */
+static int _parse_id(const char *s, uint64_t *id)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s || (strlen(s) > 16))
+		return -1;
+	for (; *s; s++) {
+		if ((*s < '0') || (*s > '9'))
+			return -1;
+		v = v * 10 + (uint64_t) (*s - '0');
+	}
+	if (!v)
+		return -1;
+	*id = v;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* idempotency */
+
+static idem_t *_idem_find(const char *key, uid_t uid)
+{
+	int64_t now = time(NULL);
+	int i;
+
+	if (!key)
+		return NULL;
+	for (i = 0; i < IDEM_MAX; i++)
+		if (idem[i].key && (idem[i].uid == uid) &&
+		    (now - idem[i].when < IDEM_KEEP) &&
+		    !strcmp(idem[i].key, key))
+			return &idem[i];
+	return NULL;
+}
+
+static void _idem_store(const char *key, uid_t uid, int status,
+			const char *response)
+{
+	idem_t *e;
+
+	if (!key)
+		return;
+	e = &idem[idem_next];
+	idem_next = (idem_next + 1) % IDEM_MAX;
+	xfree(e->key);
+	xfree(e->response);
+	e->key = xstrdup(key);
+	e->uid = uid;
+	e->status = status;
+	e->response = xstrdup(response);
+	e->when = time(NULL);
+}
+
+/* Answer from the idempotency cache: copy for microhttpd (malloc). */
+static int _replay(idem_t *e, char **json_out)
+{
+	*json_out = strdup(e->response ? e->response : "{}");
+	return e->status;
+}
+
+/* ---------------------------------------------------------------------- */
+/* state file */
+
+static int _save(void)
+{
+	json_t *root = json_object(), *list = json_array(), *keys = json_array();
+	char *tmp = NULL, *text;
+	int fd, i, rc = SLURM_SUCCESS;
+	size_t len, off = 0;
+
+	for (i = 0; i < rv_cnt; i++)
+		json_array_append_new(list, _rv_json(&rvs[i]));
+	for (i = 0; i < IDEM_MAX; i++) {
+		if (!idem[i].key)
+			continue;
+		json_array_append_new(keys, json_pack(
+			"{s:s, s:I, s:i, s:s, s:I}", "key", idem[i].key,
+			"uid", (json_int_t) idem[i].uid,
+			"status", idem[i].status,
+			"response", idem[i].response ? idem[i].response : "{}",
+			"when", (json_int_t) idem[i].when));
+	}
+	json_object_set_new(root, "version", json_integer(1));
+	json_object_set_new(root, "next_id", json_integer(next_id));
+	json_object_set_new(root, "reservations", list);
+	json_object_set_new(root, "requests", keys);
+	text = _dump(root);
+	if (!text)
+		return SLURM_ERROR;
+
+	tmp = xstrdup_printf("%s.new", state_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		error("%s: cannot write %s: %m", plugin_type, tmp);
+		rc = SLURM_ERROR;
+		goto out;
+	}
+	len = strlen(text);
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if ((n < 0) && (errno == EINTR))
+			continue;
+		if (n <= 0) {
+			error("%s: cannot write %s: %m", plugin_type, tmp);
+			rc = SLURM_ERROR;
+			break;
+		}
+		off += n;
+	}
+	if ((rc == SLURM_SUCCESS) && fsync(fd)) {
+		error("%s: fsync %s: %m", plugin_type, tmp);
+		rc = SLURM_ERROR;
+	}
+	close(fd);
+	if ((rc == SLURM_SUCCESS) && rename(tmp, state_path)) {
+		error("%s: rename %s: %m", plugin_type, tmp);
+		rc = SLURM_ERROR;
+	}
+out:
+	free(text);
+	xfree(tmp);
+	return rc;
+}
+
+static int _st_from_name(const char *s)
+{
+	int i;
+
+	for (i = 0; s && (i < ST_COUNT); i++)
+		if (!strcmp(s, st_names[i]))
+			return i;
+	return -1;
+}
+
+static void _load(void)
+{
+	json_error_t jerr;
+	json_t *root, *list, *keys, *o;
+	size_t i;
+
+	root = json_load_file(state_path, 0, &jerr);
+	if (!root) {
+		if (access(state_path, F_OK) == 0)
+			error("%s: %s: %s (line %d); starting without saved reservations",
+			      plugin_type, state_path, jerr.text, jerr.line);
+		return;
+	}
+	next_id = json_integer_value(json_object_get(root, "next_id"));
+	if (next_id < 1)
+		next_id = 1;
+	list = json_object_get(root, "reservations");
+	json_array_foreach(list, i, o) {
+		rv_t r = { 0 };
+		const char *user = NULL, *part, *nl, *st = NULL, *reason;
+		json_int_t id = 0, uid = 0, nodes = 0, start = 0, end = 0,
+			   created = 0, changed = 0, confirm_by = 0;
+
+		json_t *jp = NULL, *jn = NULL, *jc = NULL, *jr = NULL;
+
+		/* nullable fields are read as values, not unpacked */
+		if (json_unpack(o, "{s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s?o, s?o, s?o, s?o}",
+				"id", &id, "user", &user, "uid", &uid,
+				"nodes", &nodes, "start", &start, "end", &end,
+				"state", &st, "created", &created,
+				"changed", &changed, "partition", &jp,
+				"node_list", &jn, "confirm_by", &jc,
+				"reason", &jr) ||
+		    (_st_from_name(st) < 0) || (rv_cnt >= MAX_RECORDS)) {
+			error("%s: %s: skipping a malformed reservation record",
+			      plugin_type, state_path);
+			continue;
+		}
+		part = json_is_string(jp) ? json_string_value(jp) : NULL;
+		nl = json_is_string(jn) ? json_string_value(jn) : NULL;
+		reason = json_is_string(jr) ? json_string_value(jr) : NULL;
+		confirm_by = json_is_integer(jc) ? json_integer_value(jc) : 0;
+		r.id = id;
+		r.user = xstrdup(user);
+		r.uid = uid;
+		r.nodes = nodes;
+		r.start = start;
+		r.end = end;
+		r.state = _st_from_name(st);
+		r.created = created;
+		r.changed = changed;
+		r.confirm_by = confirm_by;
+		r.partition = xstrdup(part);
+		r.node_list = xstrdup(nl);
+		r.reason = xstrdup(reason);
+		rvs[rv_cnt++] = r;
+		if ((uint64_t) id >= next_id)
+			next_id = id + 1;
+	}
+	keys = json_object_get(root, "requests");
+	json_array_foreach(keys, i, o) {
+		const char *key = NULL, *resp = NULL;
+		json_int_t uid = 0, when = 0;
+		int status = 0;
+
+		if (json_unpack(o, "{s:s, s:I, s:i, s:s, s:I}", "key", &key,
+				"uid", &uid, "status", &status,
+				"response", &resp, "when", &when))
+			continue;
+		_idem_store(key, uid, status, resp);
+		idem[(idem_next + IDEM_MAX - 1) % IDEM_MAX].when = when;
+	}
+	json_decref(root);
+	info("%s: loaded %d reservation records from %s (next id %" PRIu64 ")",
+	     plugin_type, rv_cnt, state_path, next_id);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Slurm calls: each takes exactly the locks of Slurm's own RPC handler */
+
+static int _slurm_create(rv_t *r, char **node_list, uint32_t *got)
+{
+	slurmctld_lock_t lk = { READ_LOCK, READ_LOCK, WRITE_LOCK, READ_LOCK,
+				NO_LOCK };
+	resv_desc_msg_t *d = xmalloc(sizeof(*d));
+	uint32_t *cnt = xcalloc(2, sizeof(uint32_t));
+	slurmctld_resv_t *made;
+	char *name = _name_of(r->id);
+	int rc;
+
+	slurm_init_resv_desc_msg(d);
+	d->name = xstrdup(name);
+	d->users = xstrdup(r->user);
+	cnt[0] = r->nodes;
+	d->node_cnt = cnt;
+	d->start_time = r->start;
+	d->end_time = r->end;
+	d->duration = NO_VAL;
+	d->flags = 0;
+	if (r->partition)
+		d->partition = xstrdup(r->partition);
+
+	*got = 0;
+	lock_slurmctld(lk);
+	rc = create_resv(d);
+	if ((rc == SLURM_SUCCESS) && (made = find_resv_name(name))) {
+		*node_list = xstrdup(made->node_list);
+		*got = made->node_cnt;
+	}
+	unlock_slurmctld(lk);
+
+	slurm_free_resv_desc_msg(d);
+	xfree(name);
+	if (rc == SLURM_SUCCESS)
+		queue_job_scheduler();
+	return rc;
+}
+
+static int _slurm_update(rv_t *r, int64_t start, int64_t end, uint32_t nodes,
+			 char **node_list, uint32_t *got)
+{
+	slurmctld_lock_t lk = { READ_LOCK, READ_LOCK, WRITE_LOCK, READ_LOCK,
+				NO_LOCK };
+	resv_desc_msg_t *d = xmalloc(sizeof(*d));
+	slurmctld_resv_t *made;
+	char *name = _name_of(r->id);
+	int rc;
+
+	slurm_init_resv_desc_msg(d);
+	d->name = xstrdup(name);
+	if (start != r->start)
+		d->start_time = start;
+	if (end != r->end)
+		d->end_time = end;
+	if (nodes != r->nodes) {
+		d->node_cnt = xcalloc(2, sizeof(uint32_t));
+		d->node_cnt[0] = nodes;
+	}
+
+	*got = 0;
+	lock_slurmctld(lk);
+	rc = update_resv(d);
+	if ((rc == SLURM_SUCCESS) && (made = find_resv_name(name))) {
+		*node_list = xstrdup(made->node_list);
+		*got = made->node_cnt;
+	}
+	unlock_slurmctld(lk);
+
+	slurm_free_resv_desc_msg(d);
+	xfree(name);
+	if (rc == SLURM_SUCCESS)
+		queue_job_scheduler();
+	return rc;
+}
+
+static int _slurm_delete(uint64_t id)
+{
+	slurmctld_lock_t lk = { NO_LOCK, WRITE_LOCK, WRITE_LOCK, NO_LOCK,
+				NO_LOCK };
+	reservation_name_msg_t msg = { .name = _name_of(id) };
+	int rc;
+
+	lock_slurmctld(lk);
+	rc = delete_resv(&msg);
+	unlock_slurmctld(lk);
+	xfree(msg.name);
+	if (rc == SLURM_SUCCESS)
+		queue_job_scheduler();
+	return rc;
+}
+
+/* Names of Slurm's flexco_* reservations (node read lock), id list. */
+static uint64_t *_slurm_flexco_ids(int *count)
+{
+	slurmctld_lock_t lk = { NO_LOCK, NO_LOCK, READ_LOCK, NO_LOCK,
+				NO_LOCK };
+	slurmctld_resv_t *r;
+	ListIterator it;
+	uint64_t *ids, id;
+	int n = 0, cap;
+
+	lock_slurmctld(lk);
+	cap = list_count(resv_list) + 1;
+	ids = xcalloc(cap, sizeof(uint64_t));
+	it = list_iterator_create(resv_list);
+	while ((r = list_next(it))) {
+		if (r->name && !strncmp(r->name, NAME_PREFIX,
+					strlen(NAME_PREFIX)) &&
+		    !_parse_id(r->name + strlen(NAME_PREFIX), &id) &&
+		    (n < cap))
+			ids[n++] = id;
+	}
+	list_iterator_destroy(it);
+	unlock_slurmctld(lk);
+	*count = n;
+	return ids;
+}
+
+static bool _in(const uint64_t *ids, int n, uint64_t id)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* body parsing */
+
+static json_t *_parse_body(const char *body, size_t len, char **json_out,
+			   int *status)
+{
+	json_error_t jerr;
+	json_t *o;
+
+	if (!body || !len) {
+		*json_out = _err("bad_request", "a JSON object body is required");
+		*status = 400;
+		return NULL;
+	}
+	o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o || !json_is_object(o)) {
+		*json_out = o ? _err("bad_request", "the body must be a JSON object") :
+				_err("bad_request", "invalid JSON at line %d column %d: %s",
+				     jerr.line, jerr.column, jerr.text);
+		json_decref(o);
+		*status = 400;
+		return NULL;
+	}
+	return o;
+}
+
+/* NULL if every key of o is in allowed (NULL-terminated). */
+static const char *_unknown_key(json_t *o, const char *const *allowed)
+{
+	const char *key;
+	json_t *v;
+	int i;
+
+	json_object_foreach(o, key, v) {
+		bool ok = false;
+
+		(void) v;
+		for (i = 0; allowed[i]; i++)
+			if (!strcmp(key, allowed[i]))
+				ok = true;
+		if (!ok)
+			return key;
+	}
+	return NULL;
+}
+
+/* An integer field in [lo, hi]; absent -> def (if !required). */
+static int _int_field(json_t *o, const char *key, bool required, int64_t def,
+		      int64_t lo, int64_t hi, int64_t *out, char **json_out)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v) {
+		if (required) {
+			*json_out = _err("bad_request", "'%s' is required", key);
+			return -1;
+		}
+		*out = def;
+		return 0;
+	}
+	if (!json_is_integer(v) || (json_integer_value(v) < lo) ||
+	    (json_integer_value(v) > hi)) {
+		*json_out = _err("bad_request",
+				 "'%s' must be an integer from %" PRId64 " to %" PRId64,
+				 key, lo, hi);
+		return -1;
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* admission */
+
+static int _check_free(const char *partition, int64_t start, int64_t dur,
+		       uint32_t nodes, char **json_out)
+{
+	flexco_snapshot_t *snap = snapshot_take();
+	char code[64], err[512];
+	int64_t free_nodes = 0;
+	int status;
+
+	status = flexco_min_free_nodes(snap, partition, start, dur,
+				       rconf->published_share, &free_nodes,
+				       code, sizeof(code), err, sizeof(err));
+	snapshot_free(snap);
+	if (status != 200) {
+		*json_out = flexco_error_json(code, err);
+		return status;
+	}
+	if (free_nodes < nodes) {
+		*json_out = _err("not_available",
+				 "only %" PRId64 " of the %u nodes asked for are free for the whole window",
+				 free_nodes, nodes);
+		return 409;
+	}
+	return 200;
+}
+
+/* ---------------------------------------------------------------------- */
+/* requests */
+
+extern int flexco_resv_create(uid_t uid, const char *request_id, const char *body,
+		       size_t len, char **json_out)
+{
+	static const char *const keys[] = { "user", "nodes", "start",
+					    "duration", "partition",
+					    "confirm_within", NULL };
+	int64_t nodes, start, dur, confirm, now = time(NULL);
+	const char *user, *partition = NULL, *bad;
+	char *node_list = NULL;
+	json_t *o;
+	idem_t *seen;
+	uid_t ruid;
+	uint32_t got = 0;
+	rv_t *r;
+	int status = 400, rc;
+
+	if (!_is_daemon(uid)) {
+		*json_out = _err("forbidden", "uid %u is not in DaemonUsers", uid);
+		return 403;
+	}
+	if (request_id && (strlen(request_id) > MAX_KEY_LEN)) {
+		*json_out = _err("bad_request", "Idempotency-Key longer than %d",
+				 MAX_KEY_LEN);
+		return 400;
+	}
+	slurm_mutex_lock(&resv_lock);
+	if ((seen = _idem_find(request_id, uid))) {
+		status = _replay(seen, json_out);
+		slurm_mutex_unlock(&resv_lock);
+		return status;
+	}
+	slurm_mutex_unlock(&resv_lock);
+
+	if (!(o = _parse_body(body, len, json_out, &status)))
+		return status;
+	if ((bad = _unknown_key(o, keys))) {
+		*json_out = _err("bad_request", "unknown field '%.64s'", bad);
+		goto bad;
+	}
+	user = json_string_value(json_object_get(o, "user"));
+	if (!user || !*user || (strlen(user) > 64)) {
+		*json_out = _err("bad_request", "'user' must be a user name");
+		goto bad;
+	}
+	if (json_object_get(o, "partition")) {
+		partition = json_string_value(json_object_get(o, "partition"));
+		if (!partition || !*partition || (strlen(partition) > 64)) {
+			*json_out = _err("bad_request",
+					 "'partition' must be a partition name");
+			goto bad;
+		}
+	}
+	if (_int_field(o, "nodes", true, 0, 1, 1000000, &nodes, json_out) ||
+	    _int_field(o, "start", true, 0, now - 60, now + MAX_DURATION,
+		       &start, json_out) ||
+	    _int_field(o, "duration", true, 0, MIN_DURATION, MAX_DURATION,
+		       &dur, json_out) ||
+	    _int_field(o, "confirm_within", false, DEFAULT_CONFIRM, 1,
+		       MAX_CONFIRM, &confirm, json_out))
+		goto bad;
+	if (uid_from_string(user, &ruid) != SLURM_SUCCESS) {
+		*json_out = _err("bad_request", "unknown user '%s'", user);
+		goto bad;
+	}
+	if (start < now)
+		start = now;
+
+	status = _check_free(partition, start, dur, nodes, json_out);
+	if (status != 200)
+		goto out;
+
+	slurm_mutex_lock(&resv_lock);
+	if ((seen = _idem_find(request_id, uid))) {	/* raced with itself */
+		status = _replay(seen, json_out);
+		slurm_mutex_unlock(&resv_lock);
+		goto out;
+	}
+	if (rv_cnt >= MAX_RECORDS) {
+		slurm_mutex_unlock(&resv_lock);
+		*json_out = _err("too_many", "%d reservation records kept; delete some",
+				 MAX_RECORDS);
+		status = 503;
+		goto out;
+	}
+	/* Write ahead: the id and a "creating" record reach the disk first. */
+	r = &rvs[rv_cnt++];
+	memset(r, 0, sizeof(*r));
+	r->id = next_id++;
+	r->user = xstrdup(user);
+	r->uid = ruid;
+	r->nodes = nodes;
+	r->partition = xstrdup(partition);
+	r->start = start;
+	r->end = start + dur;
+	r->created = now;
+	r->confirm_by = now + confirm;
+	_set_state(r, ST_CREATING, NULL);
+	if (_save() != SLURM_SUCCESS) {
+		_rv_free(r);
+		rv_cnt--;
+		slurm_mutex_unlock(&resv_lock);
+		*json_out = _err("internal", "cannot save the plugin state");
+		status = 500;
+		goto out;
+	}
+
+	rc = _slurm_create(r, &node_list, &got);
+	if ((rc == SLURM_SUCCESS) && (got != r->nodes)) {
+		/* Slurm gave fewer nodes than asked: undo, refuse */
+		(void) _slurm_delete(r->id);
+		xfree(node_list);
+		*json_out = _err("not_available",
+				 "Slurm could only reserve %u of the %u nodes",
+				 got, r->nodes);
+		status = 409;
+		_rv_free(r);
+		rv_cnt--;
+	} else if (rc != SLURM_SUCCESS) {
+		*json_out = _err("refused", "Slurm refused the reservation: %s",
+				 slurm_strerror(rc));
+		status = 409;
+		_rv_free(r);
+		rv_cnt--;
+	} else {
+		r->node_list = node_list;
+		_set_state(r, ST_TENTATIVE, NULL);
+		*json_out = _dump(_rv_json(r));
+		status = 201;
+		info("%s: reservation %s" "%" PRIu64 " for %s: %u nodes (%s) from %" PRId64 " to %" PRId64 ", tentative until %" PRId64,
+		     plugin_type, NAME_PREFIX, r->id, r->user, r->nodes,
+		     r->node_list, r->start, r->end, r->confirm_by);
+	}
+	_idem_store(request_id, uid, status, *json_out);
+	(void) _save();
+	slurm_mutex_unlock(&resv_lock);
+out:
+	json_decref(o);
+	return status;
+bad:
+	json_decref(o);
+	return 400;
+}
+
+/* Look up id for a mutation: 403 / 400 / 404 answered here. */
+static rv_t *_lookup(uid_t uid, const char *id_s, bool mutate,
+		     char **json_out, int *status)
+{
+	uint64_t id;
+	rv_t *r;
+
+	if (mutate && !_is_daemon(uid)) {
+		*json_out = _err("forbidden", "uid %u is not in DaemonUsers", uid);
+		*status = 403;
+		return NULL;
+	}
+	if (_parse_id(id_s, &id)) {
+		*json_out = _err("bad_request", "reservation id must be a positive integer");
+		*status = 400;
+		return NULL;
+	}
+	r = _find(id);
+	if (!r || (!mutate && !_is_daemon(uid) && (r->uid != uid))) {
+		*json_out = _err("not_found", "no reservation %" PRIu64, id);
+		*status = 404;
+		return NULL;
+	}
+	return r;
+}
+
+extern int flexco_resv_confirm(uid_t uid, const char *request_id, const char *id,
+			char **json_out)
+{
+	idem_t *seen;
+	rv_t *r;
+	int status = 200;
+
+	slurm_mutex_lock(&resv_lock);
+	if (_is_daemon(uid) && (seen = _idem_find(request_id, uid))) {
+		status = _replay(seen, json_out);
+		goto out;
+	}
+	if (!(r = _lookup(uid, id, true, json_out, &status)))
+		goto out;
+	if (r->state == ST_TENTATIVE) {
+		_set_state(r, ST_CONFIRMED, NULL);
+		info("%s: reservation %s%" PRIu64 " confirmed", plugin_type,
+		     NAME_PREFIX, r->id);
+	}
+	if (r->state == ST_CONFIRMED) {
+		*json_out = _dump(_rv_json(r));
+	} else {
+		*json_out = _err("gone", "reservation %" PRIu64 " is %s", r->id,
+				 st_names[r->state]);
+		status = 409;
+	}
+	_idem_store(request_id, uid, status, *json_out);
+	(void) _save();
+out:
+	slurm_mutex_unlock(&resv_lock);
+	return status;
+}
+
+extern int flexco_resv_modify(uid_t uid, const char *request_id, const char *id,
+		       const char *body, size_t len, char **json_out)
+{
+	static const char *const keys[] = { "start", "nodes", "duration", NULL };
+	int64_t start, nodes, dur, now = time(NULL);
+	char *node_list = NULL;
+	const char *bad;
+	idem_t *seen;
+	json_t *o = NULL;
+	uint32_t got = 0;
+	rv_t *r;
+	int status = 200, rc;
+
+	slurm_mutex_lock(&resv_lock);
+	if (_is_daemon(uid) && (seen = _idem_find(request_id, uid))) {
+		status = _replay(seen, json_out);
+		goto out;
+	}
+	if (!(r = _lookup(uid, id, true, json_out, &status)))
+		goto out;
+	if (!(o = _parse_body(body, len, json_out, &status)))
+		goto out;
+	if ((bad = _unknown_key(o, keys))) {
+		*json_out = _err("bad_request", "unknown field '%.64s'", bad);
+		status = 400;
+		goto out;
+	}
+	if (_int_field(o, "start", false, r->start, now - 60,
+		       now + MAX_DURATION, &start, json_out) ||
+	    _int_field(o, "nodes", false, r->nodes, 1, 1000000, &nodes,
+		       json_out) ||
+	    _int_field(o, "duration", false, r->end - r->start, MIN_DURATION,
+		       MAX_DURATION, &dur, json_out)) {
+		status = 400;
+		goto out;
+	}
+	if (!_live(r)) {
+		*json_out = _err("gone", "reservation %" PRIu64 " is %s", r->id,
+				 st_names[r->state]);
+		status = 409;
+		goto store;
+	}
+	rc = _slurm_update(r, start, start + dur, nodes, &node_list, &got);
+	if ((rc == SLURM_SUCCESS) && (got != nodes)) {
+		/* Slurm silently gave another count: put it back, refuse */
+		rv_t want = *r;
+		char *nl2 = NULL;
+		uint32_t got2 = 0;
+
+		want.start = start;
+		want.end = start + dur;
+		want.nodes = got;
+		xfree(node_list);
+		(void) _slurm_update(&want, r->start, r->end, r->nodes, &nl2,
+				     &got2);
+		xfree(nl2);
+		*json_out = _err("not_available",
+				 "Slurm could only give %u of the %u nodes; reservation unchanged",
+				 got, (uint32_t) nodes);
+		status = 409;
+		goto store;
+	}
+	if (rc != SLURM_SUCCESS) {
+		*json_out = _err("refused", "Slurm refused the change: %s",
+				 slurm_strerror(rc));
+		status = 409;
+		goto store;
+	}
+	r->start = start;
+	r->end = start + dur;
+	r->nodes = nodes;
+	xfree(r->node_list);
+	r->node_list = node_list;
+	r->changed = time(NULL);
+	info("%s: reservation %s%" PRIu64 " now %u nodes (%s) from %" PRId64 " to %" PRId64,
+	     plugin_type, NAME_PREFIX, r->id, r->nodes, r->node_list,
+	     r->start, r->end);
+	*json_out = _dump(_rv_json(r));
+store:
+	_idem_store(request_id, uid, status, *json_out);
+	(void) _save();
+out:
+	slurm_mutex_unlock(&resv_lock);
+	json_decref(o);
+	return status;
+}
+
+extern int flexco_resv_delete(uid_t uid, const char *request_id, const char *id,
+		       char **json_out)
+{
+	idem_t *seen;
+	rv_t *r;
+	int status = 200, rc;
+
+	slurm_mutex_lock(&resv_lock);
+	if (_is_daemon(uid) && (seen = _idem_find(request_id, uid))) {
+		status = _replay(seen, json_out);
+		goto out;
+	}
+	if (!(r = _lookup(uid, id, true, json_out, &status)))
+		goto out;
+	if (_live(r)) {
+		rc = _slurm_delete(r->id);
+		if ((rc != SLURM_SUCCESS) &&
+		    (rc != ESLURM_RESERVATION_INVALID)) {
+			*json_out = _err("refused", "Slurm refused to delete it: %s",
+					 slurm_strerror(rc));
+			status = 409;
+			goto store;
+		}
+		_set_state(r, ST_DELETED, "deleted by request");
+		info("%s: reservation %s%" PRIu64 " deleted", plugin_type,
+		     NAME_PREFIX, r->id);
+	}
+	*json_out = _dump(_rv_json(r));
+store:
+	_idem_store(request_id, uid, status, *json_out);
+	(void) _save();
+out:
+	slurm_mutex_unlock(&resv_lock);
+	return status;
+}
+
+extern int flexco_resv_get(uid_t uid, const char *id, char **json_out)
+{
+	int status = 200;
+	rv_t *r;
+
+	slurm_mutex_lock(&resv_lock);
+	if ((r = _lookup(uid, id, false, json_out, &status)))
+		*json_out = _dump(_rv_json(r));
+	slurm_mutex_unlock(&resv_lock);
+	return status;
+}
+
+extern int flexco_resv_list(uid_t uid, char **json_out)
+{
+	json_t *list = json_array();
+	bool all = _is_daemon(uid);
+	int i;
+
+	slurm_mutex_lock(&resv_lock);
+	for (i = 0; i < rv_cnt; i++)
+		if (all || (rvs[i].uid == uid))
+			json_array_append_new(list, _rv_json(&rvs[i]));
+	slurm_mutex_unlock(&resv_lock);
+	*json_out = _dump(json_pack("{s:o}", "reservations", list));
+	return 200;
+}
+
+/* ---------------------------------------------------------------------- */
+
+extern void flexco_resv_tick(void)
+{
+	int64_t now = time(NULL);
+	uint64_t *ids;
+	bool dirty = false;
+	int n, i, j;
+
+	if (!rconf)
+		return;
+	slurm_mutex_lock(&resv_lock);
+	ids = _slurm_flexco_ids(&n);
+	for (i = 0; i < rv_cnt; i++) {
+		rv_t *r = &rvs[i];
+
+		if (r->state == ST_CREATING) {
+			/* interrupted create: delete it if it exists */
+			if (_in(ids, n, r->id))
+				(void) _slurm_delete(r->id);
+			_set_state(r, ST_EXPIRED,
+				   "create interrupted by a slurmctld restart");
+			dirty = true;
+		} else if ((r->state == ST_TENTATIVE) &&
+			   (r->confirm_by <= now)) {
+			(void) _slurm_delete(r->id);
+			_set_state(r, ST_EXPIRED, "not confirmed in time");
+			info("%s: reservation %s%" PRIu64 " expired unconfirmed",
+			     plugin_type, NAME_PREFIX, r->id);
+			dirty = true;
+		} else if (_live(r) && (r->end <= now)) {
+			_set_state(r, ST_ENDED, NULL);
+			dirty = true;
+		} else if (_live(r) && !_in(ids, n, r->id)) {
+			_set_state(r, ST_DELETED,
+				   "the Slurm reservation was deleted outside flexco");
+			dirty = true;
+		}
+	}
+	/* Slurm reservations named flexco_* that no record knows: orphans */
+	for (j = 0; j < n; j++) {
+		rv_t *r = _find(ids[j]);
+
+		if (!r || !_live(r)) {
+			info("%s: deleting orphan reservation %s%" PRIu64,
+			     plugin_type, NAME_PREFIX, ids[j]);
+			(void) _slurm_delete(ids[j]);
+		}
+	}
+	xfree(ids);
+	/* forget records that ended long ago */
+	for (i = 0; i < rv_cnt;) {
+		if (!_live(&rvs[i]) && (now - rvs[i].changed > KEEP_ENDED)) {
+			_rv_free(&rvs[i]);
+			rvs[i] = rvs[--rv_cnt];
+			dirty = true;
+		} else {
+			i++;
+		}
+	}
+	if (dirty)
+		(void) _save();
+	slurm_mutex_unlock(&resv_lock);
+}
+
+extern int flexco_resv_init(const flexco_conf_t *conf)
+{
+	slurm_mutex_lock(&resv_lock);
+	rconf = conf;
+	rvs = xcalloc(MAX_RECORDS, sizeof(rv_t));
+	state_path = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
+				    STATE_FILE);
+	_load();
+	slurm_mutex_unlock(&resv_lock);
+	return SLURM_SUCCESS;
+}
+
+extern void flexco_resv_fini(void)
+{
+	int i;
+
+	slurm_mutex_lock(&resv_lock);
+	if (rconf)
+		(void) _save();
+	for (i = 0; i < rv_cnt; i++)
+		_rv_free(&rvs[i]);
+	xfree(rvs);
+	rv_cnt = 0;
+	for (i = 0; i < IDEM_MAX; i++) {
+		xfree(idem[i].key);
+		xfree(idem[i].response);
+	}
+	xfree(state_path);
+	rconf = NULL;
+	slurm_mutex_unlock(&resv_lock);
+}

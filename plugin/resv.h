@@ -1,0 +1,47 @@
+/*****************************************************************************\
+ *  resv.h - tentative and confirmed Slurm reservations made for flexcod
+ *****************************************************************************
+ *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
+\*****************************************************************************/
+
+#ifndef _FLEXCO_RESV_H
+#define _FLEXCO_RESV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "flexco_conf.h"
+
+/*
+ * Load the saved state (StateSaveLocation/flexco_resv.json) and remember
+ * the configuration.  Called from init() with no slurmctld lock held.
+ */
+extern int flexco_resv_init(const flexco_conf_t *conf);
+extern void flexco_resv_fini(void);
+
+/*
+ * Requests.  Each returns an HTTP status and sets *json_out to a malloc'd
+ * JSON document (the answer or an error).  uid is the authenticated
+ * caller; request_id the client's idempotency key (may be NULL).  None may
+ * be called with a slurmctld lock held.
+ */
+extern int flexco_resv_create(uid_t uid, const char *request_id, const char *body,
+		       size_t len, char **json_out);
+extern int flexco_resv_confirm(uid_t uid, const char *request_id, const char *id,
+			char **json_out);
+extern int flexco_resv_modify(uid_t uid, const char *request_id, const char *id,
+		       const char *body, size_t len, char **json_out);
+extern int flexco_resv_delete(uid_t uid, const char *request_id, const char *id,
+		       char **json_out);
+extern int flexco_resv_get(uid_t uid, const char *id, char **json_out);
+extern int flexco_resv_list(uid_t uid, char **json_out);
+
+/*
+ * Periodic work from the agent thread: delete tentative reservations past
+ * their confirm deadline, forget ended ones, notice reservations deleted
+ * behind our back, save the state when it changed.
+ */
+extern void flexco_resv_tick(void);
+
+#endif
