@@ -47,6 +47,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace flexco::auth {
 
 // ---------------------------------------------------------------------------
@@ -115,39 +117,10 @@ struct Error {
   std::string message;      // "<code>: <what exactly>"
 };
 
-// A value or an Error.  value() on an Error (or error() on a value) is a
-// programming error of the caller and throws std::bad_variant_access.
+// A value or an Error; success or an Error (see core/result.hpp).
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
-
-  bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-
-  const T& value() const& { return std::get<0>(v_); }
-  T& value() & { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  const Error& error() const& { return std::get<1>(v_); }
-
- private:
-  std::variant<T, Error> v_;
-};
-
-// Success or an Error.
-class [[nodiscard]] Status {
- public:
-  Status() = default;
-  Status(Error error) : error_(std::move(error)) {}
-
-  bool ok() const noexcept { return !error_.has_value(); }
-  explicit operator bool() const noexcept { return ok(); }
-  const Error& error() const { return error_.value(); }
-
- private:
-  std::optional<Error> error_;
-};
+using Result = BasicResult<T, Error>;
+using Status = BasicStatus<Error>;
 
 // ---------------------------------------------------------------------------
 // Payload

@@ -108,25 +108,8 @@ struct AvailabilityError {
   std::string message;  // "build_availability: <what is wrong> (<values>)"
 };
 
-// An Availability or an AvailabilityError.  value() on an error (or error()
-// on a value) throws std::bad_variant_access: a programming error.
-class [[nodiscard]] AvailabilityResult {
- public:
-  AvailabilityResult(Availability value)
-      : v_(std::in_place_index<0>, std::move(value)) {}
-  AvailabilityResult(AvailabilityError error)
-      : v_(std::in_place_index<1>, std::move(error)) {}
-
-  bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-  const Availability& value() const& { return std::get<0>(v_); }
-  Availability& value() & { return std::get<0>(v_); }
-  Availability&& value() && { return std::get<0>(std::move(v_)); }
-  const AvailabilityError& error() const& { return std::get<1>(v_); }
-
- private:
-  std::variant<Availability, AvailabilityError> v_;
-};
+// An Availability or an AvailabilityError (see core/result.hpp).
+using AvailabilityResult = BasicResult<Availability, AvailabilityError>;
 
 // Builds the availability of one partition.  Reads the snapshot only
 // (never modifies or keeps it).  Checks, in this order: the query (400),

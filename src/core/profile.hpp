@@ -27,6 +27,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace flexco {
 
 using Time = std::int64_t;      // UTC epoch seconds, >= 0
@@ -63,41 +65,10 @@ struct Error {
   std::string message;  // "<Class::method>: <what is wrong> (<values>)"
 };
 
-// A value or an Error.  value() on an error throws std::bad_variant_access
-// (a programming error in the caller, never a run-time condition).
+// A value or an Error; success or an Error (see core/result.hpp).
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
-
-  bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-
-  const T& value() const& { return std::get<0>(v_); }
-  T& value() & { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T value_or(T fallback) const& { return ok() ? std::get<0>(v_) : fallback; }
-
-  const Error& error() const& { return std::get<1>(v_); }
-
- private:
-  std::variant<T, Error> v_;
-};
-
-// Success or an Error.  error() on success throws std::bad_optional_access.
-class [[nodiscard]] Status {
- public:
-  Status() = default;
-  Status(Error error) : error_(std::move(error)) {}
-
-  bool ok() const noexcept { return !error_.has_value(); }
-  explicit operator bool() const noexcept { return ok(); }
-  const Error& error() const { return error_.value(); }
-
- private:
-  std::optional<Error> error_;
-};
+using Result = BasicResult<T, Error>;
+using Status = BasicStatus<Error>;
 
 // ---------------------------------------------------------------------------
 // Plain data

@@ -30,6 +30,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/result.hpp"
+
 namespace flexco::swf {
 
 // ---------------------------------------------------------------------------
@@ -74,25 +76,9 @@ struct Error {
   std::string message;    // "line <n>: <what>" when line > 0
 };
 
-// A value or an Error.
+// A value or an Error (see core/result.hpp).
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
-
-  bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-
-  const T& value() const& { return std::get<0>(v_); }
-  T& value() & { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-
-  const Error& error() const& { return std::get<1>(v_); }
-
- private:
-  std::variant<T, Error> v_;
-};
+using Result = BasicResult<T, Error>;
 
 // ---------------------------------------------------------------------------
 // One job line
