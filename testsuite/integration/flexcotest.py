@@ -18,6 +18,7 @@ Grid (a context manager; always stops the grid, also on exceptions):
         g.run("beta", [...])    a Slurm command against beta
         g.submit("beta", [...]) sbatch --parsable, returns the job id
         g.job("beta", jobid)    `scontrol show job -o` as a dict
+        g.show("beta", "reservation", name)   any `scontrol show -o` as a dict
         g.wait_job(...)         wait for a job state
         g.wait_for(pred, timeout, what)
 
@@ -441,16 +442,21 @@ class Grid:
                             f"{r.stderr.strip()}")
         return jobid
 
-    def job(self, cluster, jobid):
-        """`scontrol show job -o JOBID` as a dict ({} if unknown)."""
-        r = self.run(cluster, ["scontrol", "show", "job", "-o", str(jobid)])
+    def show(self, cluster, kind, name):
+        """`scontrol show KIND -o NAME` (job, reservation, node, ...) as a
+        dict of its Key=Value words, {} if it does not exist."""
+        r = self.run(cluster, ["scontrol", "show", kind, "-o", str(name)])
         fields = {}
-        if r.returncode == 0:
+        if r.returncode == 0 and "not found" not in r.stdout:
             for word in r.stdout.split():
                 k, sep, v = word.partition("=")
                 if sep and k not in fields:
                     fields[k] = v
         return fields
+
+    def job(self, cluster, jobid):
+        """`scontrol show job -o JOBID` as a dict ({} if unknown)."""
+        return self.show(cluster, "job", jobid)
 
     def wait_job(self, cluster, jobid, states=("COMPLETED",), timeout=60):
         """Wait until the job's state is in states or terminal; return the

@@ -98,13 +98,7 @@ def long_poll(client, query, out, key):
 
 
 def resv_info(grid, name):
-    r = grid.run(CLUSTER, ["scontrol", "show", "reservation", "-o", name])
-    fields = {}
-    for word in r.stdout.split():
-        k, sep, v = word.partition("=")
-        if sep and k not in fields:
-            fields[k] = v
-    return fields
+    return grid.show(CLUSTER, "reservation", name)
 
 
 class Killer:

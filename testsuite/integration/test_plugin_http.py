@@ -3,7 +3,6 @@
 on every request, JSON errors for bad input that leave slurmctld unharmed,
 and GET /v1/profile matching what the cluster really runs."""
 
-import re
 import socket
 import time
 

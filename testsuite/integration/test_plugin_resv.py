@@ -5,7 +5,6 @@ resized and deleted on request, idempotent under an Idempotency-Key,
 refused when the nodes are not free, expired at their confirm deadline,
 for DaemonUsers only; orphan flexco_* reservations are removed."""
 
-import re
 import time
 
 import flexcotest as t
@@ -17,15 +16,7 @@ NOBODY = 65534
 
 def show_res(grid, name):
     """`scontrol show res NAME` as a dict, {} when it does not exist."""
-    r = grid.run("alpha", ["scontrol", "show", "res", "-o", name])
-    if r.returncode != 0 or "not found" in r.stdout + r.stderr:
-        return {}
-    fields = {}
-    for word in r.stdout.split():
-        k, sep, v = word.partition("=")
-        if sep and k not in fields:
-            fields[k] = v
-    return fields
+    return grid.show("alpha", "reservation", name)
 
 
 def slurm_time(grid, epoch):
