@@ -334,13 +334,15 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
   // --- the local plan input of the partition
   const flexco_snap_part_t* part = nullptr;
   for (std::uint32_t i = 0; i < snap.part_count; ++i)
-    if (snap.parts[i].name != nullptr && av.partition == snap.parts[i].name) part = &snap.parts[i];
+    if (part == nullptr && snap.parts[i].name != nullptr && av.partition == snap.parts[i].name)
+      part = &snap.parts[i];
   if (part == nullptr)
     return ProbeError{500, "internal", "probe: the partition vanished from the snapshot"};
   std::vector<char> mine(snap.node_count, 0);  // available nodes of the partition
   Amount capacity = 0;
   for (std::uint32_t k = 0; k < part->node_cnt; ++k) {
     std::uint32_t idx = snap.node_idx[part->node_off + k];
+    if (idx >= snap.node_count) continue;  // build_availability checked it
     if (!mine[idx] && snap.nodes[idx].available) {
       mine[idx] = 1;
       ++capacity;
