@@ -10,21 +10,13 @@
 #include <utility>
 
 #include "core/auth.hpp"
+#include "core/capi_util.hpp"
 
 struct flexco_verifier {
   flexco::auth::Verifier verifier;
 };
 
-namespace {
-
-void put(char* dst, std::size_t len, std::string_view text) noexcept {
-  if (dst == nullptr || len == 0) return;
-  std::size_t n = text.size() < len - 1 ? text.size() : len - 1;
-  text.copy(dst, n);
-  dst[n] = '\0';
-}
-
-}  // namespace
+using flexco::capi::put;
 
 extern "C" flexco_verifier_t* flexco_verifier_create(
     const char* socket_path, int64_t max_age, int64_t max_skew,

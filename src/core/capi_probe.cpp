@@ -11,37 +11,11 @@
 
 #include "core/probe.hpp"
 #include "core/wire_profile.hpp"
+#include "core/capi_util.hpp"
 
-namespace {
-
-void put(char* dst, std::size_t len, std::string_view text) noexcept {
-  if (dst == nullptr || len == 0) return;
-  std::size_t n = text.size() < len - 1 ? text.size() : len - 1;
-  text.copy(dst, n);
-  dst[n] = '\0';
-}
-
-char* c_copy(const std::string& s) noexcept {
-  auto* p = static_cast<char*>(std::malloc(s.size() + 1));
-  if (p != nullptr) std::memcpy(p, s.c_str(), s.size() + 1);
-  return p;
-}
-
-int fail(int status, std::string_view code, std::string_view message, char** json_out,
-         char* code_buf, std::size_t codelen, char* err, std::size_t errlen) noexcept {
-  put(code_buf, codelen, code);
-  put(err, errlen, message);
-  if (json_out != nullptr) {
-    try {
-      *json_out = c_copy(flexco::error_json(code, message));
-    } catch (...) {
-      *json_out = nullptr;
-    }
-  }
-  return status;
-}
-
-}  // namespace
+using flexco::capi::c_copy;
+using flexco::capi::fail;
+using flexco::capi::put;
 
 extern "C" int flexco_probe_json(const flexco_snapshot_t* snap, const char* body, size_t len,
                                  int share_percent, int64_t valid_for, char** json_out,

@@ -11,43 +11,11 @@
 
 #include "core/availability.hpp"
 #include "core/wire_profile.hpp"
+#include "core/capi_util.hpp"
 
-namespace {
-
-void put(char* dst, std::size_t len, std::string_view text) noexcept {
-  if (dst == nullptr || len == 0) return;
-  std::size_t n = text.size() < len - 1 ? text.size() : len - 1;
-  text.copy(dst, n);
-  dst[n] = '\0';
-}
-
-// A malloc'd copy of s, NULL if out of memory.
-char* c_copy(const std::string& s) noexcept {
-  auto* p = static_cast<char*>(std::malloc(s.size() + 1));
-  if (p != nullptr) std::memcpy(p, s.c_str(), s.size() + 1);
-  return p;
-}
-
-// The error document (malloc'd), or NULL if out of memory.
-char* error_doc_noexcept(std::string_view code,
-                         std::string_view message) noexcept {
-  try {
-    return c_copy(flexco::error_json(code, message));
-  } catch (...) {
-    return nullptr;
-  }
-}
-
-int fail(int status, std::string_view code, std::string_view message,
-         char** json_out, char* code_buf, std::size_t codelen, char* err,
-         std::size_t errlen) noexcept {
-  put(code_buf, codelen, code);
-  put(err, errlen, message);
-  if (json_out != nullptr) *json_out = error_doc_noexcept(code, message);
-  return status;
-}
-
-}  // namespace
+using flexco::capi::c_copy;
+using flexco::capi::fail;
+using flexco::capi::put;
 
 extern "C" int flexco_profile_json(const flexco_snapshot_t* snap,
                                    const char* partition, int64_t horizon,
@@ -147,5 +115,5 @@ extern "C" int flexco_min_free_nodes(const flexco_snapshot_t* snap,
 }
 
 extern "C" char* flexco_error_json(const char* code, const char* message) {
-  return error_doc_noexcept(code ? code : "", message ? message : "");
+  return flexco::capi::error_doc(code ? code : "", message ? message : "");
 }

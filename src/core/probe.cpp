@@ -392,6 +392,7 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
       in.running.push_back(r);
     } else if (j.kind == FLEXCO_JOB_PLANNED || j.kind == FLEXCO_JOB_PENDING) {
       if (j.resv_name != nullptr) continue;  // runs inside its reservation
+      if (j.priority == 0) continue;  // held: Slurm will not start it
       if (!in_list(j.partition, av.partition)) continue;
       Amount need = j.min_nodes == 0 ? 1 : j.min_nodes;
       if (need > capacity) continue;  // the planner rejects it: can never run

@@ -335,6 +335,7 @@ START_TEST(queue_cap) {
   s.pending(61, 1, 100, 5);
   s.pending(62, 1, 100, 9);
   s.pending(63, 9, 100, 9);  // larger than the partition: left out
+  s.pending(64, 1, 100, 0);  // held (priority 0): left out
   ProbePolicy p;
   p.max_queue = 1;
   auto r = run(s, R"({"nodes":1,"duration":10})", p);
