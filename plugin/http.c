@@ -38,6 +38,7 @@
 #include "src/common/xstring.h"
 
 #include "core/capi_auth.h"
+#include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "events.h"
 #include "http.h"
@@ -50,6 +51,7 @@ extern const char plugin_type[];
 #define HEADER_MEMORY (32 * 1024)
 #define THREAD_POOL_SIZE 4
 #define DEFAULT_HORIZON (24 * 3600)
+#define PROBE_VALID_FOR 60	/* seconds an offer is quoted as valid */
 #define MAX_PARTITION_LEN 256
 #define EVENTS_MAX_WAIT 60		/* seconds a long poll may wait */
 #define EVENTS_DEFAULT_MAX 100		/* events per answer */
@@ -58,9 +60,10 @@ extern const char plugin_type[];
 /* ---------------------------------------------------------------------- */
 /* statistics */
 
-enum { EP_PROFILE, EP_STATS, EP_EVENTS, EP_RESV, EP_OTHER, EP_COUNT };
+enum { EP_PROFILE, EP_STATS, EP_EVENTS, EP_RESV, EP_PROBE, EP_OTHER,
+       EP_COUNT };
 static const char *ep_names[EP_COUNT] = { "profile", "stats", "events",
-					  "reservations", "other" };
+					  "reservations", "probe", "other" };
 static const int stat_codes[] = { 200, 201, 400, 401, 403, 404, 405, 409,
 				  413, 500, 503 };
 #define N_CODES (sizeof(stat_codes) / sizeof(stat_codes[0]))
@@ -733,7 +736,30 @@ typedef struct {
 	enum MHD_Result (*fn)(struct MHD_Connection *c, req_t *req);
 } route_t;
 
+/*
+ * POST /v1/probe: scored offers for a moldable request (doc/probe.md),
+ * computed on a snapshot taken for this request, after unlocking.
+ */
+static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
+{
+	static const char *const allowed[] = { NULL };
+	char code[64], err[512], *json = NULL;
+	flexco_snapshot_t *snap;
+	int status;
+
+	if (_unknown_arg(c, allowed))
+		return _error(c, req, 400, "bad_parameter",
+			      "probe takes no query parameters");
+	snap = snapshot_take();
+	status = flexco_probe_json(snap, req->body, req->body_len,
+				   published_share, PROBE_VALID_FOR, &json,
+				   code, sizeof(code), err, sizeof(err));
+	snapshot_free(snap);
+	return _send(c, req, status, json, NULL);
+}
+
 static const route_t routes[] = {
+	{ "/v1/probe", "POST", EP_PROBE, _post_probe },
 	{ "/v1/profile", "GET", EP_PROFILE, _get_profile },
 	{ "/v1/stats", "GET", EP_STATS, _get_stats },
 	{ "/v1/events", "GET", EP_EVENTS, _get_events },
@@ -747,6 +773,7 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 {
 	const char *auth;
 	const route_t *route = NULL;
+	const char *allow = NULL;	/* the method of a path that matched */
 	char code[64], err[512];
 	uid_t uid = 0;
 	gid_t gid = 0;
@@ -761,6 +788,7 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 	for (i = 0; !resv && (i < N_ROUTES); i++) {
 		if (!strcmp(url, routes[i].path)) {
 			req->ep = routes[i].ep;
+			allow = routes[i].method;
 			if (!strcmp(method, routes[i].method)) {
 				route = &routes[i];
 				break;
@@ -791,7 +819,7 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 			return _send(c, req, 405,
 				     flexco_error_json("method_not_allowed",
 						       msg),
-				     "GET");
+				     allow);
 		}
 		return _error(c, req, 404, "not_found", "no such endpoint");
 	}
