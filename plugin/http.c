@@ -696,6 +696,22 @@ static enum MHD_Result _reservations(struct MHD_Connection *c, req_t *req,
 		return _error(c, req, 404, "not_found", "no such endpoint");
 	memcpy(id, rest, n);
 	id[n] = '\0';
+	if (slash && !strcmp(slash, "/jobs")) {
+		allow = "POST";
+		if (strcmp(method, "POST"))
+			goto not_allowed;
+		status = flexco_resv_job_submit(uid, key, id, req->body,
+						req->body_len, &json);
+		return _send(c, req, status, json, NULL);
+	}
+	if (slash && !strncmp(slash, "/jobs/", 6) && slash[6] &&
+	    !strchr(slash + 6, '/')) {
+		allow = "GET";
+		if (strcmp(method, "GET"))
+			goto not_allowed;
+		status = flexco_resv_job_get(uid, id, slash + 6, &json);
+		return _send(c, req, status, json, NULL);
+	}
 	if (slash) {
 		if (strcmp(slash, "/confirm"))
 			return _error(c, req, 404, "not_found",

@@ -46,6 +46,8 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "core/capi_profile.h"
+#include "events.h"
+#include "jobs.h"
 #include "resv.h"
 #include "snapshot.h"
 
@@ -62,6 +64,7 @@ extern const char plugin_type[];
 #define MAX_CONFIRM 3600
 #define MIN_DURATION 60
 #define MAX_DURATION (366 * 86400)
+#define MAX_JOBS 64			/* part jobs per reservation */
 
 typedef enum {
 	ST_CREATING, ST_TENTATIVE, ST_CONFIRMED, ST_ENDED, ST_DELETED,
@@ -69,6 +72,14 @@ typedef enum {
 } st_t;
 static const char *st_names[ST_COUNT] = {
 	"creating", "tentative", "confirmed", "ended", "deleted", "expired" };
+
+typedef struct {
+	uint32_t job_id;
+	int part_index;
+	int64_t submitted;
+	bool started;		/* part_job_started published */
+	bool ended;		/* part_job_ended published */
+} rj_t;
 
 typedef struct {
 	uint64_t id;
@@ -80,6 +91,8 @@ typedef struct {
 	int64_t start, end, created, confirm_by, changed;
 	int state;
 	char *reason;
+	rj_t *jobs;		/* part jobs submitted into it */
+	int job_cnt;
 } rv_t;
 
 typedef struct {
@@ -139,6 +152,8 @@ static char *_err(const char *code, const char *fmt, ...)
 static json_t *_rv_json(const rv_t *r)
 {
 	char *name = _name_of(r->id);
+	json_t *jobs;
+	int i;
 	json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I}",
 			      "id", (json_int_t) r->id,
 			      "name", name,
@@ -159,6 +174,16 @@ static json_t *_rv_json(const rv_t *r)
 			    json_integer(r->confirm_by) : json_null());
 	json_object_set_new(o, "reason", r->reason ?
 			    json_string(r->reason) : json_null());
+	jobs = json_array();
+	for (i = 0; i < r->job_cnt; i++)
+		json_array_append_new(jobs, json_pack(
+			"{s:I, s:i, s:I, s:b, s:b}",
+			"job_id", (json_int_t) r->jobs[i].job_id,
+			"part_index", r->jobs[i].part_index,
+			"submitted", (json_int_t) r->jobs[i].submitted,
+			"started", r->jobs[i].started,
+			"ended", r->jobs[i].ended));
+	json_object_set_new(o, "jobs", jobs);
 	return o;
 }
 
@@ -186,6 +211,8 @@ static void _rv_free(rv_t *r)
 	xfree(r->partition);
 	xfree(r->node_list);
 	xfree(r->reason);
+	xfree(r->jobs);
+	r->job_cnt = 0;
 }
 
 static void _set_state(rv_t *r, int state, const char *reason)
@@ -336,8 +363,8 @@ static int _st_from_name(const char *s)
 static void _load(void)
 {
 	json_error_t jerr;
-	json_t *root, *list, *keys, *o;
-	size_t i;
+	json_t *root, *list, *keys, *o, *jo;
+	size_t i, j;
 
 	root = json_load_file(state_path, 0, &jerr);
 	if (!root) {
@@ -388,6 +415,24 @@ static void _load(void)
 		r.partition = xstrdup(part);
 		r.node_list = xstrdup(nl);
 		r.reason = xstrdup(reason);
+		json_array_foreach(json_object_get(o, "jobs"), j, jo) {
+			json_int_t jid = 0, sub = 0;
+			int pi = 0, started = 0, ended = 0;
+
+			if (json_unpack(jo, "{s:I, s:i, s:I, s?b, s?b}",
+					"job_id", &jid, "part_index", &pi,
+					"submitted", &sub, "started", &started,
+					"ended", &ended) ||
+			    (r.job_cnt >= MAX_JOBS))
+				continue;
+			if (!r.jobs)
+				r.jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
+			r.jobs[r.job_cnt].job_id = jid;
+			r.jobs[r.job_cnt].part_index = pi;
+			r.jobs[r.job_cnt].started = started;
+			r.jobs[r.job_cnt].ended = ended;
+			r.jobs[r.job_cnt++].submitted = sub;
+		}
 		rvs[rv_cnt++] = r;
 		if ((uint64_t) id >= next_id)
 			next_id = id + 1;
@@ -995,6 +1040,217 @@ extern int flexco_resv_list(uid_t uid, char **json_out)
 	return 200;
 }
 
+/*
+ * POST /v1/reservations/{id}/jobs: a part job of the reservation's user in
+ * it.  resv_lock is held across the submission (then slurmctld's locks,
+ * taken and released by flexco_job_submit()), so a retry with the same
+ * Idempotency-Key waits for the first one and replays its answer.
+ */
+extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
+				  const char *id, const char *body, size_t len,
+				  char **json_out)
+{
+	flexco_jobspec_t spec = { 0 };
+	int64_t now = time(NULL), from, room, nodes, minutes;
+	char *name = NULL, *err_msg = NULL;
+	uint32_t job_id = 0;
+	idem_t *seen;
+	rv_t *r;
+	int status = 201, rc;
+
+	if (!_is_daemon(uid)) {
+		*json_out = _err("forbidden", "uid %u is not in DaemonUsers", uid);
+		return 403;
+	}
+	if (request_id && (strlen(request_id) > MAX_KEY_LEN)) {
+		*json_out = _err("bad_request", "Idempotency-Key longer than %d",
+				 MAX_KEY_LEN);
+		return 400;
+	}
+	slurm_mutex_lock(&resv_lock);
+	if ((seen = _idem_find(request_id, uid))) {
+		status = _replay(seen, json_out);
+		goto out;
+	}
+	if (!(r = _lookup(uid, id, true, json_out, &status)))
+		goto out;
+	if ((status = flexco_job_parse(body, len, &spec, json_out)))
+		goto out;
+	status = 201;
+	nodes = spec.nodes ? spec.nodes : r->nodes;
+	if (nodes > r->nodes) {
+		*json_out = _err("bad_request", "'nodes' %" PRId64 " is more than the reservation's %u",
+				 nodes, r->nodes);
+		status = 400;
+		goto out;
+	}
+	if (!_live(r) || (r->state == ST_CREATING) || (r->end <= now)) {
+		*json_out = _err("gone", "reservation %" PRIu64 " is %s", r->id,
+				 (r->end <= now) ? "ended" : st_names[r->state]);
+		status = 409;
+		goto store;
+	}
+	from = (r->start > now) ? r->start : now;
+	room = r->end - from;
+	if (spec.time_limit) {
+		minutes = (spec.time_limit + 59) / 60;
+		if (minutes * 60 > room) {
+			*json_out = _err("bad_request",
+					 "'time_limit' %" PRId64 " s (%" PRId64 " min) does not fit in the %" PRId64 " s left of the reservation",
+					 spec.time_limit, minutes, room);
+			status = 400;
+			goto out;
+		}
+	} else if ((minutes = room / 60) < 1) {
+		*json_out = _err("gone", "reservation %" PRIu64 " has less than a minute left",
+				 r->id);
+		status = 409;
+		goto store;
+	}
+	if (r->job_cnt >= MAX_JOBS) {
+		*json_out = _err("too_many", "%d jobs already submitted into reservation %" PRIu64,
+				 MAX_JOBS, r->id);
+		status = 409;
+		goto store;
+	}
+
+	name = _name_of(r->id);
+	rc = flexco_job_submit(&spec, name, r->id, r->uid, nodes, minutes,
+			       r->partition, &job_id, &err_msg);
+	if (rc != SLURM_SUCCESS) {
+		*json_out = _err("refused", "Slurm refused the job: %s%s%s",
+				 slurm_strerror(rc), err_msg ? ": " : "",
+				 err_msg ? err_msg : "");
+		status = 409;
+		goto store;
+	}
+	if (!r->jobs)
+		r->jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
+	r->jobs[r->job_cnt].job_id = job_id;
+	r->jobs[r->job_cnt].part_index = (spec.part_index >= 0) ?
+					 spec.part_index : 0;
+	r->jobs[r->job_cnt++].submitted = now;
+	r->changed = time(NULL);
+	info("%s: part job %u (part %" PRId64 ") of %s: %" PRId64 " nodes, %" PRId64 " min",
+	     plugin_type, job_id, (int64_t) r->jobs[r->job_cnt - 1].part_index,
+	     name, nodes, minutes);
+	*json_out = _dump(json_pack("{s:I, s:s, s:I, s:i, s:s}",
+				    "job_id", (json_int_t) job_id,
+				    "reservation", name,
+				    "reservation_id", (json_int_t) r->id,
+				    "part_index", r->jobs[r->job_cnt - 1].part_index,
+				    "state", "PENDING"));
+store:
+	_idem_store(request_id, uid, status, *json_out);
+	(void) _save();
+out:
+	slurm_mutex_unlock(&resv_lock);
+	flexco_job_spec_free(&spec);
+	xfree(name);
+	xfree(err_msg);
+	return status;
+}
+
+/* GET /v1/reservations/{id}/jobs/{jobid}: the job's state from slurmctld. */
+extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_s,
+			       char **json_out)
+{
+	uint64_t jid = 0;
+	int64_t submitted = 0;
+	int part_index = 0, status = 200, i;
+	bool found = false;
+	char *name = NULL;
+	json_t *o;
+	rv_t *r;
+
+	slurm_mutex_lock(&resv_lock);
+	if (!(r = _lookup(uid, id, false, json_out, &status))) {
+		slurm_mutex_unlock(&resv_lock);
+		return status;
+	}
+	if (_parse_id(job_s, &jid) || (jid > UINT32_MAX)) {
+		slurm_mutex_unlock(&resv_lock);
+		*json_out = _err("bad_request", "job id must be a positive integer");
+		return 400;
+	}
+	for (i = 0; i < r->job_cnt; i++)
+		if (r->jobs[i].job_id == jid) {
+			found = true;
+			part_index = r->jobs[i].part_index;
+			submitted = r->jobs[i].submitted;
+		}
+	name = _name_of(r->id);
+	slurm_mutex_unlock(&resv_lock);
+	if (!found) {
+		*json_out = _err("not_found", "job %" PRIu64 " is not a job of %s",
+				 jid, name);
+		xfree(name);
+		return 404;
+	}
+
+	if (!(o = flexco_job_state(jid)))	/* purged from slurmctld */
+		o = json_pack("{s:I, s:s, s:n, s:n, s:n, s:n, s:n, s:n, s:n}",
+			      "job_id", (json_int_t) jid, "state", "UNKNOWN",
+			      "reason", "start_time", "end_time", "nodes",
+			      "reservation", "exit_code", "signal");
+	json_object_set_new(o, "flexco_reservation", json_string(name));
+	json_object_set_new(o, "part_index", json_integer(part_index));
+	json_object_set_new(o, "submitted", json_integer(submitted));
+	*json_out = _dump(o);
+	xfree(name);
+	return 200;
+}
+
+/* One part job event: the job's state from slurmctld plus our record. */
+static void _publish(const char *type, const rv_t *r, const rj_t *j)
+{
+	json_t *o = flexco_job_state(j->job_id);
+	char *name = _name_of(r->id);
+
+	if (!o)
+		o = json_pack("{s:I, s:s}", "job_id", (json_int_t) j->job_id,
+			      "state", "UNKNOWN");
+	json_object_del(o, "reservation");
+	json_object_set_new(o, "reservation", json_string(name));
+	json_object_set_new(o, "reservation_id", json_integer(r->id));
+	json_object_set_new(o, "part_index", json_integer(j->part_index));
+	(void) events_publish(type, o);
+	xfree(name);
+}
+
+/*
+ * Publish part_job_started / part_job_ended for the jobs of r whose phase
+ * moved on since the last tick (resv_lock held; takes the job read lock
+ * per job).  True if a flag changed.
+ */
+static bool _poll_jobs(rv_t *r)
+{
+	bool changed = false, ran;
+	int i, phase;
+
+	for (i = 0; i < r->job_cnt; i++) {
+		rj_t *j = &r->jobs[i];
+
+		if (j->ended)
+			continue;
+		phase = flexco_job_phase(j->job_id, &ran);
+		if (phase == FLEXCO_PJ_PENDING)
+			continue;
+		if (!j->started && ((phase == FLEXCO_PJ_RUNNING) || ran)) {
+			_publish(EVENT_PART_JOB_STARTED, r, j);
+			j->started = true;
+			changed = true;
+		}
+		if ((phase == FLEXCO_PJ_FINISHED) ||
+		    (phase == FLEXCO_PJ_GONE)) {
+			_publish(EVENT_PART_JOB_ENDED, r, j);
+			j->ended = true;
+			changed = true;
+		}
+	}
+	return changed;
+}
+
 /* ---------------------------------------------------------------------- */
 
 extern void flexco_resv_tick(void)
@@ -1045,6 +1301,9 @@ extern void flexco_resv_tick(void)
 		}
 	}
 	xfree(ids);
+	for (i = 0; i < rv_cnt; i++)
+		if (_poll_jobs(&rvs[i]))
+			dirty = true;
 	/* forget records that ended long ago */
 	for (i = 0; i < rv_cnt;) {
 		if (!_live(&rvs[i]) && (now - rvs[i].changed > KEEP_ENDED)) {

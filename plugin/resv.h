@@ -38,6 +38,18 @@ extern int flexco_resv_get(uid_t uid, const char *id, char **json_out);
 extern int flexco_resv_list(uid_t uid, char **json_out);
 
 /*
+ * Part jobs (doc/reservations.md): submit a batch job of the reservation's
+ * user into it (DaemonUsers, idempotent), and its state from slurmctld
+ * (DaemonUsers or the reservation's user; 404 for a job not submitted
+ * into this reservation).
+ */
+extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
+				  const char *id, const char *body, size_t len,
+				  char **json_out);
+extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_id,
+			       char **json_out);
+
+/*
  * Periodic work from the agent thread: delete tentative reservations past
  * their confirm deadline, forget ended ones, notice reservations deleted
  * behind our back, save the state when it changed.

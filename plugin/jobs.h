@@ -1,0 +1,70 @@
+/*****************************************************************************\
+ *  jobs.h - part jobs: batch jobs submitted into a flexco reservation
+ *****************************************************************************
+ *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
+\*****************************************************************************/
+
+#ifndef _FLEXCO_JOBS_H
+#define _FLEXCO_JOBS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A parsed POST /v1/reservations/{id}/jobs body (all strings xmalloc'd). */
+typedef struct {
+	char *script;
+	char **argv;		/* client's arguments (not argv[0]) */
+	uint32_t argc;
+	char **env;		/* client's "K=V" */
+	uint32_t env_cnt;
+	char *work_dir, *std_out, *std_err, *name;
+	int64_t time_limit;	/* seconds, 0 if not given */
+	int64_t nodes;		/* 0 if not given */
+	char *coallocation;	/* NULL if not given */
+	int64_t part_index;	/* -1 if not given */
+	char *parts;		/* "alpha:2,beta:4", NULL if not given */
+	int64_t start;		/* common start, 0 if not given */
+} flexco_jobspec_t;
+
+/*
+ * Parse and check a body strictly.  Returns 0, or an HTTP status (400)
+ * with *json_out set to a malloc'd error document.  No lock needed.
+ */
+extern int flexco_job_parse(const char *body, size_t len,
+			    flexco_jobspec_t *spec, char **json_out);
+extern void flexco_job_spec_free(flexco_jobspec_t *spec);
+
+/*
+ * Submit spec as a batch job of user uid into Slurm reservation resv_name
+ * on nodes nodes for time_min minutes.  Resolves the user (home, gid)
+ * first, then calls job_allocate() under the locks of Slurm's batch
+ * submit RPC and nothing else; queues the scheduler after unlocking.
+ * Must be called with no slurmctld lock held.  Returns a Slurm error code;
+ * on failure *err_msg (xmalloc'd) may say more.
+ */
+extern int flexco_job_submit(const flexco_jobspec_t *spec,
+			     const char *resv_name, uint64_t resv_id,
+			     uid_t uid, uint32_t nodes, uint32_t time_min,
+			     const char *partition, uint32_t *job_id,
+			     char **err_msg);
+
+/*
+ * {"job_id","state","reason","start_time","end_time","nodes","exit_code",
+ * "signal","reservation"} of a job from slurmctld (job read lock), or NULL
+ * if slurmctld no longer knows it.  No slurmctld lock may be held.
+ */
+extern json_t *flexco_job_state(uint32_t job_id);
+
+/*
+ * Where a job is (job read lock): pending; running (also suspended or
+ * still completing); finished; gone (slurmctld forgot it).  *ran: it was
+ * given nodes and started (false for a job cancelled while pending).
+ */
+enum { FLEXCO_PJ_PENDING, FLEXCO_PJ_RUNNING, FLEXCO_PJ_FINISHED,
+       FLEXCO_PJ_GONE };
+extern int flexco_job_phase(uint32_t job_id, bool *ran);
+
+#endif
