@@ -36,13 +36,16 @@ static s_p_options_t flexco_options[] = {
 	{.key = "MaxConnections", .type = S_P_UINT32},
 	{.key = "MaxRequestSize", .type = S_P_UINT32},
 	{.key = "MungeSocket", .type = S_P_STRING},
+	{.key = "PResHistoryInterval", .type = S_P_UINT32},
+	{.key = "PResHistoryPeriod", .type = S_P_UINT32},
 	{.key = "PublishedShare", .type = S_P_UINT16},
 	{.key = NULL}
 };
 
 #define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
 	"EventBufferSize, ListenAddress, ListenPort, MaxConnections, " \
-	"MaxRequestSize, MungeSocket, PublishedShare"
+	"MaxRequestSize, MungeSocket, PResHistoryInterval, " \
+	"PResHistoryPeriod, PublishedShare"
 
 /* Read an optional uint32 key with a default and an inclusive range. */
 static int _get_u32(s_p_hashtbl_t *tbl, const char *path, const char *key,
@@ -149,8 +152,19 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	    _get_u32(tbl, path, "EventBufferSize", &conf->event_buffer_size,
 		     FLEXCO_DEFAULT_EVENT_BUFFER_SIZE,
 		     FLEXCO_MIN_EVENT_BUFFER_SIZE,
-		     FLEXCO_MAX_EVENT_BUFFER_SIZE))
+		     FLEXCO_MAX_EVENT_BUFFER_SIZE) ||
+	    _get_u32(tbl, path, "PResHistoryPeriod", &conf->history_period,
+		     FLEXCO_DEFAULT_HISTORY_PERIOD, 60, 7 * 86400) ||
+	    _get_u32(tbl, path, "PResHistoryInterval",
+		     &conf->history_interval,
+		     FLEXCO_DEFAULT_HISTORY_INTERVAL, 5, 86400))
 		goto fail;
+	if (conf->history_interval > conf->history_period) {
+		error("%s: %s: PResHistoryInterval=%u is longer than PResHistoryPeriod=%u",
+		      plugin_type, path, conf->history_interval,
+		      conf->history_period);
+		goto fail;
+	}
 
 	if (!s_p_get_uint16(&conf->published_share, "PublishedShare", tbl))
 		conf->published_share = FLEXCO_DEFAULT_PUBLISHED_SHARE;
@@ -231,6 +245,10 @@ extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list)
 	_add_pair(list, "MaxRequestSize",
 		  xstrdup_printf("%u", conf->max_request_size));
 	_add_pair(list, "MungeSocket", xstrdup(conf->munge_socket));
+	_add_pair(list, "PResHistoryInterval",
+		  xstrdup_printf("%u sec", conf->history_interval));
+	_add_pair(list, "PResHistoryPeriod",
+		  xstrdup_printf("%u sec", conf->history_period));
 	_add_pair(list, "PublishedShare",
 		  xstrdup_printf("%u%%", conf->published_share));
 }

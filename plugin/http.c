@@ -41,9 +41,11 @@
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "events.h"
+#include "history.h"
 #include "http.h"
 #include "resv.h"
 #include "snapshot.h"
+#include "willrun.h"
 
 extern const char plugin_type[];
 
@@ -116,6 +118,8 @@ struct req {
 	uint64_t t0;
 	int ep;
 	int status;
+	uid_t uid;		/* authenticated caller */
+	gid_t gid;
 	/* a long poll (GET /v1/events?wait=N), authenticated and suspended */
 	bool longpoll;
 	struct MHD_Connection *conn;
@@ -631,6 +635,8 @@ static json_t *_stats_json(void)
 		"timed_out", (json_int_t) waits_timed_out));
 	slurm_mutex_unlock(&wait_lock);
 	json_object_set_new(root, "events", events_stats_json());
+	json_object_set_new(root, "history_samples",
+			    json_integer((json_int_t) history_samples()));
 	json_object_set_new(root, "started", json_integer(started_at));
 	json_object_set_new(root, "now", json_integer(time(NULL)));
 	json_object_set_new(root, "requests", reqs);
@@ -761,15 +767,27 @@ static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 	static const char *const allowed[] = { NULL };
 	char code[64], err[512], *json = NULL;
 	flexco_snapshot_t *snap;
+	flexco_histories_t *hist;
+	flexco_will_run_params_t wp;
+	flexco_will_run_answer_t wa;
+	bool asked;
 	int status;
 
 	if (_unknown_arg(c, allowed))
 		return _error(c, req, 400, "bad_parameter",
 			      "probe takes no query parameters");
+	asked = flexco_probe_will_run_params(req->body, req->body_len, &wp);
+	hist = history_copy();
 	snap = snapshot_take();
-	status = flexco_probe_json(snap, req->body, req->body_len,
-				   published_share, PROBE_VALID_FOR, &json,
-				   code, sizeof(code), err, sizeof(err));
+	if (asked)	/* after the snapshot: offers see the state before it */
+		willrun_ask(req->uid, req->gid, &wp, &wa);
+	status = flexco_probe_json_ex(snap, req->body, req->body_len,
+				      published_share, PROBE_VALID_FOR, hist,
+				      asked ? &wa : NULL, &json, code,
+				      sizeof(code), err, sizeof(err));
+	if (asked)
+		willrun_free(&wa);
+	flexco_histories_free(hist);
 	snapshot_free(snap);
 	return _send(c, req, status, json, NULL);
 }
@@ -840,6 +858,8 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 		return _error(c, req, 404, "not_found", "no such endpoint");
 	}
 	debug2("%s: %s %s uid=%u", plugin_type, method, req->uri, uid);
+	req->uid = uid;
+	req->gid = gid;
 	return route->fn(c, req);
 }
 

@@ -367,8 +367,8 @@ const BadCase kBad[] = {
     {R"({"nodes":1,"duration":0})", "bad_request", "duration: 0 is out of range"},
     {R"({"nodes":1,"duration":10,"distribution":"weird"})", "bad_request",
      "distribution: \"weird\" is not one of"},
-    {R"({"nodes":1,"duration":10,"p_res_method":"history"})", "not_implemented",
-     "not implemented"},
+    {R"({"nodes":1,"duration":10,"will_run":"yes"})", "bad_request",
+     "will_run: must be true or false"},
     {R"({"nodes":1,"duration":10,"p_res_method":"magic"})", "bad_request", "p_res_method"},
     {R"({"nodes":{"min":3,"max":2},"duration":10})", "bad_request", "max 2 is less than min 3"},
     {R"({"nodes":{"min":1,"max":2,"step":1},"duration":10})", "bad_request",
@@ -422,6 +422,95 @@ START_TEST(published_share) {
   const auto& res = std::get<ProbeResult>(r);
   EQ(static_cast<std::int64_t>(res.offers.size()), 1);
   EQ(res.offers[0].nodes, 2);
+}
+END_TEST
+
+START_TEST(p_res_history_values) {
+  // 4 idle nodes; the history says 4 nodes were idle at this time of day
+  // (two records a day apart), so H = 4 for a slot starting at T:
+  //   1 node: 2*1 <= 4 -> 1;  3 nodes: 2 - 6/4 = 0.5;  4 nodes: 2 - 8/4 = 0.
+  Snap s(4);
+  auto hs = IdleHistories::create(86400, 300).value();
+  ck_assert(hs.record("batch", T - 86400, 4).ok());
+  ck_assert(hs.record("batch", T - 2 * 86400, 4).ok());
+  auto r = probe(s.get(), parse_ok(R"({"nodes":[1,3,4],"duration":100,"p_res_method":"history"})"),
+                 100, 60, ProbePolicy{}, &hs);
+  const auto& res = std::get<ProbeResult>(r);
+  ck_assert(res.p_res_method == PResMethod::kHistory);
+  EQ(static_cast<std::int64_t>(res.history_records), 2);
+  EQ(res.history_first, T - 2 * 86400);
+  EQ(static_cast<std::int64_t>(res.offers.size()), 3);
+  NEAR(res.offers[0].p_res, 1.0);
+  NEAR(res.offers[1].p_res, 0.5);
+  NEAR(res.offers[2].p_res, 0.0);
+  for (const auto& o : res.offers) ck_assert(o.p_res_source == PResMethod::kHistory);
+
+  // Records only half a day away from T's time of day: no bucket covers the
+  // slot, so p_res falls back to static (0 for a slot starting now).
+  auto other = IdleHistories::create(86400, 300).value();
+  ck_assert(other.record("batch", T + 43200, 4).ok());
+  auto r2 = probe(s.get(), parse_ok(R"({"nodes":1,"duration":100,"p_res_method":"history"})"),
+                  100, 60, ProbePolicy{}, &other);
+  const auto& res2 = std::get<ProbeResult>(r2);
+  ck_assert(res2.offers[0].p_res_source == PResMethod::kStatic);
+  NEAR(res2.offers[0].p_res, 0.0);
+  // No histories at all: the same fallback, and the JSON says so.
+  auto r3 = probe(s.get(), parse_ok(R"({"nodes":1,"duration":100,"p_res_method":"history"})"),
+                  100, 60);
+  const auto& res3 = std::get<ProbeResult>(r3);
+  EQ(static_cast<std::int64_t>(res3.history_records), 0);
+  std::string js = probe_result_to_json(res3);
+  HAS(js, "\"p_res_method\":\"history\"");
+  HAS(js, "\"p_res_source\":\"static\"");
+  HAS(js, "\"history\":{\"records\":0,\"first\":null,\"last\":null}");
+}
+END_TEST
+
+START_TEST(will_run_params_and_answer) {
+  flexco_will_run_params_t wp{};
+  std::string no = R"({"nodes":2,"duration":100})";
+  EQ(flexco_probe_will_run_params(no.data(), no.size(), &wp), 0);
+  std::string bad = R"({"nodes":2,"duration":100,"will_run":1})";
+  EQ(flexco_probe_will_run_params(bad.data(), bad.size(), &wp), 0);
+  std::string yes =
+      R"({"nodes":[3,2],"duration":125,"will_run":true,"partition":"batch","earliest_start":7})";
+  EQ(flexco_probe_will_run_params(yes.data(), yes.size(), &wp), 1);
+  EQ(wp.nodes, 2);  // the smallest node count asked
+  EQ(wp.duration, 125);
+  EQ(wp.earliest_start, 7);
+  ck_assert_str_eq(wp.partition, "batch");
+
+  Snap s(4);
+  std::string body = R"({"nodes":2,"duration":100,"will_run":true})";
+  flexco_will_run_answer_t wa{};
+  wa.ok = 1;
+  wa.start = T + 50;
+  wa.nodes = 2;
+  wa.job_id = 42;
+  wa.node_list = "n[0-1]";
+  char* out = nullptr;
+  char code[32], err[256];
+  int st = flexco_probe_json_ex(&s.get(), body.data(), body.size(), 100, 60, nullptr, &wa, &out,
+                                code, sizeof code, err, sizeof err);
+  EQ(st, 200);
+  HAS(out, "\"will_run\":{\"nodes\":2,\"start\":1000050,\"node_list\":\"n[0-1]\",\"job_id\":42}");
+  std::free(out);
+  flexco_will_run_answer_t wf{};
+  wf.ok = 0;
+  wf.nodes = 2;
+  wf.error = "Requested node configuration is not available";
+  st = flexco_probe_json_ex(&s.get(), body.data(), body.size(), 100, 60, nullptr, &wf, &out, code,
+                            sizeof code, err, sizeof err);
+  EQ(st, 200);
+  HAS(out, "\"error\":\"Requested node configuration is not available\"");
+  HAS(out, "\"start\":null");
+  std::free(out);
+  // Not asked: no "will_run" member.
+  st = flexco_probe_json_ex(&s.get(), no.data(), no.size(), 100, 60, nullptr, nullptr, &out, code,
+                            sizeof code, err, sizeof err);
+  EQ(st, 200);
+  ck_assert(std::string(out).find("will_run") == std::string::npos);
+  std::free(out);
 }
 END_TEST
 
@@ -514,6 +603,8 @@ Suite* probe_suite() {
   tcase_add_test(tc, max_offers_and_latest_end);
   tcase_add_test(tc, queue_cap);
   tcase_add_test(tc, p_res_static_values);
+  tcase_add_test(tc, p_res_history_values);
+  tcase_add_test(tc, will_run_params_and_answer);
   tcase_add_test(tc, bad_requests);
   tcase_add_test(tc, bad_probe_values);
   tcase_add_test(tc, published_share);
