@@ -45,6 +45,10 @@ typedef struct {
 	char *munge_socket;	/* MungeSocket, else slurm.conf AuthInfo */
 	uint32_t history_interval;	/* PResHistoryInterval, seconds (L) */
 	uint32_t history_period;	/* PResHistoryPeriod, seconds (ap) */
+	char *query_users;	/* QueryUsers as written, NULL: anyone */
+	uid_t *query_uids;	/* ... resolved */
+	int query_uid_cnt;
+	double min_fit;		/* MinFit: admission threshold, 0 = off */
 } flexco_conf_t;
 
 /*

@@ -74,6 +74,7 @@ static const uint64_t lat_bounds[] = { 1000, 10000, 100000, 1000000 };
 #define N_LAT (sizeof(lat_bounds) / sizeof(lat_bounds[0]) + 1)
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static const flexco_conf_t *hconf = NULL;	/* set by http_start() */
 static uint64_t stat_count[EP_COUNT][N_CODES + 1];	/* +1: other codes */
 static uint64_t stat_lat[EP_COUNT][N_LAT];
 static time_t started_at;
@@ -635,6 +636,7 @@ static json_t *_stats_json(void)
 		"timed_out", (json_int_t) waits_timed_out));
 	slurm_mutex_unlock(&wait_lock);
 	json_object_set_new(root, "events", events_stats_json());
+	json_object_set_new(root, "reservations", flexco_resv_stats_json());
 	json_object_set_new(root, "history_samples",
 			    json_integer((json_int_t) history_samples()));
 	json_object_set_new(root, "started", json_integer(started_at));
@@ -802,6 +804,23 @@ static const route_t routes[] = {
 
 /* ---------------------------------------------------------------------- */
 
+/* QueryUsers: who may read profiles, probes, events and stats (daemon
+ * users always may); none listed means any authenticated user. */
+static bool _may_query(uid_t uid)
+{
+	int i;
+
+	if (!hconf || !hconf->query_uid_cnt)
+		return true;
+	for (i = 0; i < hconf->query_uid_cnt; i++)
+		if (hconf->query_uids[i] == uid)
+			return true;
+	for (i = 0; i < hconf->daemon_uid_cnt; i++)
+		if (hconf->daemon_uids[i] == uid)
+			return true;
+	return false;
+}
+
 static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 				 const char *url, const char *method)
 {
@@ -856,6 +875,12 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 				     allow);
 		}
 		return _error(c, req, 404, "not_found", "no such endpoint");
+	}
+	if (!_may_query(uid)) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "uid %u is not in QueryUsers", uid);
+		return _error(c, req, 403, "forbidden", msg);
 	}
 	debug2("%s: %s %s uid=%u", plugin_type, method, req->uri, uid);
 	req->uid = uid;
@@ -963,6 +988,7 @@ extern int http_start(const flexco_conf_t *conf)
 	}
 	max_body = conf->max_request_size;
 	published_share = conf->published_share;
+	hconf = conf;
 
 	memset(&sin, 0, sizeof(sin));
 	memset(&sin6, 0, sizeof(sin6));

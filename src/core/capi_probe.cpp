@@ -180,3 +180,49 @@ extern "C" int flexco_probe_json_ex(const flexco_snapshot_t* snap, const char* b
                 err, errlen);
   }
 }
+
+extern "C" int flexco_slot_fit(const flexco_snapshot_t* snap, const char* partition,
+                               int64_t start, int64_t duration, int64_t nodes,
+                               int share_percent, double* fit, char* verdict,
+                               size_t verdictlen, char* code, size_t codelen, char* err,
+                               size_t errlen) {
+  try {
+    if (snap == nullptr || fit == nullptr)
+      return fail(500, "internal", "flexco_slot_fit: snap and fit must not be NULL", nullptr,
+                  code, codelen, err, errlen);
+    if (share_percent < 1 || share_percent > 100)
+      return fail(400, "bad_parameter", "flexco_slot_fit: share_percent is not in [1, 100]",
+                  nullptr, code, codelen, err, errlen);
+    if (nodes < 1 || duration < 1 || start < 0 || start > flexco::kForever / 4 ||
+        duration > flexco::kForever / 4)
+      return fail(400, "bad_request", "flexco_slot_fit: nodes and duration must be >= 1",
+                  nullptr, code, codelen, err, errlen);
+    flexco::ProbeRequest req;
+    req.nodes = {nodes};
+    req.duration = duration;
+    req.earliest_start = start;
+    req.latest_end = start + duration;  // the one slot: exactly at start
+    req.max_offers = 1;
+    if (partition != nullptr) req.partition = partition;
+    auto res = flexco::probe(*snap, req, share_percent, 0);
+    if (auto* e = std::get_if<flexco::ProbeError>(&res))
+      return fail(e->status, e->code, e->message, nullptr, code, codelen, err, errlen);
+    const auto& r = std::get<flexco::ProbeResult>(res);
+    if (r.offers.empty()) {
+      *fit = 0.0;
+      put(verdict, verdictlen, "unavailable");
+    } else {
+      *fit = r.offers.front().fit;
+      put(verdict, verdictlen, flexco::fit_verdict_name(r.offers.front().verdict));
+    }
+    put(code, codelen, "");
+    put(err, errlen, "");
+    return 200;
+  } catch (const std::bad_alloc&) {
+    return fail(500, "internal", "flexco_slot_fit: out of memory", nullptr, code, codelen, err,
+                errlen);
+  } catch (...) {
+    return fail(500, "internal", "flexco_slot_fit: internal error", nullptr, code, codelen, err,
+                errlen);
+  }
+}

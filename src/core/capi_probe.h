@@ -99,6 +99,20 @@ int flexco_probe_json_ex(const flexco_snapshot_t *snap, const char *body,
 			 char **json_out, char *code, size_t codelen,
 			 char *err, size_t errlen);
 
+/*
+ * The what-if fitness of one exact slot (nodes over [start, start +
+ * duration)) on the snapshot, as a probe would score it (the reservation
+ * admission check of MinFit).  Returns 200 with *fit in [0, 1] and the
+ * verdict ("placed", "collision", "head-delayed", or "unavailable" when
+ * the published availability does not hold the slot: fit 0), else an
+ * error status with code and message as flexco_probe_json.
+ */
+int flexco_slot_fit(const flexco_snapshot_t *snap, const char *partition,
+		    int64_t start, int64_t duration, int64_t nodes,
+		    int share_percent, double *fit, char *verdict,
+		    size_t verdictlen, char *code, size_t codelen, char *err,
+		    size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
