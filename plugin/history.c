@@ -18,14 +18,11 @@
 #include "src/common/slurm_xlator.h"	/* must be first */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "src/common/bitstring.h"
 #include "src/common/list.h"
@@ -39,6 +36,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "history.h"
+#include "statefile.h"
 
 extern const char plugin_type[];
 
@@ -60,75 +58,6 @@ static int64_t period = FLEXCO_DEFAULT_HISTORY_PERIOD;
 static time_t next_sample = 0;		/* agent thread only */
 static sample_t sample_buf[HIST_MAX_PARTS];	/* agent thread only */
 
-static char *_read_file(const char *path, size_t *len)
-{
-	struct stat st;
-	char *buf;
-	size_t off = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) || (st.st_size < 0) || (st.st_size > HIST_MAX_FILE)) {
-		close(fd);
-		errno = EFBIG;
-		return NULL;
-	}
-	buf = xmalloc(st.st_size + 1);
-	while (off < (size_t) st.st_size) {
-		ssize_t n = read(fd, buf + off, st.st_size - off);
-
-		if ((n < 0) && (errno == EINTR))
-			continue;
-		if (n <= 0)
-			break;
-		off += n;
-	}
-	close(fd);
-	*len = off;
-	return buf;
-}
-
-static int _write_file(const char *path, const char *text)
-{
-	char *tmp = xstrdup_printf("%s.new", path);
-	size_t len = strlen(text), off = 0;
-	int rc = SLURM_SUCCESS;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	if (fd < 0) {
-		error("%s: history: cannot write %s: %m", plugin_type, tmp);
-		xfree(tmp);
-		return SLURM_ERROR;
-	}
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if ((n < 0) && (errno == EINTR))
-			continue;
-		if (n <= 0) {
-			error("%s: history: cannot write %s: %m",
-			      plugin_type, tmp);
-			rc = SLURM_ERROR;
-			break;
-		}
-		off += n;
-	}
-	if ((rc == SLURM_SUCCESS) && fsync(fd)) {
-		error("%s: history: fsync %s: %m", plugin_type, tmp);
-		rc = SLURM_ERROR;
-	}
-	close(fd);
-	if ((rc == SLURM_SUCCESS) && rename(tmp, path)) {
-		error("%s: history: rename %s: %m", plugin_type, tmp);
-		rc = SLURM_ERROR;
-	}
-	if (rc != SLURM_SUCCESS)
-		(void) unlink(tmp);
-	xfree(tmp);
-	return rc;
-}
-
 extern int history_start(const flexco_conf_t *conf)
 {
 	char err[512];
@@ -142,7 +71,7 @@ extern int history_start(const flexco_conf_t *conf)
 	state_path = xstrdup_printf("%s/flexco_history.state",
 				    slurm_conf.state_save_location);
 
-	if ((text = _read_file(state_path, &len))) {
+	if ((text = statefile_read(state_path, HIST_MAX_FILE, &len))) {
 		h = flexco_histories_load(text, len, period, interval,
 					  err, sizeof(err));
 		if (!h) {
@@ -222,7 +151,7 @@ static void _save(void)
 	text = hist ? flexco_histories_save(hist) : NULL;
 	slurm_mutex_unlock(&hist_lock);
 	if (text) {
-		(void) _write_file(state_path, text);
+		(void) statefile_write("history", state_path, text);
 		free(text);
 	}
 }

@@ -51,6 +51,7 @@
 #include "jobs.h"
 #include "resv.h"
 #include "snapshot.h"
+#include "statefile.h"
 
 extern const char plugin_type[];
 
@@ -293,9 +294,8 @@ static int _replay(idem_t *e, char **json_out)
 static int _save(void)
 {
 	json_t *root = json_object(), *list = json_array(), *keys = json_array();
-	char *tmp = NULL, *text;
-	int fd, i, rc = SLURM_SUCCESS;
-	size_t len, off = 0;
+	char *text;
+	int i, rc;
 
 	for (i = 0; i < rv_cnt; i++)
 		json_array_append_new(list, _rv_json(&rvs[i]));
@@ -317,38 +317,8 @@ static int _save(void)
 	if (!text)
 		return SLURM_ERROR;
 
-	tmp = xstrdup_printf("%s.new", state_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		error("%s: cannot write %s: %m", plugin_type, tmp);
-		rc = SLURM_ERROR;
-		goto out;
-	}
-	len = strlen(text);
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if ((n < 0) && (errno == EINTR))
-			continue;
-		if (n <= 0) {
-			error("%s: cannot write %s: %m", plugin_type, tmp);
-			rc = SLURM_ERROR;
-			break;
-		}
-		off += n;
-	}
-	if ((rc == SLURM_SUCCESS) && fsync(fd)) {
-		error("%s: fsync %s: %m", plugin_type, tmp);
-		rc = SLURM_ERROR;
-	}
-	close(fd);
-	if ((rc == SLURM_SUCCESS) && rename(tmp, state_path)) {
-		error("%s: rename %s: %m", plugin_type, tmp);
-		rc = SLURM_ERROR;
-	}
-out:
+	rc = statefile_write("reservations", state_path, text);
 	free(text);
-	xfree(tmp);
 	return rc;
 }
 
