@@ -134,13 +134,14 @@ int main(int argc, char** argv) {
   if (!std::holds_alternative<ProbeRequest>(parsed)) return 1;
   const ProbeRequest req = std::get<ProbeRequest>(parsed);
   std::printf("nodes %u, request {\"nodes\":2,\"duration\":3600}, %d repeats\n", nodes, repeat);
-  std::printf("%8s %14s %12s %16s %9s %7s\n", "pending", "probe p50 ms", "probe min ms",
-              "availability ms", "offers", "queue");
+  std::printf("%8s %14s %12s %16s %9s %7s %12s %12s\n", "pending", "probe p50 ms",
+              "probe min ms", "availability ms", "offers", "queue", "offer[0] +s", "reference +s");
   for (std::size_t q : sizes) {
     Snap m;
     fill(m, nodes, q, seed);
     std::vector<double> tp, ta;
     std::size_t offers = 0, considered = 0;
+    Time first = kNever, reference = kNever;
     for (int r = 0; r < repeat; ++r) {
       auto t0 = Clock::now();
       auto res = probe(m.s, req, 100, 60, ProbePolicy{});
@@ -151,6 +152,8 @@ int main(int argc, char** argv) {
       }
       offers = std::get<ProbeResult>(res).offers.size();
       considered = std::get<ProbeResult>(res).queue_considered;
+      reference = std::get<ProbeResult>(res).job_start;
+      if (offers) first = std::get<ProbeResult>(res).offers[0].start;
       AvailabilityQuery aq;
       aq.horizon = 30 * 86400;
       auto t2 = Clock::now();
@@ -160,8 +163,10 @@ int main(int argc, char** argv) {
       tp.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       ta.push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
     }
-    std::printf("%8zu %14.3f %12.3f %16.3f %9zu %7zu\n", q, median(tp),
-                *std::min_element(tp.begin(), tp.end()), median(ta), offers, considered);
+    auto rel = [](Time t) { return t == kNever ? -1.0 : static_cast<double>(t - kNow); };
+    std::printf("%8zu %14.3f %12.3f %16.3f %9zu %7zu %12.0f %12.0f\n", q, median(tp),
+                *std::min_element(tp.begin(), tp.end()), median(ta), offers, considered,
+                rel(first), rel(reference));
   }
   return 0;
 }
