@@ -9,12 +9,20 @@
 
 #include "core/snapshot.h"
 
-/* Lock-hold statistics of snapshot_take(), in microseconds. */
+/*
+ * Lock statistics of snapshot_take(), in microseconds: *_usec is the hold
+ * (from having the read locks to releasing them), wait_*_usec the time
+ * lock_slurmctld() waited to get them (a writer such as backfill or an RPC
+ * held them; the probe waits, slurmctld does not).
+ */
 typedef struct {
 	uint64_t count;
 	uint64_t total_usec;
 	uint64_t max_usec;
 	uint64_t last_usec;
+	uint64_t wait_total_usec;
+	uint64_t wait_max_usec;
+	uint64_t wait_last_usec;
 } snapshot_lock_stats_t;
 
 /*

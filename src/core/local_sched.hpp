@@ -244,6 +244,15 @@ struct FitnessOptions {
   // for the literal formula.  In [0, now].  (C_avg is a difference of times
   // and does not depend on it.)
   std::optional<Time> time_zero;
+  // When set, also the start of the P^JOB slot (a job queued behind every
+  // job, as placeholder_job_start) in FitnessReport::job_start, from the
+  // same P^ORG plan instead of planning the queue once more.
+  struct JobReference {
+    Duration duration = 0;  // > 0
+    Amount nodes = 0;       // in [1, capacity]
+    Time earliest = 0;      // >= 0
+  };
+  std::optional<JobReference> job_reference;
 };
 
 enum class FitVerdict {
@@ -278,6 +287,9 @@ struct FitnessReport {
   double cmax_best = 0.0;          // C*_max
   double cavg_best = 0.0;          // C*_avg
   std::vector<SlotFitness> slots;  // input order
+  // FitnessOptions::job_reference's start (== placeholder_job_start with the
+  // same policy); kNever if it can never start or none was asked for.
+  Time job_start = kNever;
 };
 
 // The fitness of every slot, with C* the minimum over the considered plans:

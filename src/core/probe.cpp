@@ -416,11 +416,15 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
       queue.push_back(Q{j.priority, j.job_id, p});
     }
   }
-  std::sort(queue.begin(), queue.end(), [](const Q& a, const Q& b) {
+  auto by_priority = [](const Q& a, const Q& b) {
     return a.prio != b.prio ? a.prio > b.prio : a.id < b.id;
-  });
+  };
   out.queue_truncated = queue.size() > policy.max_queue;
-  if (out.queue_truncated) queue.resize(policy.max_queue);
+  if (out.queue_truncated) {  // only the first max_queue need ordering
+    std::nth_element(queue.begin(), queue.begin() + policy.max_queue, queue.end(), by_priority);
+    queue.resize(policy.max_queue);
+  }
+  std::sort(queue.begin(), queue.end(), by_priority);
   out.queue_considered = queue.size();
   out.p_res_method = req.p_res_method;
   const IdleHistory* history = histories != nullptr ? histories->find(av.partition) : nullptr;
@@ -431,21 +435,30 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
   }
   for (auto& e : queue) in.queue.push_back(e.job);
 
-  // --- the P^JOB reference (thesis §9.4.2)
+  // --- the P^JOB reference (thesis §9.4.2), conservative; planned with the
+  // fitness' P^ORG when that is conservative too (same plan, one pass less)
+  FitnessOptions fitness = policy.fitness;
   out.job_nodes = req.nodes.front();
+  const bool fused = fitness.policy == Backfill::kConservative;
   if (out.job_nodes <= capacity) {
-    auto js = placeholder_job_start(in, req.duration_for(out.job_nodes), out.job_nodes, est);
-    if (!js.ok()) return ProbeError{500, "internal", js.error().message};
-    out.job_start = js.value();
+    const Duration jd = req.duration_for(out.job_nodes);
+    if (fused) {
+      fitness.job_reference = FitnessOptions::JobReference{jd, out.job_nodes, est};
+    } else {
+      auto js = placeholder_job_start(in, jd, out.job_nodes, est);
+      if (!js.ok()) return ProbeError{500, "internal", js.error().message};
+      out.job_start = js.value();
+    }
   }
 
   // --- score
   std::vector<Placeholder> ok_slots;  // the planner needs nodes <= capacity
   for (const auto& s : slots)
     if (s.nodes <= capacity) ok_slots.push_back(s);
-  auto rep = whatif_fitness(in, ok_slots, policy.fitness);
+  auto rep = whatif_fitness(in, ok_slots, fitness);
   if (!rep.ok()) return ProbeError{500, "internal", rep.error().message};
   const auto& fr = rep.value();
+  if (fitness.job_reference) out.job_start = fr.job_start;
   for (std::size_t i = 0; i < fr.slots.size(); ++i) {
     const SlotFitness& f = fr.slots[i];
     Offer o;

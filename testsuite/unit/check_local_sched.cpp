@@ -1323,6 +1323,133 @@ START_TEST(test_random_fitness) {
 }
 END_TEST
 
+// Big queues with more than 64 distinct sizes and estimates (so the
+// planner's start bound shares buckets) against a plain earliest-fit plan
+// on the per-second model: plans, what-if starts with a placeholder, the
+// fitness' P^JOB start, all equal to the naive computation.
+Time naive_earliest(const Usage& u, Time from, Duration d, Amount nodes) {
+  Time s = std::max(from, u.now);
+  while (s < u.horizon) {
+    Time stop = std::min(sat(s, d), u.horizon);
+    Time bad = -1;
+    for (Time t = stop - 1; t >= s; --t)  // the last blocked second
+      if (u.used[t - u.now] + nodes > u.capacity) {
+        bad = t;
+        break;
+      }
+    if (bad < 0) return s;
+    s = bad + 1;
+  }
+  return kNever;
+}
+
+std::vector<Time> naive_plan(Usage u, const LocalPlanInput& in) {
+  std::vector<Time> starts;
+  for (const PendingJob& j : in.queue) {
+    Time s = naive_earliest(u, std::max(in.now, j.begin), j.estimate, j.nodes);
+    starts.push_back(s);
+    if (s != kNever) u.add(s, sat(s, j.estimate), j.nodes);
+  }
+  return starts;
+}
+
+START_TEST(test_random_big_queue_naive) {
+  std::mt19937_64 rng(31337);
+  for (int iter = 0; iter < 40; ++iter) {
+    RandomCase rc;
+    LocalPlanInput& in = rc.in;
+    in.capacity = uniform(rng, 60, 150);
+    in.now = uniform(rng, 0, 100);
+    Amount held = 0;
+    for (int k = 0; k < 6; ++k) {
+      Amount nodes = uniform(rng, 1, in.capacity / 4);
+      if (held + nodes > in.capacity) break;
+      held += nodes;
+      in.running.push_back(RunningJob{static_cast<std::uint64_t>(k + 1), nodes, in.now,
+                                      in.now + uniform(rng, 1, 200), in.now});
+    }
+    if (held < in.capacity)
+      in.reservations.push_back(
+          FixedSpan{1, in.now + uniform(rng, 0, 100), in.now + uniform(rng, 101, 300),
+                    uniform(rng, 1, in.capacity - held)});
+    std::size_t nq = static_cast<std::size_t>(uniform(rng, 100, 220));
+    Duration work = 0;
+    for (std::size_t k = 0; k < nq; ++k) {
+      PendingJob j;
+      j.id = 1000 + k;
+      // mostly small (many equal values: the bound matters), some of every size
+      j.nodes = uniform(rng, 0, 2) == 0 ? uniform(rng, 1, in.capacity) : uniform(rng, 1, 8);
+      j.estimate = uniform(rng, 0, 2) == 0 ? uniform(rng, 1, 150) : uniform(rng, 1, 10) * 10;
+      j.submit = in.now;
+      j.begin = uniform(rng, 0, 9) == 0 ? in.now + uniform(rng, 1, 300) : 0;
+      work += j.estimate;
+      in.queue.push_back(j);
+    }
+    rc.horizon = in.now + 1000 + work + 2;
+    Usage base = base_usage(rc);
+    std::vector<Time> want = naive_plan(base, in);
+    LocalPlan plan = VAL(plan_conservative(in));
+    for (std::size_t i = 0; i < nq; ++i)
+      ck_assert_msg(plan.jobs[i].start == want[i],
+                    "iter %d job %zu: planned %" PRId64 ", naive %" PRId64, iter, i,
+                    plan.jobs[i].start, want[i]);
+
+    // A placeholder: delay_caused_by's "with" plan and the fitness slots
+    // against the naive plan with it as one more reservation.
+    for (int k = 0; k < 3; ++k) {
+      Placeholder ph{in.now + uniform(rng, 0, 600), uniform(rng, 1, 200),
+                     uniform(rng, 1, in.capacity / 3)};
+      if (!base.fits(ph.start, ph.duration, ph.nodes)) continue;
+      Usage with = base;
+      with.add(ph.start, ph.start + ph.duration, ph.nodes);
+      std::vector<Time> want_with = naive_plan(with, in);
+      DelayReport d = VAL(delay_caused_by(in, ph));
+      ck_assert(!d.collision);
+      for (std::size_t i = 0; i < nq; ++i) {
+        EQ(d.jobs[i].start_without, want[i]);
+        ck_assert_msg(d.jobs[i].start_with == want_with[i],
+                      "iter %d slot %d job %zu: with %" PRId64 ", naive %" PRId64, iter, k, i,
+                      d.jobs[i].start_with, want_with[i]);
+      }
+      FitnessOptions opt;
+      opt.max_head_delay = kForever;
+      FitnessReport f = VAL(whatif_fitness(in, {ph}, opt));
+      Time cmax = -1;
+      for (const RunningJob& r : in.running) cmax = std::max(cmax, r.expected_end);
+      bool never = false;
+      for (std::size_t i = 0; i < nq; ++i) {
+        if (want[i] == kNever) continue;  // not counted
+        if (want_with[i] == kNever) never = true;
+        else cmax = std::max(cmax, want_with[i] + in.queue[i].estimate);
+      }
+      if (never) ck_assert(std::isinf(f.slots[0].cmax));
+      else NEAR(f.slots[0].cmax, static_cast<double>(cmax - in.now));
+    }
+
+    // The fitness' P^JOB start is placeholder_job_start's, under both
+    // policies, and the naive one under conservative backfilling.
+    for (Backfill policy : {Backfill::kConservative, Backfill::kEasy}) {
+      FitnessOptions opt;
+      opt.policy = policy;
+      Duration jd = uniform(rng, 1, 300);
+      Amount jn = uniform(rng, 1, in.capacity);
+      Time je = in.now + uniform(rng, -50, 500);
+      if (je < 0) je = 0;
+      opt.job_reference = FitnessOptions::JobReference{jd, jn, je};
+      FitnessReport f = VAL(whatif_fitness(in, {}, opt));
+      Time js = VAL(placeholder_job_start(in, jd, jn, je, policy));
+      EQ(f.job_start, js);
+      if (policy == Backfill::kConservative) {
+        Usage u = base;
+        for (std::size_t i = 0; i < nq; ++i)
+          if (want[i] != kNever) u.add(want[i], sat(want[i], in.queue[i].estimate), in.queue[i].nodes);
+        EQ(js, naive_earliest(u, std::max(in.now, je), jd, jn));
+      }
+    }
+  }
+}
+END_TEST
+
 // A simulated cluster: jobs from a random trace, run through LocalScheduler.
 struct SimJob {
   PendingJob job;
@@ -1536,6 +1663,7 @@ Suite* local_sched_suite() {
   tcase_add_test(random, test_random_conservative);
   tcase_add_test(random, test_random_easy);
   tcase_add_test(random, test_random_fitness);
+  tcase_add_test(random, test_random_big_queue_naive);
   tcase_add_test(random, test_random_sim_conservative);
   tcase_add_test(random, test_random_sim_easy);
   suite_add_tcase(s, random);
