@@ -1,0 +1,314 @@
+// flexcod_conf.cpp - parser of flexcod.conf (see flexcod_conf.hpp).
+
+#include "core/flexcod_conf.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace flexco::conf {
+
+namespace {
+
+const char* const kLevels[] = {"quiet", "fatal", "error", "info", "verbose",
+                               "debug", "debug2", "debug3", "debug4", "debug5"};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+struct Pair {
+  std::string key;    // lower case
+  std::string shown;  // as written
+  std::string value;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view source) : source_(source) {}
+
+  Error err(int line, const std::string& what) const {
+    return Error{line, source_ + ":" + std::to_string(line) + ": " + what};
+  }
+
+  // Split one line into pairs; false with *e set on a syntax error.
+  bool split(std::string_view text, int line, std::vector<Pair>* out, Error* e) const {
+    std::size_t i = 0;
+    const std::size_t n = text.size();
+    while (true) {
+      while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r')) ++i;
+      if (i >= n || text[i] == '#') return true;
+      const std::size_t k0 = i;
+      while (i < n && text[i] != '=' && text[i] != ' ' && text[i] != '\t' && text[i] != '#') ++i;
+      if (i >= n || text[i] != '=') {
+        *e = err(line, "expected Key=Value, got '" + std::string(text.substr(k0, i - k0)) + "'");
+        return false;
+      }
+      Pair p;
+      p.shown = std::string(text.substr(k0, i - k0));
+      p.key = lower(p.shown);
+      if (p.key.empty()) {
+        *e = err(line, "missing key before '='");
+        return false;
+      }
+      ++i;  // '='
+      if (i < n && text[i] == '"') {
+        const std::size_t close = text.find('"', i + 1);
+        if (close == std::string_view::npos) {
+          *e = err(line, p.shown + ": unterminated quoted value");
+          return false;
+        }
+        p.value = std::string(text.substr(i + 1, close - i - 1));
+        i = close + 1;
+        if (i < n && text[i] != ' ' && text[i] != '\t' && text[i] != '\r' && text[i] != '#') {
+          *e = err(line, p.shown + ": text after the closing quote");
+          return false;
+        }
+      } else {
+        const std::size_t v0 = i;
+        while (i < n && text[i] != ' ' && text[i] != '\t' && text[i] != '\r' && text[i] != '#') ++i;
+        p.value = std::string(text.substr(v0, i - v0));
+      }
+      out->push_back(std::move(p));
+    }
+  }
+
+  std::string source_;
+};
+
+bool parse_int(const std::string& v, long long lo, long long hi, long long* out) {
+  if (v.empty() || v.size() > 19) return false;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(v[i]))) return false;
+  }
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), nullptr, 10);
+  if (errno != 0 || x < lo || x > hi) return false;
+  *out = x;
+  return true;
+}
+
+bool valid_cluster_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+}
+
+bool valid_url(const std::string& u) {
+  const std::string p = "http://";
+  if (u.size() <= p.size() || u.compare(0, p.size(), p) != 0) return false;
+  const std::string rest = u.substr(p.size());
+  if (rest.empty()) return false;
+  for (char c : rest) {
+    if (c <= 0x20 || c >= 0x7f || c == '/' || c == '?' || c == '#' || c == '@') return false;
+  }
+  return true;
+}
+
+bool valid_path(const std::string& s) {
+  return !s.empty() && s[0] == '/' && s.find('\0') == std::string::npos && s.size() < 4096;
+}
+
+bool valid_user(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '$';
+  });
+}
+
+}  // namespace
+
+const char* debug_level_name(int level) noexcept {
+  if (level < 0 || level > 9) return "unknown";
+  return kLevels[level];
+}
+
+int debug_level_from_name(std::string_view name) noexcept {
+  try {
+    const std::string l = lower(name);
+    for (int i = 0; i <= 9; ++i) {
+      if (l == kLevels[i]) return i;
+    }
+  } catch (...) {
+  }
+  return -1;
+}
+
+std::string choose_path(const std::string& cli, const char* env) {
+  if (!cli.empty()) return cli;
+  if (env != nullptr && env[0] != '\0') return env;
+  return kDefaultPath;
+}
+
+Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
+  Parser parser(source);
+  FlexcodConf c;
+  std::set<std::string> seen;       // scalar keys given so far
+  std::set<std::string> names;      // cluster names, lower case
+  int line = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    const std::string_view raw = text.substr(pos, eol - pos);
+    ++line;
+    pos = eol + 1;
+    if (raw.find('\0') != std::string_view::npos) return parser.err(line, "NUL byte");
+    std::vector<Pair> pairs;
+    Error e;
+    if (!parser.split(raw, line, &pairs, &e)) return e;
+    if (pairs.empty()) {
+      if (eol == text.size()) break;
+      continue;
+    }
+    // A cluster line: Cluster=NAME URL=... [Partition=...]
+    if (pairs[0].key == "cluster") {
+      ClusterConf cl;
+      cl.name = pairs[0].value;
+      if (!valid_cluster_name(cl.name)) {
+        return parser.err(line, "Cluster: name '" + cl.name + "' is not 1-64 of [A-Za-z0-9_-]");
+      }
+      if (!names.insert(lower(cl.name)).second) {
+        return parser.err(line, "Cluster: '" + cl.name + "' is defined twice");
+      }
+      bool have_url = false, have_part = false;
+      for (std::size_t i = 1; i < pairs.size(); ++i) {
+        const Pair& p = pairs[i];
+        if (p.key == "url" && !have_url) {
+          if (!valid_url(p.value)) {
+            return parser.err(line, "URL: '" + p.value + "' is not http://host:port");
+          }
+          cl.url = p.value;
+          have_url = true;
+        } else if (p.key == "partition" && !have_part) {
+          if (p.value.empty()) return parser.err(line, "Partition: empty value");
+          cl.partition = p.value;
+          have_part = true;
+        } else if (p.key == "url" || p.key == "partition") {
+          return parser.err(line, p.shown + ": given twice for cluster " + cl.name);
+        } else {
+          return parser.err(line, "unknown key '" + p.shown + "' on a Cluster line "
+                                  "(URL and Partition are allowed)");
+        }
+      }
+      if (!have_url) return parser.err(line, "Cluster " + cl.name + ": URL= is required");
+      c.clusters.push_back(std::move(cl));
+      if (eol == text.size()) break;
+      continue;
+    }
+    for (const Pair& p : pairs) {
+      const std::string& k = p.key;
+      const std::string& v = p.value;
+      if (k == "cluster") return parser.err(line, "Cluster must start its own line");
+      if (k == "url" || k == "partition") {
+        return parser.err(line, p.shown + " is only allowed on a Cluster line");
+      }
+      if (!seen.insert(k).second) return parser.err(line, p.shown + ": given twice");
+      long long n = 0;
+      auto need_int = [&](long long lo, long long hi) -> bool { return parse_int(v, lo, hi, &n); };
+      auto range = [&](long long lo, long long hi) {
+        return parser.err(line, p.shown + ": '" + v + "' is not an integer in " +
+                                    std::to_string(lo) + ".." + std::to_string(hi));
+      };
+      if (k == "listenaddress") {
+        if (v.empty() || v.find_first_of(" /") != std::string::npos) {
+          return parser.err(line, "ListenAddress: '" + v + "' is not an address");
+        }
+        c.listen_address = v;
+      } else if (k == "listenport") {
+        if (!need_int(1, 65535)) return range(1, 65535);
+        c.listen_port = static_cast<int>(n);
+      } else if (k == "statefile" || k == "logfile" || k == "pidfile" || k == "mungesocket") {
+        if (!valid_path(v)) return parser.err(line, p.shown + ": '" + v + "' is not an absolute path");
+        if (k == "statefile") c.state_file = v;
+        if (k == "logfile") c.log_file = v;
+        if (k == "pidfile") c.pid_file = v;
+        if (k == "mungesocket") c.munge_socket = v;
+      } else if (k == "adminusers") {
+        c.admin_users.clear();
+        std::stringstream ss(v);
+        std::string u;
+        while (std::getline(ss, u, ',')) {
+          if (!valid_user(u)) return parser.err(line, "AdminUsers: '" + u + "' is not a user name");
+          c.admin_users.push_back(u);
+        }
+        if (c.admin_users.empty()) return parser.err(line, "AdminUsers: empty list");
+      } else if (k == "defaultpolicy") {
+        const std::string l = lower(v);
+        if (l != "flexco" && l != "coarp" && l != "hpcm" && l != "cores") {
+          return parser.err(line, "DefaultPolicy: '" + v + "' is not one of flexco, coarp, hpcm, cores");
+        }
+        c.default_policy = l;
+      } else if (k == "availabilitymode") {
+        const std::string l = lower(v);
+        if (l != "probe" && l != "publish") {
+          return parser.err(line, "AvailabilityMode: '" + v + "' is not probe or publish");
+        }
+        c.availability_mode = l;
+      } else if (k == "publishinterval") {
+        if (!need_int(1, 86400)) return range(1, 86400);
+        c.publish_interval = static_cast<int>(n);
+      } else if (k == "reschedulemargin") {
+        if (!need_int(0, 86400)) return range(0, 86400);
+        c.reschedule_margin = static_cast<int>(n);
+      } else if (k == "maxmoves") {
+        if (!need_int(0, 1000)) return range(0, 1000);
+        c.max_moves = static_cast<int>(n);
+      } else if (k == "connecttimeout") {
+        if (!need_int(1, 600)) return range(1, 600);
+        c.connect_timeout = static_cast<int>(n);
+      } else if (k == "requesttimeout") {
+        if (!need_int(1, 3600)) return range(1, 3600);
+        c.request_timeout = static_cast<int>(n);
+      } else if (k == "confirmwithin") {
+        if (!need_int(1, 3600)) return range(1, 3600);
+        c.confirm_within = static_cast<int>(n);
+      } else if (k == "maxreplans") {
+        if (!need_int(0, 100)) return range(0, 100);
+        c.max_replans = static_cast<int>(n);
+      } else if (k == "maxparts") {
+        if (!need_int(1, 64)) return range(1, 64);
+        c.max_parts = static_cast<int>(n);
+      } else if (k == "planhorizon") {
+        if (!need_int(60, 31622400)) return range(60, 31622400);
+        c.plan_horizon = n;
+      } else if (k == "debuglevel") {
+        const int lvl = debug_level_from_name(v);
+        if (lvl < 0) return parser.err(line, "DebugLevel: '" + v + "' is not quiet..debug5");
+        c.debug_level = lvl;
+      } else {
+        return parser.err(line, "unknown key '" + p.shown + "'");
+      }
+    }
+    if (eol == text.size()) break;
+  }
+  if (c.clusters.empty()) {
+    return Error{0, std::string(source) + ": no Cluster= line: at least one cluster is required"};
+  }
+  return c;
+}
+
+Result<FlexcodConf> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Error{0, path + ": cannot open: " + std::string(std::strerror(errno))};
+  }
+  std::string text;
+  char buf[8192];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > (std::size_t{1} << 20)) return Error{0, path + ": larger than 1 MiB"};
+  }
+  if (in.bad()) return Error{0, path + ": read error"};
+  return parse(text, path);
+}
+
+}  // namespace flexco::conf

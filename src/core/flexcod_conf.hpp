@@ -1,0 +1,100 @@
+// flexcod.conf: the metascheduler daemon's configuration (flexcod.conf(5)).
+//
+// Slurm style: one or more Key=Value pairs per line, separated by blanks;
+// '#' starts a comment; keys are matched without regard to case; a value
+// may be double-quoted to hold blanks.  Unknown keys, a key given twice,
+// and malformed values are errors that name the line:
+//
+//     ListenAddress=127.0.0.1
+//     ListenPort=26990
+//     StateFile=/var/lib/flexco/flexcod.db
+//     LogFile=/var/log/flexco/flexcod.log     (absent: syslog; -D: stderr)
+//     PidFile=/run/flexcod.pid
+//     MungeSocket=/run/munge/munge.socket.2
+//     AdminUsers=root,slurm
+//     DefaultPolicy=flexco                    (flexco|coarp|hpcm|cores)
+//     AvailabilityMode=probe                  (probe | publish)
+//     PublishInterval=300
+//     RescheduleMargin=60
+//     MaxMoves=5
+//     Cluster=alpha URL=http://127.0.0.1:26001 [Partition=batch]
+//     Cluster=beta  URL=http://127.0.0.1:26101
+//
+// Also accepted (tuning, all optional): ConnectTimeout (s, default 2),
+// RequestTimeout (s, 10), ConfirmWithin (s, tentative reservation lifetime
+// given to the plugin, 120), MaxReplans (3), MaxParts (default cap on the
+// parts of one request, 8), PlanHorizon (s, 7 days), DebugLevel
+// (quiet|fatal|error|info|verbose|debug|debug2..5, default info).
+//
+// The default path is /etc/slurm/flexcod.conf; the daemon and sreserve take
+// another from the environment variable FLEXCOD_CONF or from -f.
+
+#ifndef FLEXCO_CORE_FLEXCOD_CONF_HPP
+#define FLEXCO_CORE_FLEXCOD_CONF_HPP
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace flexco::conf {
+
+inline constexpr const char* kDefaultPath = "/etc/slurm/flexcod.conf";
+inline constexpr const char* kPathEnv = "FLEXCOD_CONF";
+
+struct Error {
+  int line = 0;         // 1-based line of the offending text, 0 if none
+  std::string message;  // "<source>:<line>: <what>"
+};
+
+template <typename T>
+using Result = BasicResult<T, Error>;
+
+struct ClusterConf {
+  std::string name;       // [A-Za-z0-9_-]{1,64}, unique
+  std::string url;        // http://host:port of its slurmctld/flexco plugin
+  std::string partition;  // "" = the cluster's default partition
+};
+
+struct FlexcodConf {
+  std::string listen_address = "127.0.0.1";
+  int listen_port = 26990;
+  std::string state_file = "/var/lib/flexco/flexcod.db";
+  std::string log_file;   // "" = syslog (stderr with -D)
+  std::string pid_file = "/run/flexcod.pid";
+  std::string munge_socket;  // "" = libmunge's default
+  std::vector<std::string> admin_users = {"root"};
+  std::string default_policy = "flexco";     // flexco | coarp | hpcm | cores
+  std::string availability_mode = "probe";   // probe | publish
+  int publish_interval = 300;   // s, 1 .. 86400
+  int reschedule_margin = 60;   // s, 0 .. 86400
+  int max_moves = 5;            // 0 .. 1000
+  int connect_timeout = 2;      // s, 1 .. 600
+  int request_timeout = 10;     // s, 1 .. 3600
+  int confirm_within = 120;     // s, 1 .. 3600
+  int max_replans = 3;          // 0 .. 100
+  int max_parts = 8;            // 1 .. 64
+  std::int64_t plan_horizon = 7 * 86400;  // s, 60 .. 31622400
+  int debug_level = 3;          // 0 quiet .. 3 info .. 9 debug5
+  std::vector<ClusterConf> clusters;  // in file order, at least one
+};
+
+// Parse the text of a flexcod.conf; `source` names it in messages.
+Result<FlexcodConf> parse(std::string_view text, std::string_view source = "flexcod.conf");
+
+// Read and parse the file at `path` (at most 1 MiB).
+Result<FlexcodConf> read_file(const std::string& path);
+
+// The path to use: `cli` (from -f) if not empty, else `env` (the value of
+// FLEXCOD_CONF, may be null) if not empty, else kDefaultPath.
+std::string choose_path(const std::string& cli, const char* env);
+
+// "info", "debug2", ... for a debug level, and back (-1 if unknown).
+const char* debug_level_name(int level) noexcept;
+int debug_level_from_name(std::string_view name) noexcept;
+
+}  // namespace flexco::conf
+
+#endif  // FLEXCO_CORE_FLEXCOD_CONF_HPP

@@ -1,0 +1,550 @@
+// http_client.cpp - libcurl client signing every request with MUNGE, and the
+// typed client of the slurmctld/flexco plugin.  See http_client.hpp.
+
+#include "core/http_client.hpp"
+
+#include <curl/curl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+namespace flexco::http {
+
+namespace {
+
+Error make_error(Errc code, std::string what, int status = 0,
+                 std::string api_code = {}) {
+  Error e;
+  e.code = code;
+  e.http_status = status;
+  e.api_code = std::move(api_code);
+  e.message = std::string(errc_name(code)) + ": " + what;
+  return e;
+}
+
+struct CurlDeleter {
+  void operator()(CURL* c) const noexcept { curl_easy_cleanup(c); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
+};
+
+struct Sink {
+  std::string data;
+  std::size_t limit = 0;
+  bool overflow = false;
+};
+
+extern "C" size_t write_cb(char* ptr, size_t size, size_t nmemb, void* user) {
+  auto* sink = static_cast<Sink*>(user);
+  const size_t n = size * nmemb;
+  if (sink->data.size() + n > sink->limit) {
+    sink->overflow = true;
+    return 0;  // makes curl fail with CURLE_WRITE_ERROR
+  }
+  try {
+    sink->data.append(ptr, n);
+  } catch (...) {
+    return 0;
+  }
+  return n;
+}
+
+extern "C" int progress_cb(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* cancel = static_cast<const std::atomic<bool>*>(user);
+  return cancel != nullptr && cancel->load() ? 1 : 0;
+}
+
+bool valid_base_url(const std::string& url) {
+  const std::string_view p = "http://";
+  if (url.size() <= p.size() || url.compare(0, p.size(), p) != 0) return false;
+  for (std::size_t i = p.size(); i < url.size(); ++i) {
+    const char c = url[i];
+    if (c <= 0x20 || c >= 0x7f || c == '/' || c == '?' || c == '#' || c == '@') return false;
+  }
+  return true;
+}
+
+bool visible_ascii(std::string_view s) {
+  for (char c : s) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+// Helpers reading a JSON object member.
+bool get_int(const json_t* o, const char* key, std::int64_t* out, bool nullable) {
+  const json_t* v = json_object_get(o, key);
+  if (v == nullptr || json_is_null(v)) {
+    if (!nullable) return false;
+    *out = 0;
+    return true;
+  }
+  if (!json_is_integer(v)) return false;
+  *out = json_integer_value(v);
+  return true;
+}
+
+bool get_str(const json_t* o, const char* key, std::string* out, bool nullable) {
+  const json_t* v = json_object_get(o, key);
+  if (v == nullptr || json_is_null(v)) {
+    if (!nullable) return false;
+    out->clear();
+    return true;
+  }
+  if (!json_is_string(v)) return false;
+  out->assign(json_string_value(v), json_string_length(v));
+  return true;
+}
+
+Error bad(std::string_view what, const char* member) {
+  return make_error(Errc::kBadResponse,
+                    std::string(what) + ": member '" + member + "' missing or of the wrong type");
+}
+
+std::string uri_escape(std::string_view s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+        c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* errc_name(Errc code) noexcept {
+  switch (code) {
+    case Errc::kInvalidArgument: return "invalid_argument";
+    case Errc::kSignFailed: return "sign_failed";
+    case Errc::kConnect: return "connect_failed";
+    case Errc::kTimeout: return "timeout";
+    case Errc::kTransport: return "transport";
+    case Errc::kTooLarge: return "response_too_large";
+    case Errc::kCancelled: return "cancelled";
+    case Errc::kBadResponse: return "bad_response";
+    case Errc::kHttp: return "http_error";
+    case Errc::kInternal: return "internal_error";
+  }
+  return "internal_error";
+}
+
+JsonPtr json_ref(json_t* j) noexcept { return JsonPtr(j == nullptr ? nullptr : json_incref(j)); }
+
+std::string json_text(const json_t* j) {
+  if (j == nullptr) return {};
+  char* s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+  if (s == nullptr) return {};
+  std::string out(s);
+  std::free(s);
+  return out;
+}
+
+Result<Client> Client::create(ClientConfig config, std::optional<auth::Signer> signer) noexcept {
+  try {
+    if (!valid_base_url(config.base_url)) {
+      return make_error(Errc::kInvalidArgument,
+                        "base_url must be http://host[:port], got '" + config.base_url + "'");
+    }
+    if (config.connect_timeout_ms < 1 || config.connect_timeout_ms > 600000) {
+      return make_error(Errc::kInvalidArgument, "connect_timeout_ms outside 1..600000");
+    }
+    if (config.total_timeout_ms < 1 || config.total_timeout_ms > 3600000) {
+      return make_error(Errc::kInvalidArgument, "total_timeout_ms outside 1..3600000");
+    }
+    if (config.max_response_bytes < 1 || config.max_response_bytes > (std::size_t{1} << 30)) {
+      return make_error(Errc::kInvalidArgument, "max_response_bytes outside 1..1 GiB");
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      return make_error(Errc::kInternal, "curl_global_init failed");
+    }
+    return Client(std::move(config), std::move(signer));
+  } catch (const std::bad_alloc&) {
+    return make_error(Errc::kInternal, "out of memory");
+  }
+}
+
+Result<Response> Client::request(std::string_view method, std::string_view target,
+                                 std::string_view body, const std::vector<Header>& headers,
+                                 long total_timeout_ms,
+                                 const std::atomic<bool>* cancel) const noexcept {
+  try {
+    if (!auth::validate_method(method).ok()) {
+      return make_error(Errc::kInvalidArgument, "method '" + std::string(method) + "' is not [A-Z]{1,16}");
+    }
+    if (target.empty() || target[0] != '/' || !visible_ascii(target) ||
+        target.size() > auth::kMaxPathLength) {
+      return make_error(Errc::kInvalidArgument,
+                        "target must start with '/', be visible ASCII and at most 2048 bytes");
+    }
+    for (const auto& h : headers) {
+      if (h.name.empty() || !visible_ascii(h.name) || h.name.find(':') != std::string::npos ||
+          h.value.find_first_of("\r\n") != std::string::npos) {
+        return make_error(Errc::kInvalidArgument, "bad header '" + h.name + "'");
+      }
+    }
+    if (cancel != nullptr && cancel->load()) {
+      return make_error(Errc::kCancelled, "cancelled before sending");
+    }
+    std::unique_ptr<curl_slist, SlistDeleter> list;
+    auto add = [&list](const std::string& line) -> bool {
+      curl_slist* n = curl_slist_append(list.get(), line.c_str());
+      if (n == nullptr) return false;
+      list.release();
+      list.reset(n);
+      return true;
+    };
+    if (signer_.has_value()) {
+      auto h = signer_->sign(method, target, body);
+      if (!h.ok()) return make_error(Errc::kSignFailed, h.error().message);
+      if (!add("Authorization: " + h.value())) return make_error(Errc::kInternal, "out of memory");
+    }
+    if (!body.empty() && !add("Content-Type: application/json")) {
+      return make_error(Errc::kInternal, "out of memory");
+    }
+    // No "Expect: 100-continue" round trip for bodies.
+    if (!add("Expect:")) return make_error(Errc::kInternal, "out of memory");
+    for (const auto& h : headers) {
+      if (!add(h.name + ": " + h.value)) return make_error(Errc::kInternal, "out of memory");
+    }
+
+    std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+    if (!curl) return make_error(Errc::kInternal, "curl_easy_init failed");
+    CURL* c = curl.get();
+    const std::string url = config_.base_url + std::string(target);
+    const std::string meth(method);
+    Sink sink;
+    sink.limit = config_.max_response_bytes;
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    const long total = total_timeout_ms > 0 ? total_timeout_ms : config_.total_timeout_ms;
+
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, config_.connect_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");  // never through an environment proxy
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, list.get());
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
+                     static_cast<curl_off_t>(config_.max_response_bytes));
+    if (cancel != nullptr) {
+      curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress_cb);
+      curl_easy_setopt(c, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel));
+    }
+    if (meth == "GET") {
+      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    } else {
+      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, meth.c_str());
+    }
+    if (!body.empty() || (meth != "GET" && meth != "DELETE")) {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    }
+
+    const CURLcode rc = curl_easy_perform(c);
+    const std::string where = meth + " " + url;
+    if (rc != CURLE_OK) {
+      const std::string why = errbuf[0] != '\0' ? std::string(errbuf) : curl_easy_strerror(rc);
+      switch (rc) {
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+          return make_error(Errc::kConnect, where + ": " + why);
+        case CURLE_OPERATION_TIMEDOUT:
+          return make_error(Errc::kTimeout, where + ": " + why);
+        case CURLE_ABORTED_BY_CALLBACK:
+          return make_error(Errc::kCancelled, where + ": cancelled by the caller");
+        case CURLE_FILESIZE_EXCEEDED:
+          return make_error(Errc::kTooLarge, where + ": answer larger than " +
+                                                 std::to_string(config_.max_response_bytes) + " bytes");
+        case CURLE_WRITE_ERROR:
+          if (sink.overflow) {
+            return make_error(Errc::kTooLarge, where + ": answer larger than " +
+                                                   std::to_string(config_.max_response_bytes) + " bytes");
+          }
+          return make_error(Errc::kInternal, where + ": out of memory");
+        case CURLE_OUT_OF_MEMORY:
+          return make_error(Errc::kInternal, where + ": out of memory");
+        default:
+          return make_error(Errc::kTransport, where + ": " + why);
+      }
+    }
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    Response r;
+    r.status = static_cast<int>(status);
+    r.body = std::move(sink.data);
+    if (!r.body.empty()) {
+      json_error_t jerr;
+      r.json.reset(json_loadb(r.body.data(), r.body.size(), JSON_DECODE_ANY, &jerr));
+    }
+    return r;
+  } catch (const std::bad_alloc&) {
+    return make_error(Errc::kInternal, "out of memory");
+  } catch (...) {
+    return make_error(Errc::kInternal, "unexpected exception");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Plugin client
+
+Result<Reservation> reservation_from_json(const json_t* j) {
+  const char* what = "reservation";
+  if (!json_is_object(j)) return make_error(Errc::kBadResponse, "reservation: not an object");
+  Reservation r;
+  if (!get_int(j, "id", &r.id, false)) return bad(what, "id");
+  if (!get_str(j, "name", &r.name, false)) return bad(what, "name");
+  if (!get_str(j, "user", &r.user, false)) return bad(what, "user");
+  if (!get_int(j, "nodes", &r.nodes, false)) return bad(what, "nodes");
+  if (!get_str(j, "node_list", &r.node_list, true)) return bad(what, "node_list");
+  if (!get_str(j, "partition", &r.partition, true)) return bad(what, "partition");
+  if (!get_int(j, "start", &r.start, false)) return bad(what, "start");
+  if (!get_int(j, "end", &r.end, false)) return bad(what, "end");
+  if (!get_str(j, "state", &r.state, false)) return bad(what, "state");
+  if (!get_int(j, "confirm_by", &r.confirm_by, true)) return bad(what, "confirm_by");
+  if (!get_str(j, "reason", &r.reason, true)) return bad(what, "reason");
+  const json_t* jobs = json_object_get(j, "jobs");
+  if (jobs != nullptr && !json_is_null(jobs)) {
+    if (!json_is_array(jobs)) return bad(what, "jobs");
+    std::size_t i;
+    const json_t* v;
+    json_array_foreach(jobs, i, v) {
+      std::int64_t id = 0;
+      if (!get_int(v, "job_id", &id, false)) return bad(what, "jobs[].job_id");
+      r.job_ids.push_back(id);
+    }
+  }
+  return r;
+}
+
+Result<PartJob> part_job_from_json(const json_t* j) {
+  const char* what = "part job";
+  if (!json_is_object(j)) return make_error(Errc::kBadResponse, "part job: not an object");
+  PartJob p;
+  if (!get_int(j, "job_id", &p.job_id, false)) return bad(what, "job_id");
+  if (!get_str(j, "state", &p.state, false)) return bad(what, "state");
+  if (!get_str(j, "reason", &p.reason, true)) return bad(what, "reason");
+  if (!get_int(j, "start_time", &p.start_time, true)) return bad(what, "start_time");
+  if (!get_int(j, "end_time", &p.end_time, true)) return bad(what, "end_time");
+  if (!get_str(j, "nodes", &p.nodes, true)) return bad(what, "nodes");
+  if (!get_str(j, "reservation", &p.reservation, true)) return bad(what, "reservation");
+  const json_t* ec = json_object_get(j, "exit_code");
+  if (json_is_integer(ec)) p.exit_code = static_cast<int>(json_integer_value(ec));
+  return p;
+}
+
+Result<EventBatch> events_from_json(const json_t* j) {
+  const char* what = "events";
+  if (!json_is_object(j)) return make_error(Errc::kBadResponse, "events: not an object");
+  EventBatch b;
+  if (!get_int(j, "next", &b.next, false)) return bad(what, "next");
+  if (!get_int(j, "oldest", &b.oldest, false)) return bad(what, "oldest");
+  if (!get_int(j, "latest", &b.latest, false)) return bad(what, "latest");
+  const json_t* lost = json_object_get(j, "lost");
+  if (!json_is_boolean(lost)) return bad(what, "lost");
+  b.lost = json_is_true(lost);
+  const json_t* evs = json_object_get(j, "events");
+  if (!json_is_array(evs)) return bad(what, "events");
+  std::size_t i;
+  json_t* v;
+  json_array_foreach(evs, i, v) {
+    Event e;
+    if (!get_int(v, "seq", &e.seq, false)) return bad(what, "events[].seq");
+    if (!get_str(v, "type", &e.type, false)) return bad(what, "events[].type");
+    if (!get_int(v, "time", &e.time, false)) return bad(what, "events[].time");
+    e.raw = json_ref(v);
+    b.events.push_back(std::move(e));
+  }
+  return b;
+}
+
+Result<JsonPtr> PluginClient::call(std::string_view method, std::string_view target,
+                                   const json_t* body, std::string_view idempotency_key,
+                                   long timeout_ms, const std::atomic<bool>* cancel) const {
+  std::string text;
+  if (body != nullptr) {
+    text = json_text(body);
+    if (text.empty()) return make_error(Errc::kInternal, "cannot encode the request body");
+  }
+  std::vector<Header> headers;
+  if (!idempotency_key.empty()) headers.push_back({"Idempotency-Key", std::string(idempotency_key)});
+  auto r = client_.request(method, target, text, headers, timeout_ms, cancel);
+  if (!r.ok()) return r.error();
+  Response& resp = r.value();
+  const std::string where = std::string(method) + " " + std::string(target);
+  if (resp.status < 200 || resp.status > 299) {
+    std::string code, message;
+    const json_t* err = json_object_get(resp.json.get(), "error");
+    if (json_is_object(err)) {
+      get_str(err, "code", &code, true);
+      get_str(err, "message", &message, true);
+    }
+    return make_error(Errc::kHttp,
+                      where + ": HTTP " + std::to_string(resp.status) +
+                          (code.empty() ? std::string() : " " + code) +
+                          (message.empty() ? std::string() : ": " + message),
+                      resp.status, code);
+  }
+  if (!resp.json) {
+    return make_error(Errc::kBadResponse, where + ": answer is not JSON", resp.status);
+  }
+  return std::move(resp.json);
+}
+
+Result<JsonPtr> PluginClient::profile(std::int64_t horizon, std::string_view partition) const {
+  std::string t = "/v1/profile?horizon=" + std::to_string(horizon);
+  if (!partition.empty()) t += "&partition=" + uri_escape(partition);
+  return call("GET", t, nullptr, {});
+}
+
+Result<JsonPtr> PluginClient::probe(const json_t* request) const {
+  if (request == nullptr) return make_error(Errc::kInvalidArgument, "probe: no request");
+  return call("POST", "/v1/probe", request, {});
+}
+
+namespace {
+template <typename T, typename F>
+Result<T> parse_with(Result<JsonPtr> r, F parse) {
+  if (!r.ok()) return r.error();
+  return parse(r.value().get());
+}
+}  // namespace
+
+Result<Reservation> PluginClient::create_reservation(const ReservationRequest& q,
+                                                     std::string_view key,
+                                                     const std::atomic<bool>* cancel) const {
+  JsonPtr b(json_object());
+  if (!b) return make_error(Errc::kInternal, "out of memory");
+  json_object_set_new(b.get(), "user", json_string(q.user.c_str()));
+  json_object_set_new(b.get(), "nodes", json_integer(q.nodes));
+  json_object_set_new(b.get(), "start", json_integer(q.start));
+  json_object_set_new(b.get(), "duration", json_integer(q.duration));
+  if (!q.partition.empty()) json_object_set_new(b.get(), "partition", json_string(q.partition.c_str()));
+  if (q.confirm_within > 0) json_object_set_new(b.get(), "confirm_within", json_integer(q.confirm_within));
+  return parse_with<Reservation>(call("POST", "/v1/reservations", b.get(), key, 0, cancel),
+                                 reservation_from_json);
+}
+
+Result<Reservation> PluginClient::get_reservation(std::int64_t id) const {
+  return parse_with<Reservation>(call("GET", "/v1/reservations/" + std::to_string(id), nullptr, {}),
+                                 reservation_from_json);
+}
+
+Result<std::vector<Reservation>> PluginClient::list_reservations() const {
+  auto r = call("GET", "/v1/reservations", nullptr, {});
+  if (!r.ok()) return r.error();
+  const json_t* arr = json_object_get(r.value().get(), "reservations");
+  if (!json_is_array(arr)) return bad("reservations", "reservations");
+  std::vector<Reservation> out;
+  std::size_t i;
+  const json_t* v;
+  json_array_foreach(arr, i, v) {
+    auto one = reservation_from_json(v);
+    if (!one.ok()) return one.error();
+    out.push_back(std::move(one).value());
+  }
+  return out;
+}
+
+Result<Reservation> PluginClient::confirm_reservation(std::int64_t id, std::string_view key) const {
+  return parse_with<Reservation>(
+      call("POST", "/v1/reservations/" + std::to_string(id) + "/confirm", nullptr, key),
+      reservation_from_json);
+}
+
+Result<Reservation> PluginClient::modify_reservation(std::int64_t id,
+                                                     std::optional<std::int64_t> start,
+                                                     std::int64_t nodes, std::int64_t duration,
+                                                     std::string_view key) const {
+  JsonPtr b(json_object());
+  if (!b) return make_error(Errc::kInternal, "out of memory");
+  if (start.has_value()) json_object_set_new(b.get(), "start", json_integer(*start));
+  if (nodes > 0) json_object_set_new(b.get(), "nodes", json_integer(nodes));
+  if (duration > 0) json_object_set_new(b.get(), "duration", json_integer(duration));
+  return parse_with<Reservation>(
+      call("PATCH", "/v1/reservations/" + std::to_string(id), b.get(), key),
+      reservation_from_json);
+}
+
+Result<Reservation> PluginClient::delete_reservation(std::int64_t id, std::string_view key) const {
+  return parse_with<Reservation>(
+      call("DELETE", "/v1/reservations/" + std::to_string(id), nullptr, key),
+      reservation_from_json);
+}
+
+Result<std::int64_t> PluginClient::submit_job(std::int64_t rid, const PartJobRequest& q,
+                                              std::string_view key) const {
+  JsonPtr b(json_object());
+  if (!b) return make_error(Errc::kInternal, "out of memory");
+  json_t* o = b.get();
+  json_object_set_new(o, "script", json_string(q.script.c_str()));
+  if (!q.argv.empty()) {
+    json_t* a = json_array();
+    for (const auto& s : q.argv) json_array_append_new(a, json_string(s.c_str()));
+    json_object_set_new(o, "argv", a);
+  }
+  if (!q.environment.empty()) {
+    json_t* e = json_object();
+    for (const auto& kv : q.environment) json_object_set_new(e, kv.first.c_str(), json_string(kv.second.c_str()));
+    json_object_set_new(o, "environment", e);
+  }
+  auto set_str = [o](const char* k, const std::string& v) {
+    if (!v.empty()) json_object_set_new(o, k, json_string(v.c_str()));
+  };
+  set_str("work_dir", q.work_dir);
+  set_str("std_out", q.std_out);
+  set_str("std_err", q.std_err);
+  set_str("name", q.name);
+  set_str("coallocation", q.coallocation);
+  if (q.time_limit > 0) json_object_set_new(o, "time_limit", json_integer(q.time_limit));
+  if (q.nodes > 0) json_object_set_new(o, "nodes", json_integer(q.nodes));
+  json_object_set_new(o, "part_index", json_integer(q.part_index));
+  if (!q.parts.empty()) {
+    json_t* a = json_array();
+    for (const auto& p : q.parts) {
+      json_array_append_new(a, json_pack("{s:s, s:I}", "cluster", p.first.c_str(), "nodes",
+                                         static_cast<json_int_t>(p.second)));
+    }
+    json_object_set_new(o, "parts", a);
+  }
+  if (q.start > 0) json_object_set_new(o, "start", json_integer(q.start));
+  auto r = call("POST", "/v1/reservations/" + std::to_string(rid) + "/jobs", o, key);
+  if (!r.ok()) return r.error();
+  std::int64_t id = 0;
+  if (!get_int(r.value().get(), "job_id", &id, false)) return bad("part job", "job_id");
+  return id;
+}
+
+Result<PartJob> PluginClient::get_job(std::int64_t rid, std::int64_t job_id) const {
+  return parse_with<PartJob>(
+      call("GET", "/v1/reservations/" + std::to_string(rid) + "/jobs/" + std::to_string(job_id),
+           nullptr, {}),
+      part_job_from_json);
+}
+
+Result<EventBatch> PluginClient::events(std::int64_t after, int wait_seconds, int max,
+                                        const std::atomic<bool>* cancel) const {
+  if (wait_seconds < 0 || wait_seconds > 60 || max < 1 || max > 1000 || after < 0) {
+    return make_error(Errc::kInvalidArgument, "events: after >= 0, wait 0..60, max 1..1000");
+  }
+  const std::string t = "/v1/events?after=" + std::to_string(after) +
+                        "&wait=" + std::to_string(wait_seconds) + "&max=" + std::to_string(max);
+  const long timeout = client_.config().total_timeout_ms + 1000L * wait_seconds;
+  return parse_with<EventBatch>(call("GET", t, nullptr, {}, timeout, cancel), events_from_json);
+}
+
+}  // namespace flexco::http

@@ -1,0 +1,249 @@
+// A small HTTP+JSON client for FlexCo's MUNGE-signed APIs (libcurl, jansson).
+//
+// Every request is signed exactly as doc/auth.md specifies (core/auth.hpp's
+// Signer: method, request-target as sent, SHA-256 of the body, timestamp,
+// nonce) and carries "Authorization: MUNGE <credential>".  Every request has
+// a connect timeout and a total timeout, runs with CURLOPT_NOSIGNAL (safe in
+// threaded daemons) and reads at most max_response_bytes of answer.
+//
+// Any HTTP answer is a Response (status, body, parsed JSON when the body is
+// JSON).  Only failures to get an answer are Errors: the request could not be
+// signed, the connection failed, the time ran out, the answer was too big or
+// cut, or the caller cancelled it.
+//
+// PluginClient (below) is the typed client of the slurmctld/flexco plugin
+// (doc/openapi-plugin.yaml): there a non-2xx answer becomes an Error of code
+// kHttp carrying the HTTP status and the server's error code and message.
+//
+// Threads: Client and PluginClient are immutable after create(); request()
+// may be called from several threads at once (each call uses its own curl
+// easy handle).  curl_global_init must have been called once by the program
+// before any thread uses them (flexcod's main does; Client::create also does
+// it, which is only thread-safe with libcurl >= 7.84).  The library never
+// logs and never exits.
+
+#ifndef FLEXCO_CORE_HTTP_CLIENT_HPP
+#define FLEXCO_CORE_HTTP_CLIENT_HPP
+
+#include <jansson.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/auth.hpp"
+#include "core/result.hpp"
+
+namespace flexco::http {
+
+// Owning jansson reference.
+struct JsonDeleter {
+  void operator()(json_t* j) const noexcept { json_decref(j); }
+};
+using JsonPtr = std::unique_ptr<json_t, JsonDeleter>;
+
+// A new reference to `j` (json_incref), null stays null.
+JsonPtr json_ref(json_t* j) noexcept;
+
+// Compact JSON text of `j` (sorted keys off, members in insertion order);
+// "" if j is null or jansson runs out of memory.
+std::string json_text(const json_t* j);
+
+enum class Errc {
+  kInvalidArgument = 1,  // "invalid_argument": bad URL, method, target, config
+  kSignFailed,           // "sign_failed": munged refused or is unreachable
+  kConnect,              // "connect_failed": could not connect (refused, no route, DNS)
+  kTimeout,              // "timeout": connect or total timeout elapsed
+  kTransport,            // "transport": connection broken, protocol error
+  kTooLarge,             // "response_too_large": answer above max_response_bytes
+  kCancelled,            // "cancelled": the caller's cancel flag was set
+  kBadResponse,          // "bad_response": 2xx answer that is not the expected JSON
+  kHttp,                 // "http_error": the server answered with an error status
+  kInternal,             // "internal_error": out of memory, curl init failed
+};
+
+// The stable code: "connect_failed", "timeout", ...
+const char* errc_name(Errc code) noexcept;
+
+struct Error {
+  Errc code = Errc::kInternal;
+  int http_status = 0;     // kHttp (and kBadResponse): the answer's status
+  std::string api_code;    // kHttp: the server's error.code, "" if none
+  std::string message;     // "<code>: <precise reason>"
+};
+
+template <typename T>
+using Result = BasicResult<T, Error>;
+using Status = BasicStatus<Error>;
+
+struct Response {
+  int status = 0;
+  std::string body;  // exactly as received
+  JsonPtr json;      // parsed body; null when the body is empty or not JSON
+};
+
+struct ClientConfig {
+  std::string base_url;                // "http://127.0.0.1:26001", no trailing path
+  long connect_timeout_ms = 2000;      // 1 .. 600000
+  long total_timeout_ms = 10000;       // 1 .. 3600000, whole request
+  std::size_t max_response_bytes = std::size_t{16} << 20;  // 1 .. 1 GiB
+};
+
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+class Client {
+ public:
+  // kInvalidArgument if base_url is not http://host[:port] (no path, query
+  // or fragment) or a bound is out of range.  With signer == nullopt the
+  // requests go unsigned (only for tests of servers' 401 answers).
+  static Result<Client> create(ClientConfig config,
+                               std::optional<auth::Signer> signer) noexcept;
+
+  // One request.  `target` is the request-target (path and query) exactly as
+  // it is sent and signed; it must start with '/' and be visible ASCII.
+  // `body` is sent as is with Content-Type: application/json when not empty.
+  // `total_timeout_ms` > 0 overrides the configured total timeout for this
+  // call (long polls).  When `cancel` is set (checked about every 100 ms and
+  // before connecting), the transfer stops with kCancelled.
+  Result<Response> request(std::string_view method, std::string_view target,
+                           std::string_view body = {},
+                           const std::vector<Header>& headers = {},
+                           long total_timeout_ms = 0,
+                           const std::atomic<bool>* cancel = nullptr) const noexcept;
+
+  const ClientConfig& config() const noexcept { return config_; }
+
+ private:
+  Client(ClientConfig config, std::optional<auth::Signer> signer)
+      : config_(std::move(config)), signer_(std::move(signer)) {}
+  ClientConfig config_;
+  std::optional<auth::Signer> signer_;
+};
+
+// ---------------------------------------------------------------------------
+// The slurmctld/flexco plugin's API (doc/openapi-plugin.yaml)
+
+struct Reservation {
+  std::int64_t id = 0;
+  std::string name;        // "flexco_<id>"
+  std::string user;
+  std::int64_t nodes = 0;
+  std::string node_list;   // "" when null
+  std::string partition;   // "" when null
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  std::string state;       // creating, tentative, confirmed, ended, deleted, expired
+  std::int64_t confirm_by = 0;  // 0 when null
+  std::string reason;
+  std::vector<std::int64_t> job_ids;  // part jobs submitted into it
+};
+
+struct ReservationRequest {
+  std::string user;
+  std::int64_t nodes = 0;
+  std::int64_t start = 0;
+  std::int64_t duration = 0;
+  std::string partition;        // "" = default partition
+  std::int64_t confirm_within = 0;  // 0 = plugin default (120 s)
+};
+
+struct PartJobRequest {
+  std::string script;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::string work_dir, std_out, std_err, name, coallocation;
+  std::int64_t time_limit = 0;  // 0 = all that is left of the reservation
+  std::int64_t nodes = 0;       // 0 = the reservation's count
+  int part_index = 0;
+  std::vector<std::pair<std::string, std::int64_t>> parts;  // cluster, nodes
+  std::int64_t start = 0;       // common start, 0 = not sent
+};
+
+struct PartJob {
+  std::int64_t job_id = 0;
+  std::string state;       // Slurm's name, UNKNOWN once purged
+  std::string reason;
+  std::int64_t start_time = 0;  // 0 when null
+  std::int64_t end_time = 0;
+  std::string nodes;
+  std::string reservation;
+  int exit_code = -1;           // -1 when null
+};
+
+struct Event {
+  std::int64_t seq = 0;
+  std::string type;
+  std::int64_t time = 0;
+  JsonPtr raw;  // the whole event object
+};
+
+struct EventBatch {
+  std::vector<Event> events;
+  std::int64_t next = 0;
+  std::int64_t oldest = 0;
+  std::int64_t latest = 0;
+  bool lost = false;
+};
+
+// Every call: non-2xx -> Error{kHttp, status, api_code}; a 2xx answer that is
+// not the documented JSON -> kBadResponse.  Mutations take an idempotency
+// key ("" = none), sent as Idempotency-Key: a retry with the same key gets
+// the first answer and never acts twice.
+class PluginClient {
+ public:
+  explicit PluginClient(Client client) : client_(std::move(client)) {}
+
+  // GET /v1/profile?horizon=H[&partition=P]; the raw profile document
+  // (core/wire_profile.hpp's availability_from_json reads it).
+  Result<JsonPtr> profile(std::int64_t horizon, std::string_view partition = {}) const;
+  // POST /v1/probe with `request` (a ProbeRequest document); the answer.
+  Result<JsonPtr> probe(const json_t* request) const;
+
+  Result<Reservation> create_reservation(const ReservationRequest& r,
+                                         std::string_view idempotency_key,
+                                         const std::atomic<bool>* cancel = nullptr) const;
+  Result<Reservation> get_reservation(std::int64_t id) const;
+  Result<std::vector<Reservation>> list_reservations() const;
+  Result<Reservation> confirm_reservation(std::int64_t id,
+                                          std::string_view idempotency_key) const;
+  // PATCH: fields <= 0 are not sent (start is sent when `start` has a value).
+  Result<Reservation> modify_reservation(std::int64_t id, std::optional<std::int64_t> start,
+                                         std::int64_t nodes, std::int64_t duration,
+                                         std::string_view idempotency_key) const;
+  Result<Reservation> delete_reservation(std::int64_t id,
+                                         std::string_view idempotency_key) const;
+  // POST /v1/reservations/{id}/jobs -> the job id.
+  Result<std::int64_t> submit_job(std::int64_t reservation_id, const PartJobRequest& r,
+                                  std::string_view idempotency_key) const;
+  Result<PartJob> get_job(std::int64_t reservation_id, std::int64_t job_id) const;
+  // GET /v1/events?after=A&wait=W&max=M (W <= 60; the request's timeout is
+  // extended by W seconds).
+  Result<EventBatch> events(std::int64_t after, int wait_seconds, int max = 100,
+                            const std::atomic<bool>* cancel = nullptr) const;
+
+  const Client& client() const noexcept { return client_; }
+
+ private:
+  Result<JsonPtr> call(std::string_view method, std::string_view target,
+                       const json_t* body, std::string_view idempotency_key,
+                       long timeout_ms = 0, const std::atomic<bool>* cancel = nullptr) const;
+  Client client_;
+};
+
+// Parsers of the plugin's records (exposed for tests).
+Result<Reservation> reservation_from_json(const json_t* j);
+Result<PartJob> part_job_from_json(const json_t* j);
+Result<EventBatch> events_from_json(const json_t* j);
+
+}  // namespace flexco::http
+
+#endif  // FLEXCO_CORE_HTTP_CLIENT_HPP
