@@ -261,6 +261,7 @@ const char* short_opts(Command c) {
     case Command::kList:
     case Command::kShow: return ":vho:";
     case Command::kUpdate: return ":vM:";
+    case Command::kCancel: return ":v";
     default: return "+:vV";
   }
 }

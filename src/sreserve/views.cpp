@@ -15,7 +15,7 @@
 namespace sreserve {
 
 const char* const kOffersFormat = "%10C %19S %19E %.5D %.5F %.5P %19V";
-const char* const kStepsFormat = "%10C %19S %19E %.10L %.6D %.6U";
+const char* const kStepsFormat = "%10C %19S %19E %.10L %.6D %.9U";
 const char* const kListFormat = "%.8i %.10j %.9u %.10T %.6D %.19S %.10L %.5m %M";
 const char* const kPartsFormat = "%.4x %10C %.5D %10T %12R %.7I %10J %19S %19a %N";
 
@@ -71,7 +71,7 @@ std::string parts_summary(const json_t* parts) {
 }
 
 std::string dump(const json_t* j) {
-  char* s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+  char* s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   std::string out = s ? s : "null";
   std::free(s);
   return out + "\n";
@@ -143,6 +143,10 @@ void render_choice_text(const json_t* call, Output* out) {
   out->out += "\n";
   if (!call) {
     out->out += "CHOICE: not asked (no flexcod address: --url, FLEXCO_URL or flexcod.conf)\n";
+    return;
+  }
+  if (str(call, "code") == "sign_failed") {
+    out->out += "CHOICE: unknown, the dry run could not be signed (munged)\n";
     return;
   }
   if (!answered(call)) {
@@ -576,7 +580,7 @@ const std::vector<FieldDef>& step_fields() {
 
 const std::vector<FieldDef>& coalloc_fields() {
   static const std::vector<FieldDef> f = {
-      {'i', "COALLOCID", "co-allocation id"},  {'j', "NAME", "name (co-ID)"},
+      {'i', "ID", "co-allocation id"},  {'j', "NAME", "name (co-ID)"},
       {'u', "USER", "owner"},                  {'T', "STATE", "state"},
       {'D', "NODES", "total nodes"},           {'S', "START_TIME", "planned common start"},
       {'E', "END_TIME", "planned end"},        {'L', "TIME", "run time of the placement"},

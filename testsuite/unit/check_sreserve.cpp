@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sreserve/chart.hpp"
+#include "sreserve/cli.hpp"
 #include "sreserve/table.hpp"
 #include "sreserve/timefmt.hpp"
 
@@ -294,6 +295,94 @@ START_TEST(chart_svg) {
 }
 END_TEST
 
+// Command lines: what is accepted, and the one-line error of what is not.
+struct ArgCase {
+  std::vector<std::string> args;  // after "sreserve"
+  const char* error;              // nullptr: accepted; else a part of the message
+};
+
+const ArgCase kArgs[] = {
+    {{"offers", "-N", "4", "-t", "30"}, nullptr},
+    {{"offers", "-N4", "-t30", "-M", "alpha,beta", "--begin=now+1hour"}, nullptr},
+    {{"--url", "http://h:1", "list"}, nullptr},
+    {{"list", "--json", "-v", "-h", "-o", "%i %T"}, nullptr},
+    {{"show", "co-17"}, nullptr},
+    {{"cancel", "1", "2", "--json"}, nullptr},
+    {{"update", "5", "--deadline", "none"}, nullptr},
+    {{"submit", "-N", "4", "-t", "1:00:00", "job.sh", "-x", "--y"}, nullptr},  // args of the script
+    {{"submit", "-N", "4", "-t", "10", "--wrap", "hostname"}, nullptr},
+    {{"submit", "-N", "4", "-t", "10", "--test-only"}, nullptr},
+    {{"profile", "--horizon", "2-0", "--svg", "x.svg"}, nullptr},
+    {{"--version"}, nullptr},
+    {{"offers", "--help"}, nullptr},
+    {{}, "no command given"},
+    {{"frobnicate"}, "invalid command \"frobnicate\""},
+    {{"offers", "-t", "30"}, "-N/--nodes is required"},
+    {{"offers", "-N", "4"}, "-t/--time is required"},
+    {{"offers", "-N", "0", "-t", "5"}, "-N: invalid node count \"0\""},
+    {{"offers", "-N", "5-2", "-t", "5"}, "invalid node count"},
+    {{"offers", "-N", "4", "-t", "soon"}, "-t: invalid time limit \"soon\""},
+    {{"offers", "-N", "4", "-t", "UNLIMITED"}, "finite time limit"},
+    {{"offers", "-N", "4", "-t", "5", "--begin", "later"}, "--begin: invalid time specification"},
+    {{"offers", "-N", "4", "-t", "5", "--deadline", "now-1hour"}, "--deadline is not after"},
+    {{"offers", "-N", "4", "-t", "5", "--bogus"}, "unrecognized option '--bogus'"},
+    {{"offers", "-N", "4", "-t", "5", "-Z"}, "invalid option -- 'Z'"},
+    {{"offers", "-N"}, "requires an argument"},
+    {{"offers", "-N", "4", "-t", "5", "extra"}, "offers takes no operand"},
+    {{"offers", "-N", "4", "-t", "5", "--max-offers", "99"}, "--max-offers: not an integer 1-64"},
+    {{"submit", "-N", "4", "-t", "5"}, "no batch script given"},
+    {{"submit", "-N", "2-4", "-t", "5", "x.sh"}, "one node count"},
+    {{"submit", "-N", "4", "-t", "5", "--policy", "best", "x.sh"}, "--policy: \"best\" is not one of"},
+    {{"submit", "-N", "4", "-t", "5", "--overhead", "-1", "x.sh"}, "--overhead: not a number 0-10"},
+    {{"submit", "-N", "4", "-t", "5", "--max-parts", "0", "x.sh"}, "--max-parts"},
+    {{"submit", "-N", "4", "-t", "5", "--wrap", "a", "x.sh"}, "a script and --wrap together"},
+    {{"show"}, "exactly one co-allocation id"},
+    {{"show", "abc"}, "invalid co-allocation id \"abc\""},
+    {{"update", "5"}, "nothing to change"},
+    {{"cancel"}, "one or more co-allocation ids"},
+    {{"profile", "--horizon", "400-0"}, "at most 366 days"},
+    {{"profile", "--width", "3"}, "--width"},
+    {{"list", "17"}, "list takes no operand"},
+    {{"-M", "alpha", "offers"}, "invalid option -- 'M'"},  // only common options before the command
+};
+
+START_TEST(command_lines) {
+  for (const auto& c : kArgs) {
+    std::vector<std::string> args = {"sreserve"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    std::string shown;
+    for (const auto& a : c.args) shown += a + " ";
+    ParseResult r = parse_args(args, NOW);
+    if (!c.error) {
+      ck_assert_msg(r.ok, "\"%s\" rejected: %s", shown.c_str(), r.error.c_str());
+    } else {
+      ck_assert_msg(!r.ok, "\"%s\" accepted", shown.c_str());
+      ck_assert_msg(r.error.find(c.error) != std::string::npos, "\"%s\": error \"%s\" lacks \"%s\"",
+                    shown.c_str(), r.error.c_str(), c.error);
+    }
+  }
+  // values land where they belong
+  ParseResult r = parse_args({"sreserve", "offers", "-N", "2-6", "-t", "1-0", "--begin", "16:00",
+                              "-M", "all", "--max-parts", "3"},
+                             NOW);
+  ck_assert(r.ok);
+  ck_assert_int_eq(r.options.nodes_min, 2);
+  ck_assert_int_eq(r.options.nodes_max, 6);
+  ck_assert_int_eq(r.options.duration, 86400);
+  ck_assert_int_eq(r.options.begin, 1795449600);
+  ck_assert(r.options.clusters.empty());  // "all"
+  r = parse_args({"sreserve", "submit", "-N", "4", "-t", "5", "-o", "out.txt", "-J", "x", "job.sh", "a", "-N", "9"}, NOW);
+  ck_assert(r.ok);
+  ck_assert_str_eq(r.options.output.c_str(), "out.txt");  // -o is --output for submit
+  ck_assert(r.options.format.empty());
+  ck_assert_int_eq(r.options.nodes_max, 4);
+  ck_assert_str_eq(r.options.script_path.c_str(), "job.sh");
+  ck_assert_int_eq(r.options.script_args.size(), 3);
+  r = parse_args({"sreserve", "show", "co-42"}, NOW);
+  ck_assert(r.ok && r.options.ids.size() == 1 && r.options.ids[0] == 42);
+}
+END_TEST
+
 Suite* sreserve_suite() {
   Suite* s = suite_create("sreserve");
   TCase* tc = tcase_create("core");
@@ -304,6 +393,7 @@ Suite* sreserve_suite() {
   tcase_add_test(tc, chart_min_free);
   tcase_add_test(tc, chart_terminal);
   tcase_add_test(tc, chart_svg);
+  tcase_add_test(tc, command_lines);
   suite_add_tcase(s, tc);
   return s;
 }
