@@ -122,15 +122,16 @@ int main() {
     return EXIT_FAILURE;
   }
   Suite* s = suite_create("sreserve_golden");
-  TCase* tc = tcase_create("golden");
-  tcase_add_loop_test(tc, golden, 0, static_cast<int>(g_cases.size()));
-  suite_add_tcase(s, tc);
+  // One test case per golden case, so each TAP line names its case.
+  for (std::size_t i = 0; i < g_cases.size(); ++i) {
+    TCase* tc = tcase_create(g_cases[i].c_str());
+    tcase_add_loop_test(tc, golden, static_cast<int>(i), static_cast<int>(i) + 1);
+    suite_add_tcase(s, tc);
+  }
   SRunner* sr = srunner_create(s);
   srunner_set_tap(sr, "-");
   srunner_run_all(sr, CK_SILENT);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
-  // TAP names carry only the loop index; map them to the case names.
-  for (std::size_t i = 0; i < g_cases.size(); ++i) std::printf("# case %zu: %s\n", i, g_cases[i].c_str());
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
