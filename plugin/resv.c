@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -533,16 +534,49 @@ static int _slurm_update(rv_t *r, int64_t start, int64_t end, uint32_t nodes,
 	return rc;
 }
 
+/*
+ * Deleting a Slurm reservation only unlinks its pending jobs (they would
+ * then run anywhere) and is refused while one runs.  A flexco_* reservation
+ * holds nothing but part jobs, which must never outlive it, so they are
+ * cancelled first, under the same locks as Slurm's kill RPC (config read,
+ * job and node write, federation read), and the reservation is deleted
+ * within the same lock hold.
+ */
 static int _slurm_delete(uint64_t id)
 {
-	slurmctld_lock_t lk = { NO_LOCK, WRITE_LOCK, WRITE_LOCK, NO_LOCK,
-				NO_LOCK };
+	slurmctld_lock_t lk = { READ_LOCK, WRITE_LOCK, WRITE_LOCK, NO_LOCK,
+				READ_LOCK };
 	reservation_name_msg_t msg = { .name = _name_of(id) };
-	int rc;
+	uint32_t *kill_ids = NULL;
+	int kill_cnt = 0, kill_cap = 0, i, rc;
+	job_record_t *job_ptr;
+	ListIterator it;
 
 	lock_slurmctld(lk);
+	it = list_iterator_create(job_list);
+	while ((job_ptr = list_next(it))) {
+		if (IS_JOB_FINISHED(job_ptr) || !job_ptr->resv_name ||
+		    xstrcmp(job_ptr->resv_name, msg.name))
+			continue;
+		if (kill_cnt == kill_cap) {
+			kill_cap = kill_cap ? 2 * kill_cap : 8;
+			xrealloc(kill_ids, kill_cap * sizeof(uint32_t));
+		}
+		kill_ids[kill_cnt++] = job_ptr->job_id;
+	}
+	list_iterator_destroy(it);
+	for (i = 0; i < kill_cnt; i++) {
+		int krc = job_signal_id(kill_ids[i], SIGKILL, 0, 0, false);
+		if (krc != SLURM_SUCCESS)
+			error("%s: cancelling JobId=%u of %s: %s", plugin_type,
+			      kill_ids[i], msg.name, slurm_strerror(krc));
+		else
+			info("%s: JobId=%u cancelled with its reservation %s",
+			     plugin_type, kill_ids[i], msg.name);
+	}
 	rc = delete_resv(&msg);
 	unlock_slurmctld(lk);
+	xfree(kill_ids);
 	xfree(msg.name);
 	if (rc == SLURM_SUCCESS)
 		queue_job_scheduler();

@@ -317,6 +317,7 @@ Result<Reservation> reservation_from_json(const json_t* j) {
   if (!get_str(j, "state", &r.state, false)) return bad(what, "state");
   if (!get_int(j, "confirm_by", &r.confirm_by, true)) return bad(what, "confirm_by");
   if (!get_str(j, "reason", &r.reason, true)) return bad(what, "reason");
+  if (!get_int(j, "created", &r.created, true)) return bad(what, "created");
   const json_t* jobs = json_object_get(j, "jobs");
   if (jobs != nullptr && !json_is_null(jobs)) {
     if (!json_is_array(jobs)) return bad(what, "jobs");

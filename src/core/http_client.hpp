@@ -144,6 +144,7 @@ struct Reservation {
   std::string state;       // creating, tentative, confirmed, ended, deleted, expired
   std::int64_t confirm_by = 0;  // 0 when null
   std::string reason;
+  std::int64_t created = 0;     // when the plugin made the record (0 if absent)
   std::vector<std::int64_t> job_ids;  // part jobs submitted into it
 };
 

@@ -1,0 +1,1581 @@
+// engine.cpp - see engine.hpp and doc/flexcod.md.
+
+#include "flexcod/engine.hpp"
+
+#include <pwd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <utility>
+
+#include "core/availability.hpp"
+#include "core/wire_profile.hpp"
+#include "flexcod/log.hpp"
+
+namespace flexcod {
+
+namespace http = flexco::http;
+
+// ---------------------------------------------------------------------------
+// Types
+
+struct Engine::Cluster {
+  flexco::conf::ClusterConf conf;
+  std::unique_ptr<http::PluginClient> client;
+  std::mutex m;
+  bool reachable = false;
+  std::int64_t last_contact = 0;
+  std::string last_error;
+  std::int64_t nodes = -1;
+  std::string cached_profile;  // publish mode
+  std::int64_t cached_at = 0;
+  std::int64_t event_seq = 0;
+
+  void note(bool answered, const std::string& error) {
+    std::lock_guard<std::mutex> lock(m);
+    if (answered) {
+      reachable = true;
+      last_contact = now_seconds();
+    } else {
+      reachable = false;
+    }
+    last_error = error;
+  }
+};
+
+// A parsed submission.
+struct Engine::Spec {
+  std::int64_t nodes = 0;
+  std::vector<std::pair<std::int64_t, std::string>> fixed;  // parts: nodes, cluster
+  std::int64_t duration = 0;
+  std::int64_t ready = 0;
+  std::int64_t deadline = 0;
+  double overhead = 0.0;
+  std::vector<std::string> clusters;
+  int max_parts = 0;
+  std::string policy;
+  std::string script;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string work_dir, std_out, std_err, name;
+  bool dry_run = false;
+};
+
+struct Engine::Gathered {
+  std::vector<std::size_t> idx;  // cluster indices that answered
+  std::vector<flexco::Availability> avail;
+  std::vector<std::vector<flexco::CoallocOffer>> offers;
+  std::vector<JsonPtr> raw_offers;
+  std::vector<std::pair<std::string, std::string>> errors;  // cluster, why
+};
+
+namespace {
+
+ApiError api_error(int status, const std::string& code, const std::string& message) {
+  return ApiError{status, code, message};
+}
+
+JsonPtr obj() { return JsonPtr(json_object()); }
+
+void set(json_t* o, const char* k, json_t* v) { json_object_set_new(o, k, v); }
+void set_str(json_t* o, const char* k, const std::string& v) {
+  set(o, k, json_stringn(v.data(), v.size()));
+}
+void set_int(json_t* o, const char* k, std::int64_t v) { set(o, k, json_integer(v)); }
+void set_opt_int(json_t* o, const char* k, std::int64_t v, std::int64_t none = 0) {
+  set(o, k, v == none ? json_null() : json_integer(v));
+}
+void set_opt_str(json_t* o, const char* k, const std::string& v) {
+  set(o, k, v.empty() ? json_null() : json_stringn(v.data(), v.size()));
+}
+
+bool is_finished(const std::string& s) {
+  return s == "completed" || s == "failed" || s == "cancelled";
+}
+
+// Part states in which something may exist on the cluster.
+bool holds(const std::string& s) {
+  return s == "reserving" || s == "tentative" || s == "confirming" || s == "confirmed" ||
+         s == "submitting" || s == "submitted" || s == "running" || s == "cancelling";
+}
+
+std::int64_t round_up_minutes(std::int64_t s) { return std::max<std::int64_t>(60, (s + 59) / 60 * 60); }
+
+std::string parts_text(const std::vector<PartRecord>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += ",";
+    out += p.cluster + ":" + std::to_string(p.nodes);
+  }
+  return out;
+}
+
+// Outcome of a failed call: was the request possibly carried out?
+bool maybe_done(const http::Error& e) {
+  switch (e.code) {
+    case http::Errc::kInvalidArgument:
+    case http::Errc::kSignFailed:
+    case http::Errc::kConnect:
+      return false;  // never sent
+    case http::Errc::kHttp:
+      return e.http_status >= 500;  // 4xx: refused, nothing done
+    default:
+      return true;  // timeout, cut, cancelled mid-way, bad answer
+  }
+}
+
+bool answered(const http::Error& e) {
+  return e.code == http::Errc::kHttp || e.code == http::Errc::kBadResponse;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Construction, threads
+
+Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth::Signer signer)
+    : conf_(conf), store_(store) {
+  started_ = now_seconds();
+  for (const auto& cc : conf.clusters) {
+    auto c = std::make_unique<Cluster>();
+    c->conf = cc;
+    http::ClientConfig hc;
+    hc.base_url = cc.url;
+    hc.connect_timeout_ms = 1000L * conf.connect_timeout;
+    hc.total_timeout_ms = 1000L * conf.request_timeout;
+    auto client = http::Client::create(hc, signer);
+    if (client.ok()) {
+      c->client = std::make_unique<http::PluginClient>(std::move(client).value());
+    } else {
+      fc_error("cluster %s: %s", cc.name.c_str(), client.error().message.c_str());
+    }
+    c->event_seq = store_.event_seq(cc.name);
+    clusters_.push_back(std::move(c));
+  }
+}
+
+Engine::~Engine() { stop(); }
+
+bool Engine::wait_stop(int ms) {
+  std::unique_lock<std::mutex> lock(stop_mutex_);
+  return stop_cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_.load(); });
+}
+
+void Engine::start() {
+  recover_db();
+  for (std::size_t i = 0; i < clusters_.size(); ++i) {
+    if (!clusters_[i]->client) continue;
+    threads_.emplace_back([this, i] { cluster_loop(i); });
+    if (conf_.availability_mode == "publish") threads_.emplace_back([this, i] { publish_loop(i); });
+  }
+  threads_.emplace_back([this] { reap_loop(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+}
+
+void Engine::reload(const flexco::conf::FlexcodConf& conf) {
+  std::lock_guard<std::mutex> lock(conf_mutex_);
+  auto clusters = conf_.clusters;
+  auto listen_address = conf_.listen_address;
+  const int port = conf_.listen_port;
+  conf_ = conf;
+  if (conf.clusters.size() != clusters.size()) {
+    fc_error("reconfigure: the cluster list changed; restart flexcod to apply it");
+  }
+  conf_.clusters = clusters;
+  conf_.listen_address = listen_address;
+  conf_.listen_port = port;
+}
+
+std::shared_ptr<std::mutex> Engine::co_mutex(std::int64_t id) {
+  std::lock_guard<std::mutex> lock(locks_mutex_);
+  auto& m = locks_[id];
+  if (!m) m = std::make_shared<std::mutex>();
+  return m;
+}
+
+Engine::Cluster* Engine::cluster(const std::string& name) {
+  for (auto& c : clusters_) {
+    if (c->conf.name == name) return c.get();
+  }
+  return nullptr;
+}
+
+std::string Engine::key(const CoRecord& co, int attempt, int idx, const char* what) const {
+  return "flexcod-" + store_.instance() + "-" + std::to_string(co.id) + "-" +
+         std::to_string(attempt) + "-" + std::to_string(idx) + "-" + what;
+}
+
+void Engine::bump(const std::string& what, std::int64_t n) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  counters_[what] += n;
+}
+
+void Engine::count_request(int status) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  requests_[status]++;
+}
+
+// ---------------------------------------------------------------------------
+// Parsing a submission
+
+namespace {
+
+bool get_i64(const json_t* o, const char* k, std::int64_t* out, std::string* why) {
+  const json_t* v = json_object_get(o, k);
+  if (v == nullptr) return true;
+  if (!json_is_integer(v)) {
+    *why = std::string(k) + ": must be an integer";
+    return false;
+  }
+  *out = json_integer_value(v);
+  return true;
+}
+
+bool get_s(const json_t* o, const char* k, std::string* out, std::string* why) {
+  const json_t* v = json_object_get(o, k);
+  if (v == nullptr) return true;
+  if (!json_is_string(v)) {
+    *why = std::string(k) + ": must be a string";
+    return false;
+  }
+  out->assign(json_string_value(v), json_string_length(v));
+  return true;
+}
+
+bool get_str_list(const json_t* o, const char* k, std::vector<std::string>* out, std::string* why) {
+  const json_t* v = json_object_get(o, k);
+  if (v == nullptr) return true;
+  if (!json_is_array(v)) {
+    *why = std::string(k) + ": must be an array of strings";
+    return false;
+  }
+  std::size_t i;
+  const json_t* e;
+  json_array_foreach(v, i, e) {
+    if (!json_is_string(e)) {
+      *why = std::string(k) + "[" + std::to_string(i) + "]: must be a string";
+      return false;
+    }
+    out->emplace_back(json_string_value(e), json_string_length(e));
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Availability and planning
+
+Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spec& spec) {
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  struct One {
+    bool ok = false;
+    std::string why;
+    std::optional<flexco::Availability> avail;
+    std::vector<flexco::CoallocOffer> offers;
+    JsonPtr raw;
+  };
+  std::vector<std::future<One>> futs;
+  for (std::size_t ci : which) {
+    futs.push_back(std::async(std::launch::async, [this, ci, &spec, &conf]() {
+      One one;
+      Cluster& c = *clusters_[ci];
+      std::string text;
+      if (conf.availability_mode == "publish") {
+        std::lock_guard<std::mutex> lock(c.m);
+        if (!c.cached_profile.empty() &&
+            now_seconds() - c.cached_at <= 2L * conf.publish_interval + 5) {
+          text = c.cached_profile;
+        }
+      }
+      if (text.empty()) {
+        bump("messages.profile");
+        auto r = c.client->profile(conf.plan_horizon, c.conf.partition);
+        if (!r.ok()) {
+          c.note(answered(r.error()), r.error().message);
+          one.why = r.error().message;
+          return one;
+        }
+        c.note(true, "");
+        text = http::json_text(r.value().get());
+      }
+      auto a = flexco::availability_from_json(text);
+      if (!a.ok()) {
+        one.why = "bad profile: " + a.error().message;
+        return one;
+      }
+      {
+        std::lock_guard<std::mutex> lock(c.m);
+        c.nodes = a.value().nodes_total;
+      }
+      one.avail = std::move(a).value();
+      if (spec.policy == "cores") {
+        bump("messages.probe");
+        JsonPtr q(json_object());
+        const std::int64_t maxn =
+            std::max<std::int64_t>(1, std::min<std::int64_t>(spec.nodes, one.avail->nodes_published));
+        set(q.get(), "nodes", json_pack("{s:I,s:I}", "min", static_cast<json_int_t>(1), "max",
+                                        static_cast<json_int_t>(maxn)));
+        const std::int64_t d =
+            spec.duration + static_cast<std::int64_t>(std::ceil(spec.overhead * spec.duration));
+        set_int(q.get(), "duration", d);
+        set_int(q.get(), "earliest_start", std::max(spec.ready, now_seconds()));
+        if (spec.deadline > 0) set_int(q.get(), "latest_end", spec.deadline);
+        set_int(q.get(), "max_offers", 16);
+        if (!c.conf.partition.empty()) set_str(q.get(), "partition", c.conf.partition);
+        auto p = c.client->probe(q.get());
+        if (p.ok()) {
+          const json_t* offers = json_object_get(p.value().get(), "offers");
+          std::size_t i;
+          const json_t* o;
+          json_array_foreach(offers, i, o) {
+            flexco::CoallocOffer off;
+            off.start = json_integer_value(json_object_get(o, "start"));
+            off.end = json_integer_value(json_object_get(o, "end"));
+            off.nodes = json_integer_value(json_object_get(o, "nodes"));
+            off.fit = json_number_value(json_object_get(o, "fit"));
+            off.p_res = json_number_value(json_object_get(o, "p_res"));
+            if (off.start < off.end && off.nodes >= 1) one.offers.push_back(off);
+          }
+          one.raw = http::json_ref(json_object_get(p.value().get(), "offers"));
+        } else {
+          fc_verbose("cluster %s: probe failed, offers derived from its profile: %s",
+                     c.conf.name.c_str(), p.error().message.c_str());
+        }
+      }
+      one.ok = true;
+      return one;
+    }));
+  }
+  Gathered g;
+  for (std::size_t i = 0; i < futs.size(); ++i) {
+    One one = futs[i].get();
+    if (one.ok) {
+      g.idx.push_back(which[i]);
+      g.avail.push_back(std::move(*one.avail));
+      g.offers.push_back(std::move(one.offers));
+      g.raw_offers.push_back(std::move(one.raw));
+    } else {
+      g.errors.emplace_back(clusters_[which[i]]->conf.name, one.why);
+    }
+  }
+  return g;
+}
+
+bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
+                  flexco::CoallocPlan* out, std::string* why) {
+  (void)which;
+  const std::int64_t now = now_seconds();
+  if (!spec.fixed.empty()) {
+    // Fixed parts, each pinned to its cluster: the earliest common start.
+    std::vector<std::pair<std::size_t, std::int64_t>> need;  // index into g, nodes
+    for (const auto& f : spec.fixed) {
+      std::size_t gi = g.idx.size();
+      for (std::size_t k = 0; k < g.idx.size(); ++k) {
+        if (clusters_[g.idx[k]]->conf.name == f.second) gi = k;
+      }
+      if (gi == g.idx.size()) {
+        *why = "cluster " + f.second + " is not reachable or not allowed";
+        return false;
+      }
+      need.emplace_back(gi, f.first);
+    }
+    const std::int64_t d = spec.duration + (need.size() > 1
+                                                ? static_cast<std::int64_t>(std::ceil(spec.overhead * spec.duration))
+                                                : 0);
+    flexco::Time t = std::max(spec.ready, now);
+    for (int iter = 0; iter < 10000; ++iter) {
+      flexco::Time latest = t;
+      for (const auto& n : need) {
+        auto f = g.avail[n.first].nodes.earliest_fit(t, d, n.second);
+        if (!f.ok() || f.value() == flexco::kNever) {
+          *why = "part of " + std::to_string(n.second) + " nodes never fits on " +
+                 clusters_[g.idx[n.first]]->conf.name + " within the plan horizon";
+          return false;
+        }
+        latest = std::max(latest, f.value());
+      }
+      if (latest == t) {
+        if (spec.deadline > 0 && t + d > spec.deadline) {
+          *why = "the earliest common start " + std::to_string(t) + " ends after the deadline";
+          return false;
+        }
+        out->start = t;
+        out->duration = d;
+        out->parts.clear();
+        for (const auto& n : need) {
+          flexco::PlanPart p;
+          p.cluster = n.first;
+          p.nodes = n.second;
+          out->parts.push_back(p);
+        }
+        return true;
+      }
+      t = latest;
+    }
+    *why = "no common start found";
+    return false;
+  }
+  std::vector<flexco::ClusterView> views;
+  for (std::size_t k = 0; k < g.idx.size(); ++k) {
+    flexco::ClusterView v;
+    v.name = clusters_[g.idx[k]]->conf.name;
+    v.capacity = g.avail[k].nodes_published;
+    v.free = &g.avail[k].nodes;
+    v.offers = g.offers[k];
+    views.push_back(std::move(v));
+  }
+  flexco::CoallocRequest req;
+  req.nodes = spec.nodes;
+  req.runtime = spec.duration;
+  req.ready = std::max(spec.ready, now);
+  req.deadline = spec.deadline > 0 ? spec.deadline : flexco::kForever;
+  req.overhead = spec.overhead;
+  req.max_parts = static_cast<std::size_t>(spec.max_parts);
+  auto policy = flexco::parse_policy(spec.policy);
+  if (!policy.ok()) {
+    *why = policy.error().message;
+    return false;
+  }
+  flexco::CoallocOptions opts;
+  opts.now = now;
+  std::lock_guard<std::mutex> lock(planner_mutex_);
+  auto r = flexco::plan_coalloc(policy.value(), req, views, planner_state_, opts);
+  if (!r.ok()) {
+    *why = r.error().message;
+    return false;
+  }
+  *out = std::move(r).value();
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Commit protocol
+
+bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  std::set<std::string> excluded;
+  std::map<std::string, int> violations;
+  std::string reasons;
+  for (int round = 0; round <= conf.max_replans; ++round) {
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < clusters_.size(); ++i) {
+      const std::string& n = clusters_[i]->conf.name;
+      if (!clusters_[i]->client) continue;
+      if (std::find(spec.clusters.begin(), spec.clusters.end(), n) == spec.clusters.end()) continue;
+      if (excluded.count(n)) continue;
+      which.push_back(i);
+    }
+    if (which.empty()) {
+      *why = "no allowed cluster left" + (reasons.empty() ? std::string() : ": " + reasons);
+      break;
+    }
+    Gathered g = gather(which, spec);
+    for (const auto& e : g.errors) {
+      reasons += (reasons.empty() ? "" : "; ") + e.first + " unreachable (" + e.second + ")";
+      excluded.insert(e.first);
+    }
+    if (g.idx.empty()) {
+      *why = "no cluster reachable: " + reasons;
+      break;
+    }
+    flexco::CoallocPlan p;
+    std::string pwhy;
+    if (!plan(spec, which, g, &p, &pwhy)) {
+      *why = "no placement: " + pwhy + (reasons.empty() ? std::string() : " (" + reasons + ")");
+      break;
+    }
+    // Map the plan's cluster indices (into g) to ours.
+    for (auto& part : p.parts) part.cluster = g.idx[part.cluster];
+    if (round > 0) bump("replans");
+    std::set<std::string> bad;
+    std::string awhy;
+    if (commit_attempt(co, spec, p, which, &bad, &awhy)) return true;
+    bump("rollbacks");
+    reasons += (reasons.empty() ? "" : "; ") + awhy;
+    for (const auto& b : bad) {
+      if (b.rfind("violation:", 0) == 0) {
+        const std::string n = b.substr(10);
+        if (++violations[n] >= 2) excluded.insert(n);
+      } else {
+        excluded.insert(b);
+      }
+    }
+    *why = "every attempt failed: " + reasons;
+    if (stopping_) break;
+  }
+  co.state = "failed";
+  co.reason = *why;
+  std::string err;
+  if (!store_.update_coalloc(co, *why, &err)) fc_error("co-%ld: %s", (long)co.id, err.c_str());
+  fc_info("co-%ld: cannot be placed: %s", (long)co.id, why->c_str());
+  return false;
+}
+
+bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
+                            const std::vector<std::size_t>& which,
+                            std::set<std::string>* bad, std::string* why) {
+  (void)which;
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  const std::int64_t now = now_seconds();
+  const std::int64_t start = std::max<std::int64_t>(plan.start, now);
+  const std::int64_t length = round_up_minutes(plan.duration);
+  co.attempt += 1;
+  std::vector<PartRecord> parts;
+  for (std::size_t i = 0; i < plan.parts.size(); ++i) {
+    PartRecord p;
+    p.co_id = co.id;
+    p.attempt = co.attempt;
+    p.idx = static_cast<int>(i);
+    p.cluster = clusters_[plan.parts[i].cluster]->conf.name;
+    p.nodes = plan.parts[i].nodes;
+    p.state = "reserving";
+    p.resv_key = key(co, co.attempt, p.idx, "resv");
+    p.planned_start = start;
+    p.planned_end = start + length;
+    parts.push_back(std::move(p));
+  }
+  const std::string layout_text = parts_text(parts);
+  // Earlier attempts are history now.
+  std::vector<PartRecord> all = store_.parts(co.id, true);
+  for (auto& old : all) {
+    old.current = false;
+    parts.push_back(old);
+  }
+  co.state = "committing";
+  co.planned_start = start;
+  co.planned_end = start + length;
+  co.run_time = plan.duration;
+  co.reason = "attempt " + std::to_string(co.attempt) + ": " + layout_text + " at " +
+              std::to_string(start);
+  std::string err;
+  if (!store_.write(co, parts, co.reason, &err)) {
+    *why = "state database: " + err;
+    return false;
+  }
+  parts.resize(plan.parts.size());
+  fc_info("co-%ld: attempt %d: reserving %s from %ld for %ld s", (long)co.id, co.attempt,
+          parts_text(parts).c_str(), (long)start, (long)length);
+
+  // 1. Tentative reservations, concurrently.  The first refusal cancels the
+  // requests still in flight; their outcome is learned in release().
+  std::atomic<bool> abort{false};
+  std::vector<std::future<http::Result<http::Reservation>>> fr;
+  for (auto& p : parts) {
+    Cluster* c = cluster(p.cluster);
+    http::ReservationRequest q;
+    q.user = co.user;
+    q.nodes = p.nodes;
+    q.start = p.planned_start;
+    q.duration = p.planned_end - p.planned_start;
+    q.partition = c->conf.partition;
+    q.confirm_within = conf.confirm_within;
+    bump("messages.reserve");
+    fr.push_back(std::async(std::launch::async, [c, q, k = p.resv_key, &abort]() {
+      auto r = c->client->create_reservation(q, k, &abort);
+      if (!r.ok()) abort = true;
+      return r;
+    }));
+  }
+  bool ok = true;
+  std::string fail;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto r = fr[i].get();
+    PartRecord& p = parts[i];
+    Cluster* c = cluster(p.cluster);
+    if (r.ok()) {
+      c->note(true, "");
+      p.state = "tentative";
+      p.reservation_id = r.value().id;
+      p.reservation = r.value().name;
+      p.node_list = r.value().node_list;
+      p.reason = "tentative reservation " + p.reservation;
+      continue;
+    }
+    ok = false;
+    const http::Error& e = r.error();
+    c->note(answered(e), e.message);
+    p.state = maybe_done(e) ? "cancelling" : "released";
+    p.reason = e.message;
+    if (e.code == http::Errc::kCancelled) {
+      p.reason = "cancelled in flight after another part failed";
+      p.state = "cancelling";  // it may have been made: learn and undo
+      continue;
+    }
+    if (e.api_code == "not_available") {
+      bump("violations");
+      bad->insert("violation:" + p.cluster);
+    } else {
+      bad->insert(p.cluster);
+    }
+    fail += (fail.empty() ? "" : "; ") + p.cluster + " refused " + std::to_string(p.nodes) +
+            " nodes: " + e.message;
+  }
+  if (!store_.write(co, parts, ok ? "reserved" : "a reservation failed", &err)) {
+    fc_error("co-%ld: %s", (long)co.id, err.c_str());
+    ok = false;
+    fail += "; state database: " + err;
+  }
+  if (ok) {
+    // 2. Confirm all.
+    for (auto& p : parts) p.state = "confirming";
+    if (!store_.write(co, parts, "confirming", &err)) {
+      ok = false;
+      fail = "state database: " + err;
+    }
+  }
+  if (ok) {
+    std::vector<std::future<http::Result<http::Reservation>>> fc;
+    for (auto& p : parts) {
+      Cluster* c = cluster(p.cluster);
+      bump("messages.confirm");
+      fc.push_back(std::async(std::launch::async, [c, id = p.reservation_id,
+                                                   k = key(co, co.attempt, p.idx, "confirm")]() {
+        return c->client->confirm_reservation(id, k);
+      }));
+    }
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      auto r = fc[i].get();
+      PartRecord& p = parts[i];
+      if (r.ok()) {
+        p.state = "confirmed";
+        p.reason = "confirmed";
+      } else {
+        ok = false;
+        cluster(p.cluster)->note(answered(r.error()), r.error().message);
+        bad->insert(p.cluster);
+        p.reason = r.error().message;
+        fail += (fail.empty() ? "" : "; ") + p.cluster + " did not confirm: " + r.error().message;
+      }
+    }
+    if (!store_.write(co, parts, ok ? "confirmed" : "a confirmation failed", &err)) {
+      ok = false;
+      fail += "; state database: " + err;
+    }
+  }
+  if (ok) {
+    // 3. Part jobs, one per part, all with the same common start.
+    for (auto& p : parts) {
+      p.state = "submitting";
+      p.job_key = key(co, co.attempt, p.idx, "job");
+    }
+    if (!store_.write(co, parts, "submitting part jobs", &err)) {
+      ok = false;
+      fail = "state database: " + err;
+    }
+  }
+  if (ok) {
+    std::vector<std::pair<std::string, std::int64_t>> layout;
+    for (const auto& p : parts) layout.emplace_back(p.cluster, p.nodes);
+    std::vector<std::future<http::Result<std::int64_t>>> fj;
+    for (auto& p : parts) {
+      Cluster* c = cluster(p.cluster);
+      http::PartJobRequest q;
+      q.script = spec.script;
+      q.argv = spec.argv;
+      q.environment = spec.env;
+      q.work_dir = spec.work_dir;
+      q.std_out = spec.std_out;
+      q.std_err = spec.std_err;
+      q.name = spec.name.empty() ? "co-" + std::to_string(co.id) : spec.name;
+      q.coallocation = "co-" + std::to_string(co.id);
+      q.part_index = p.idx;
+      q.parts = layout;
+      q.start = p.planned_start;
+      bump("messages.submit");
+      fj.push_back(std::async(std::launch::async, [c, q, id = p.reservation_id, k = p.job_key]() {
+        return c->client->submit_job(id, q, k);
+      }));
+    }
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      auto r = fj[i].get();
+      PartRecord& p = parts[i];
+      if (r.ok()) {
+        p.state = "submitted";
+        p.job_id = r.value();
+        p.job_state = "PENDING";
+        p.reason = "part job " + std::to_string(p.job_id);
+      } else {
+        ok = false;
+        cluster(p.cluster)->note(answered(r.error()), r.error().message);
+        if (r.error().code == http::Errc::kHttp && r.error().http_status < 500) {
+          // Slurm refused the job itself: another cluster will not help
+          // with a bad script, but a cluster may lack the user; exclude it.
+          bad->insert(p.cluster);
+        } else {
+          bad->insert(p.cluster);
+        }
+        p.reason = r.error().message;
+        fail += (fail.empty() ? "" : "; ") + p.cluster + " did not take the part job: " +
+                r.error().message;
+      }
+    }
+    if (ok) {
+      co.state = "scheduled";
+      co.reason = "every part confirmed with its part job: " + parts_text(parts);
+    }
+    if (!store_.write(co, parts, ok ? co.reason : "a part job submission failed", &err)) {
+      fc_error("co-%ld: %s", (long)co.id, err.c_str());
+      if (ok) {
+        ok = false;
+        fail = "state database: " + err;
+      }
+    }
+  }
+  if (ok) {
+    fc_info("co-%ld: scheduled at %ld on %s", (long)co.id, (long)start, parts_text(parts).c_str());
+    return true;
+  }
+  *why = "attempt " + std::to_string(co.attempt) + " (" + parts_text(parts) + "): " + fail;
+  fc_info("co-%ld: %s; rolling back", (long)co.id, why->c_str());
+  release(co, parts, "released", "rolled back: " + fail);
+  return false;
+}
+
+bool Engine::release_part(const CoRecord& co, PartRecord& p) {
+  Cluster* c = cluster(p.cluster);
+  if (c == nullptr || !c->client) return false;
+  if (p.reservation_id == 0) {
+    if (p.resv_key.empty()) return true;
+    // The create may or may not have happened: replaying it with the same
+    // Idempotency-Key returns the first answer (or makes it now), so the
+    // outcome is known either way.
+    flexco::conf::FlexcodConf conf;
+    {
+      std::lock_guard<std::mutex> lock(conf_mutex_);
+      conf = conf_;
+    }
+    http::ReservationRequest q;
+    q.user = co.user;
+    q.nodes = p.nodes;
+    q.start = p.planned_start;
+    q.duration = p.planned_end - p.planned_start;
+    q.partition = c->conf.partition;
+    q.confirm_within = conf.confirm_within;
+    bump("messages.reserve");
+    auto r = c->client->create_reservation(q, p.resv_key);
+    if (!r.ok()) {
+      c->note(answered(r.error()), r.error().message);
+      if (r.error().code == http::Errc::kHttp && r.error().http_status >= 400 &&
+          r.error().http_status < 500) {
+        return true;  // refused: nothing was made
+      }
+      return false;
+    }
+    p.reservation_id = r.value().id;
+    p.reservation = r.value().name;
+  }
+  bump("messages.delete");
+  auto d = c->client->delete_reservation(p.reservation_id, p.resv_key + "-del");
+  if (!d.ok()) {
+    c->note(answered(d.error()), d.error().message);
+    if (d.error().code == http::Errc::kHttp && d.error().http_status == 404) return true;
+    return false;
+  }
+  c->note(true, "");
+  return true;
+}
+
+bool Engine::release(CoRecord& co, std::vector<PartRecord>& parts, const std::string& final_state,
+                     const std::string& reason) {
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (holds(parts[i].state)) {
+      parts[i].state = "cancelling";
+      todo.push_back(i);
+    }
+  }
+  std::string err;
+  if (!todo.empty() && !store_.write(co, parts, reason, &err)) {
+    fc_error("co-%ld: %s", (long)co.id, err.c_str());
+  }
+  std::vector<std::future<bool>> fs;
+  for (std::size_t i : todo) {
+    PartRecord* p = &parts[i];
+    fs.push_back(std::async(std::launch::async, [this, &co, p]() { return release_part(co, *p); }));
+  }
+  bool all = true;
+  for (std::size_t k = 0; k < todo.size(); ++k) {
+    PartRecord& p = parts[todo[k]];
+    if (fs[k].get()) {
+      p.state = final_state;
+      p.reason = reason;
+    } else {
+      all = false;
+      p.reason = "release pending: cluster unreachable";
+      fc_error("co-%ld: part %d on %s: cannot release yet; will retry", (long)co.id, p.idx,
+               p.cluster.c_str());
+    }
+  }
+  if (!todo.empty() && !store_.write(co, parts, reason, &err)) {
+    fc_error("co-%ld: %s", (long)co.id, err.c_str());
+  }
+  return all;
+}
+
+// ---------------------------------------------------------------------------
+// Recovery and background work
+
+void Engine::recover_db() {
+  std::string err;
+  for (CoRecord co : store_.in_states({"planning", "committing"})) {
+    auto parts = store_.parts(co.id, true);
+    if (co.state == "committing" && !parts.empty() &&
+        std::all_of(parts.begin(), parts.end(),
+                    [](const PartRecord& p) { return p.state == "submitted"; })) {
+      co.state = "scheduled";
+      co.reason = "commit finished at recovery: every part was submitted";
+      store_.update_coalloc(co, co.reason, &err);
+      fc_info("co-%ld: %s", (long)co.id, co.reason.c_str());
+      continue;
+    }
+    for (auto& p : parts) {
+      if (holds(p.state)) {
+        p.state = "cancelling";
+        p.reason = "flexcod restarted during the commit";
+      }
+    }
+    co.state = "failed";
+    co.reason = "flexcod restarted during the commit; rolled back";
+    if (!store_.write(co, parts, co.reason, &err)) fc_error("recovery: %s", err.c_str());
+    fc_info("co-%ld: %s", (long)co.id, co.reason.c_str());
+  }
+}
+
+void Engine::cluster_loop(std::size_t ci) {
+  Cluster& c = *clusters_[ci];
+  int backoff_ms = 1000;
+  while (!stopping_) {
+    if (reconcile_cluster(ci)) break;
+    fc_error("cluster %s: unreachable (%s); retrying in %d s", c.conf.name.c_str(),
+             c.last_error.c_str(), backoff_ms / 1000);
+    if (wait_stop(backoff_ms)) return;
+    backoff_ms = std::min(backoff_ms * 2, 60000);
+  }
+  follow_events(ci);
+}
+
+bool Engine::reconcile_cluster(std::size_t ci) {
+  Cluster& c = *clusters_[ci];
+  // Parts on this cluster that must be released.
+  for (auto& p : store_.parts_in_states({"cancelling"})) {
+    if (p.cluster != c.conf.name) continue;
+    auto m = co_mutex(p.co_id);
+    std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
+    if (!lock.owns_lock()) continue;
+    auto co = store_.get_coalloc(p.co_id);
+    if (!co) continue;
+    if (!release_part(*co, p)) return false;
+    p.state = co->state == "cancelling" ? "cancelled" : "released";
+    p.reason = "released at recovery";
+    std::string err;
+    store_.update_part(p, p.reason, &err);
+    lock.unlock();
+    finish_if_done(p.co_id);
+  }
+  // Orphans: live flexco reservations made before this flexcod started
+  // that no part of ours holds.
+  bump("messages.list");
+  auto list = c.client->list_reservations();
+  if (!list.ok()) {
+    c.note(answered(list.error()), list.error().message);
+    return false;
+  }
+  c.note(true, "");
+  std::set<std::int64_t> known;
+  for (const auto& p : store_.parts_in_states({"reserving", "tentative", "confirming", "confirmed",
+                                               "submitting", "submitted", "running", "cancelling"})) {
+    if (p.cluster == c.conf.name && p.reservation_id != 0) known.insert(p.reservation_id);
+  }
+  for (const auto& r : list.value()) {
+    if (r.state != "tentative" && r.state != "confirmed" && r.state != "creating") continue;
+    if (known.count(r.id) || (r.created != 0 && r.created >= started_)) continue;
+    bump("orphans");
+    bump("messages.delete");
+    auto d = c.client->delete_reservation(r.id, "flexcod-" + store_.instance() + "-orphan-" +
+                                                    std::to_string(r.id));
+    if (d.ok()) {
+      fc_info("cluster %s: orphan reservation %s deleted", c.conf.name.c_str(), r.name.c_str());
+    } else {
+      fc_error("cluster %s: deleting orphan %s: %s", c.conf.name.c_str(), r.name.c_str(),
+               d.error().message.c_str());
+      return false;
+    }
+  }
+  // Part jobs we think are waiting or running: their state now.
+  for (auto& p : store_.parts_in_states({"submitted", "running"})) {
+    if (p.cluster != c.conf.name || p.job_id == 0) continue;
+    bump("messages.get");
+    auto j = c.client->get_job(p.reservation_id, p.job_id);
+    if (!j.ok()) continue;
+    auto m = co_mutex(p.co_id);
+    std::lock_guard<std::mutex> lock(*m);
+    const std::string st = j.value().state;
+    p.job_state = st;
+    if (j.value().start_time > 0 && st != "PENDING") p.actual_start = j.value().start_time;
+    if (st == "RUNNING" || st == "COMPLETING") {
+      p.state = "running";
+    } else if (st != "PENDING") {
+      p.state = st == "COMPLETED" ? "completed" : "failed";
+      p.actual_end = j.value().end_time;
+      p.exit_code = j.value().exit_code;
+    }
+    std::string err;
+    store_.update_part(p, "part job " + st + " at recovery", &err);
+  }
+  fc_info("cluster %s: reconciled", c.conf.name.c_str());
+  return true;
+}
+
+void Engine::finish_if_done(std::int64_t co_id) {
+  auto m = co_mutex(co_id);
+  std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  auto co = store_.get_coalloc(co_id);
+  if (!co) return;
+  auto parts = store_.parts(co_id, true);
+  std::string err;
+  if (co->state == "cancelling") {
+    bool pending = false;
+    for (const auto& p : store_.parts(co_id, false)) pending |= p.state == "cancelling";
+    if (!pending) {
+      co->state = "cancelled";
+      co->reason = "cancelled; everything released";
+      store_.update_coalloc(*co, co->reason, &err);
+    }
+    return;
+  }
+  if (co->state == "scheduled" || co->state == "running") {
+    bool all_ended = !parts.empty();
+    bool any_failed = false, any_running = false;
+    for (const auto& p : parts) {
+      all_ended &= p.state == "completed" || p.state == "failed";
+      any_failed |= p.state == "failed";
+      any_running |= p.state == "running" || p.state == "completed" || p.state == "failed";
+    }
+    if (all_ended) {
+      co->state = any_failed ? "failed" : "completed";
+      co->reason = any_failed ? "a part job failed" : "every part job completed";
+      store_.update_coalloc(*co, co->reason, &err);
+    } else if (any_running && co->state == "scheduled") {
+      co->state = "running";
+      co->reason = "part jobs started";
+      store_.update_coalloc(*co, co->reason, &err);
+    }
+  }
+}
+
+void Engine::handle_event(std::size_t ci, const http::Event& e) {
+  Cluster& c = *clusters_[ci];
+  if (e.type == "job_ended_early") {
+    bump("events.job_ended_early");
+    return;
+  }
+  if (e.type != "part_job_started" && e.type != "part_job_ended") return;
+  const std::int64_t job_id = json_integer_value(json_object_get(e.raw.get(), "job_id"));
+  for (auto& p : store_.parts_in_states({"submitting", "submitted", "running"})) {
+    if (p.cluster != c.conf.name || p.job_id != job_id) continue;
+    {
+      auto m = co_mutex(p.co_id);
+      std::lock_guard<std::mutex> lock(*m);
+      // Re-read under the lock.
+      for (auto& q : store_.parts(p.co_id, false)) {
+        if (q.attempt != p.attempt || q.idx != p.idx) continue;
+        const json_t* r = e.raw.get();
+        const json_t* st = json_object_get(r, "start_time");
+        if (json_is_integer(st)) q.actual_start = json_integer_value(st);
+        const json_t* state = json_object_get(r, "state");
+        if (json_is_string(state)) q.job_state = json_string_value(state);
+        if (e.type == "part_job_started") {
+          if (q.state == "submitted" || q.state == "submitting") q.state = "running";
+        } else {
+          const json_t* et = json_object_get(r, "end_time");
+          if (json_is_integer(et)) q.actual_end = json_integer_value(et);
+          const json_t* ec = json_object_get(r, "exit_code");
+          if (json_is_integer(ec)) q.exit_code = static_cast<int>(json_integer_value(ec));
+          if (q.state != "cancelling" && q.state != "released" && q.state != "cancelled") {
+            q.state = q.job_state == "COMPLETED" ? "completed" : "failed";
+          }
+        }
+        std::string err;
+        store_.update_part(q, e.type + " (job " + std::to_string(job_id) + ")", &err);
+      }
+    }
+    finish_if_done(p.co_id);
+  }
+}
+
+void Engine::follow_events(std::size_t ci) {
+  Cluster& c = *clusters_[ci];
+  int backoff_ms = 1000;
+  while (!stopping_) {
+    bump("messages.events");
+    std::atomic<bool> cancel{false};
+    auto r = c.client->events(c.event_seq, 10, 200, &stopping_);
+    if (!r.ok()) {
+      if (stopping_) return;
+      c.note(answered(r.error()), r.error().message);
+      fc_debug("cluster %s: events: %s", c.conf.name.c_str(), r.error().message.c_str());
+      if (wait_stop(backoff_ms)) return;
+      backoff_ms = std::min(backoff_ms * 2, 30000);
+      continue;
+    }
+    backoff_ms = 1000;
+    c.note(true, "");
+    const auto& b = r.value();
+    if (b.lost) fc_error("cluster %s: events after %ld were lost", c.conf.name.c_str(), (long)c.event_seq);
+    for (const auto& e : b.events) handle_event(ci, e);
+    if (b.next != c.event_seq) {
+      c.event_seq = b.next;
+      std::string err;
+      if (!store_.set_event_seq(c.conf.name, c.event_seq, &err)) fc_error("%s", err.c_str());
+    }
+  }
+}
+
+void Engine::reap_loop() {
+  while (!wait_stop(2000)) {
+    for (auto& p : store_.parts_in_states({"cancelling"})) {
+      auto m = co_mutex(p.co_id);
+      std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
+      if (!lock.owns_lock()) continue;
+      auto co = store_.get_coalloc(p.co_id);
+      if (!co) continue;
+      // Only what no request thread is handling: the lock says so.
+      auto fresh = store_.parts(p.co_id, false);
+      bool still = false;
+      for (const auto& q : fresh) still |= q.attempt == p.attempt && q.idx == p.idx && q.state == "cancelling";
+      if (!still) continue;
+      if (release_part(*co, p)) {
+        p.state = co->state == "cancelling" ? "cancelled" : "released";
+        p.reason = "released by the reaper";
+        std::string err;
+        store_.update_part(p, p.reason, &err);
+        fc_info("co-%ld: part %d on %s released", (long)p.co_id, p.idx, p.cluster.c_str());
+      }
+      lock.unlock();
+      finish_if_done(p.co_id);
+    }
+  }
+}
+
+void Engine::publish_loop(std::size_t ci) {
+  Cluster& c = *clusters_[ci];
+  while (!stopping_) {
+    int interval;
+    std::int64_t horizon;
+    {
+      std::lock_guard<std::mutex> lock(conf_mutex_);
+      interval = conf_.publish_interval;
+      horizon = conf_.plan_horizon;
+    }
+    bump("messages.profile");
+    auto r = c.client->profile(horizon, c.conf.partition);
+    if (r.ok()) {
+      c.note(true, "");
+      std::lock_guard<std::mutex> lock(c.m);
+      c.cached_profile = http::json_text(r.value().get());
+      c.cached_at = now_seconds();
+    } else {
+      c.note(answered(r.error()), r.error().message);
+    }
+    if (wait_stop(1000 * interval)) return;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// User API
+
+JsonPtr Engine::co_json(const CoRecord& co, bool full) {
+  JsonPtr j = obj();
+  json_t* o = j.get();
+  set_int(o, "id", co.id);
+  set_str(o, "name", "co-" + std::to_string(co.id));
+  set_str(o, "user", co.user);
+  set_int(o, "uid", co.uid);
+  set_str(o, "state", co.state);
+  set_opt_str(o, "reason", co.reason);
+  set_str(o, "policy", co.policy);
+  set_int(o, "nodes", co.nodes);
+  set_int(o, "duration", co.duration);
+  set_opt_int(o, "run_time", co.run_time);
+  set(o, "overhead", json_real(co.overhead));
+  set_int(o, "ready", co.ready);
+  set_opt_int(o, "deadline", co.deadline);
+  json_t* cl = json_array();
+  for (const auto& c : co.clusters) json_array_append_new(cl, json_string(c.c_str()));
+  set(o, "clusters", cl);
+  set_int(o, "max_parts", co.max_parts);
+  set_int(o, "submitted", co.submitted);
+  set_int(o, "changed", co.changed);
+  set_opt_int(o, "planned_start", co.planned_start);
+  set_opt_int(o, "planned_end", co.planned_end);
+  set_int(o, "moves", co.moves);
+  json_t* parts = json_array();
+  std::int64_t first = 0, last = 0;
+  bool all_started = true;
+  auto ps = store_.parts(co.id, true);
+  for (const auto& p : ps) {
+    json_t* q = json_object();
+    set_int(q, "index", p.idx);
+    set_str(q, "cluster", p.cluster);
+    set_int(q, "nodes", p.nodes);
+    set_str(q, "state", p.state);
+    set_opt_int(q, "reservation_id", p.reservation_id);
+    set_opt_str(q, "reservation", p.reservation);
+    set_opt_str(q, "node_list", p.node_list);
+    set_opt_int(q, "job_id", p.job_id);
+    set_opt_str(q, "job_state", p.job_state);
+    set_int(q, "planned_start", p.planned_start);
+    set_int(q, "planned_end", p.planned_end);
+    set_opt_int(q, "actual_start", p.actual_start);
+    set_opt_int(q, "actual_end", p.actual_end);
+    set_opt_int(q, "exit_code", p.exit_code, -1);
+    json_array_append_new(parts, q);
+    if (p.actual_start > 0) {
+      first = first == 0 ? p.actual_start : std::min(first, p.actual_start);
+      last = std::max(last, p.actual_start);
+    } else {
+      all_started = false;
+    }
+  }
+  set(o, "parts", parts);
+  set_opt_int(o, "actual_start", first);
+  set(o, "start_spread", (all_started && !ps.empty()) ? json_integer(last - first) : json_null());
+  if (full) {
+    json_t* h = json_array();
+    for (const auto& t : store_.transitions(co.id)) {
+      json_t* x = json_object();
+      set_int(x, "time", t.time);
+      set_str(x, "what", t.what);
+      set_opt_str(x, "from", t.from);
+      set_str(x, "to", t.to);
+      set_str(x, "reason", t.reason);
+      json_array_append_new(h, x);
+    }
+    set(o, "history", h);
+    json_t* mv = json_array();
+    for (const auto& m : store_.moves(co.id)) {
+      json_t* x = json_object();
+      set_int(x, "time", m.time);
+      set_str(x, "kind", m.kind);
+      set_int(x, "from_start", m.from_start);
+      set_int(x, "to_start", m.to_start);
+      set_int(x, "from_end", m.from_end);
+      set_int(x, "to_end", m.to_end);
+      json_error_t e;
+      json_t* fp = json_loads(m.from_parts.c_str(), 0, &e);
+      json_t* tp = json_loads(m.to_parts.c_str(), 0, &e);
+      set(x, "from_parts", fp ? fp : json_array());
+      set(x, "to_parts", tp ? tp : json_array());
+      set_str(x, "reason", m.reason);
+      json_array_append_new(mv, x);
+    }
+    set(o, "move_history", mv);
+  }
+  return j;
+}
+
+std::optional<CoRecord> Engine::visible(const Caller& who, std::int64_t id) {
+  auto co = store_.get_coalloc(id);
+  if (!co) return std::nullopt;
+  if (!who.admin && co->uid != who.uid) return std::nullopt;
+  return co;
+}
+
+ApiResult Engine::submit(const Caller& who, const json_t* body) {
+  if (!json_is_object(body)) return api_error(400, "bad_request", "the body must be a JSON object");
+  static const std::set<std::string> known = {
+      "nodes", "parts", "duration", "ready", "deadline", "overhead", "clusters", "max_parts",
+      "policy", "script", "argv", "environment", "work_dir", "std_out", "std_err", "name",
+      "dry_run"};
+  const char* k;
+  json_t* v;
+  json_object_foreach(const_cast<json_t*>(body), k, v) {
+    if (!known.count(k)) return api_error(400, "bad_request", std::string("unknown member '") + k + "'");
+  }
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  Spec s;
+  std::string why;
+  s.policy = conf.default_policy;
+  s.max_parts = conf.max_parts;
+  s.ready = now_seconds();
+  if (!get_i64(body, "nodes", &s.nodes, &why) || !get_i64(body, "duration", &s.duration, &why) ||
+      !get_i64(body, "ready", &s.ready, &why) || !get_i64(body, "deadline", &s.deadline, &why) ||
+      !get_s(body, "policy", &s.policy, &why) || !get_s(body, "script", &s.script, &why) ||
+      !get_s(body, "work_dir", &s.work_dir, &why) || !get_s(body, "std_out", &s.std_out, &why) ||
+      !get_s(body, "std_err", &s.std_err, &why) || !get_s(body, "name", &s.name, &why) ||
+      !get_str_list(body, "argv", &s.argv, &why) || !get_str_list(body, "clusters", &s.clusters, &why)) {
+    return api_error(400, "bad_request", why);
+  }
+  std::int64_t mp = s.max_parts;
+  if (!get_i64(body, "max_parts", &mp, &why)) return api_error(400, "bad_request", why);
+  if (mp < 1 || mp > 64) return api_error(400, "bad_request", "max_parts: must be in 1..64");
+  s.max_parts = static_cast<int>(mp);
+  if (const json_t* o = json_object_get(body, "overhead")) {
+    if (!json_is_number(o)) return api_error(400, "bad_request", "overhead: must be a number");
+    s.overhead = json_number_value(o);
+    if (!(s.overhead >= 0 && s.overhead <= 10)) return api_error(400, "bad_request", "overhead: must be in 0..10");
+  }
+  if (const json_t* d = json_object_get(body, "dry_run")) {
+    if (!json_is_boolean(d)) return api_error(400, "bad_request", "dry_run: must be true or false");
+    s.dry_run = json_is_true(d);
+  }
+  if (const json_t* e = json_object_get(body, "environment")) {
+    if (!json_is_object(e)) return api_error(400, "bad_request", "environment: must be an object of strings");
+    const char* ek;
+    json_t* ev;
+    json_object_foreach(const_cast<json_t*>(e), ek, ev) {
+      if (!json_is_string(ev)) return api_error(400, "bad_request", std::string("environment.") + ek + ": must be a string");
+      const std::string name(ek);
+      if (name.rfind("FLEXCO_", 0) == 0 || name.rfind("SLURM_", 0) == 0) {
+        return api_error(400, "bad_request", "environment: " + name + ": FLEXCO_* and SLURM_* are reserved");
+      }
+      s.env.emplace_back(name, json_string_value(ev));
+    }
+  }
+  if (const json_t* ps = json_object_get(body, "parts")) {
+    if (!json_is_array(ps) || json_array_size(ps) == 0 || json_array_size(ps) > 64) {
+      return api_error(400, "bad_request", "parts: must be an array of 1..64 parts");
+    }
+    std::size_t i;
+    json_t* p;
+    std::set<std::string> seen;
+    json_array_foreach(ps, i, p) {
+      const json_t* n = json_object_get(p, "nodes");
+      const json_t* c = json_object_get(p, "cluster");
+      if (!json_is_object(p) || json_object_size(p) != 2 || !json_is_integer(n) ||
+          json_integer_value(n) < 1 || !json_is_string(c)) {
+        return api_error(400, "bad_request",
+                         "parts[" + std::to_string(i) + "]: needs exactly nodes (>= 1) and cluster");
+      }
+      if (!seen.insert(json_string_value(c)).second) {
+        return api_error(400, "bad_request", "parts: one part per cluster");
+      }
+      s.fixed.emplace_back(json_integer_value(n), json_string_value(c));
+    }
+    if (json_object_get(body, "nodes")) return api_error(400, "bad_request", "give nodes or parts, not both");
+    s.nodes = 0;
+    for (const auto& f : s.fixed) s.nodes += f.first;
+  }
+  if (s.nodes < 1) return api_error(400, "bad_request", "nodes: required, >= 1 (or parts)");
+  if (s.duration < 60 || s.duration > 31622400) {
+    return api_error(400, "bad_request", "duration: required, 60..31622400 seconds");
+  }
+  if (s.policy != "flexco" && s.policy != "coarp" && s.policy != "hpcm" && s.policy != "cores") {
+    return api_error(400, "bad_request", "policy: one of flexco, coarp, hpcm, cores");
+  }
+  if (s.deadline != 0 && s.deadline <= s.ready) return api_error(400, "bad_request", "deadline: must be after ready");
+  if (s.clusters.empty()) {
+    for (const auto& c : conf.clusters) s.clusters.push_back(c.name);
+  } else {
+    for (const auto& c : s.clusters) {
+      if (cluster(c) == nullptr) return api_error(400, "bad_request", "clusters: unknown cluster '" + c + "'");
+    }
+  }
+  for (const auto& f : s.fixed) {
+    if (std::find(s.clusters.begin(), s.clusters.end(), f.second) == s.clusters.end()) {
+      return api_error(400, "bad_request", "parts: cluster '" + f.second + "' is not configured or not allowed");
+    }
+  }
+  if (!s.dry_run && (s.script.size() < 2 || s.script.compare(0, 2, "#!") != 0)) {
+    return api_error(400, "bad_request", "script: required, must start with #!");
+  }
+
+  if (s.dry_run) {
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < clusters_.size(); ++i) {
+      if (clusters_[i]->client &&
+          std::find(s.clusters.begin(), s.clusters.end(), clusters_[i]->conf.name) != s.clusters.end()) {
+        which.push_back(i);
+      }
+    }
+    Gathered g = gather(which, s);
+    flexco::CoallocPlan p;
+    std::string pwhy;
+    const bool ok = !g.idx.empty() && plan(s, which, g, &p, &pwhy);
+    if (g.idx.empty()) pwhy = "no cluster reachable";
+    JsonPtr j = obj();
+    set(j.get(), "dry_run", json_true());
+    set_str(j.get(), "policy", s.policy);
+    if (ok) {
+      json_t* pl = json_object();
+      set_int(pl, "start", std::max<std::int64_t>(p.start, now_seconds()));
+      set_int(pl, "end", std::max<std::int64_t>(p.start, now_seconds()) + p.duration);
+      set_int(pl, "run_time", p.duration);
+      set(pl, "split", json_boolean(p.parts.size() > 1));
+      set_str(pl, "policy", s.policy);
+      json_t* parts = json_array();
+      for (const auto& part : p.parts) {
+        json_array_append_new(parts, json_pack("{s:s,s:I}", "cluster",
+                                               clusters_[g.idx[part.cluster]]->conf.name.c_str(),
+                                               "nodes", static_cast<json_int_t>(part.nodes)));
+      }
+      set(pl, "parts", parts);
+      set(j.get(), "plan", pl);
+      set(j.get(), "reason", json_null());
+    } else {
+      set(j.get(), "plan", json_null());
+      set_str(j.get(), "reason", pwhy);
+    }
+    json_t* cl = json_array();
+    for (std::size_t k = 0; k < g.idx.size(); ++k) {
+      json_t* c = json_object();
+      set_str(c, "name", clusters_[g.idx[k]]->conf.name);
+      set(c, "reachable", json_true());
+      set(c, "error", json_null());
+      set_int(c, "nodes", g.avail[k].nodes_published);
+      json_t* offers = json_array();
+      if (g.raw_offers[k]) {
+        json_decref(offers);
+        offers = json_incref(g.raw_offers[k].get());
+      } else {
+        for (const auto& st : g.avail[k].steps) {
+          json_array_append_new(offers, json_pack("{s:I,s:I,s:I}", "start", (json_int_t)st.start, "end",
+                                                  (json_int_t)st.end, "free_nodes", (json_int_t)st.free_nodes));
+        }
+      }
+      set(c, "offers", offers);
+      json_array_append_new(cl, c);
+    }
+    for (const auto& e : g.errors) {
+      json_t* c = json_object();
+      set_str(c, "name", e.first);
+      set(c, "reachable", json_false());
+      set_str(c, "error", e.second);
+      set(c, "nodes", json_null());
+      set(c, "offers", json_array());
+      json_array_append_new(cl, c);
+    }
+    set(j.get(), "clusters", cl);
+    return Answer{200, std::move(j)};
+  }
+
+  CoRecord co;
+  co.uid = who.uid;
+  co.user = who.user;
+  co.state = "planning";
+  co.policy = s.policy;
+  co.nodes = s.nodes;
+  co.duration = s.duration;
+  co.overhead = s.overhead;
+  co.ready = s.ready;
+  co.deadline = s.deadline;
+  co.clusters = s.clusters;
+  co.max_parts = s.max_parts;
+  co.request = http::json_text(body);
+  std::string err;
+  if (!store_.insert_coalloc(&co, "submitted by " + who.user, &err)) {
+    fc_error("submit: %s", err.c_str());
+    return api_error(500, "internal_error", "state database: " + err);
+  }
+  fc_info("co-%ld: submitted by %s: %ld nodes for %ld s, policy %s", (long)co.id, who.user.c_str(),
+          (long)co.nodes, (long)co.duration, co.policy.c_str());
+  auto m = co_mutex(co.id);
+  std::lock_guard<std::mutex> lock(*m);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!place(co, s, &why)) {
+    return api_error(409, "unplaceable", "co-" + std::to_string(co.id) + ": " + why);
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> sl(stats_mutex_);
+    commit_count_++;
+    commit_ms_sum_ += ms;
+    commit_ms_max_ = std::max<std::int64_t>(commit_ms_max_, ms);
+  }
+  auto fresh = store_.get_coalloc(co.id);
+  return Answer{201, co_json(fresh ? *fresh : co, true)};
+}
+
+ApiResult Engine::list(const Caller& who, const std::string& state, const std::string& user, int limit) {
+  std::int64_t uid = who.admin ? -1 : who.uid;
+  if (!user.empty()) {
+    if (!who.admin) return api_error(403, "forbidden", "user=: only AdminUsers may list other users");
+    passwd pw;
+    passwd* res = nullptr;
+    char buf[4096];
+    if (getpwnam_r(user.c_str(), &pw, buf, sizeof buf, &res) != 0 || res == nullptr) {
+      return api_error(400, "bad_request", "user=: unknown user '" + user + "'");
+    }
+    uid = pw.pw_uid;
+  }
+  static const std::set<std::string> states = {"", "active", "planning", "committing", "scheduled",
+                                               "running", "completed", "failed", "cancelling", "cancelled"};
+  if (!states.count(state)) return api_error(400, "bad_request", "state=: unknown state '" + state + "'");
+  JsonPtr j = obj();
+  json_t* a = json_array();
+  for (const auto& co : store_.list_coallocs(uid, state, limit)) json_array_append_new(a, co_json(co, false).release());
+  set(j.get(), "coallocations", a);
+  return Answer{200, std::move(j)};
+}
+
+ApiResult Engine::show(const Caller& who, std::int64_t id) {
+  auto co = visible(who, id);
+  if (!co) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
+  return Answer{200, co_json(*co, true)};
+}
+
+ApiResult Engine::cancel(const Caller& who, std::int64_t id) {
+  if (!visible(who, id)) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
+  auto m = co_mutex(id);
+  std::lock_guard<std::mutex> lock(*m);
+  auto co = store_.get_coalloc(id);
+  if (!co) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
+  if (!is_finished(co->state) && co->state != "cancelling") {
+    co->state = "cancelling";
+    co->reason = "cancelled by " + who.user;
+    auto parts = store_.parts(id, true);
+    std::string err;
+    if (!store_.write(*co, {}, co->reason, &err)) return api_error(500, "internal_error", err);
+    fc_info("co-%ld: cancelled by %s", (long)id, who.user.c_str());
+    if (release(*co, parts, "cancelled", co->reason)) {
+      co->state = "cancelled";
+      co->reason = "cancelled by " + who.user + "; everything released";
+      store_.update_coalloc(*co, co->reason, &err);
+    }
+  }
+  auto fresh = store_.get_coalloc(id);
+  return Answer{200, co_json(*fresh, true)};
+}
+
+ApiResult Engine::modify(const Caller& who, std::int64_t id, const json_t* body) {
+  if (!visible(who, id)) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
+  if (!json_is_object(body)) return api_error(400, "bad_request", "the body must be a JSON object");
+  const char* k;
+  json_t* v;
+  json_object_foreach(const_cast<json_t*>(body), k, v) {
+    if (std::string(k) != "deadline" && std::string(k) != "clusters") {
+      return api_error(400, "bad_request", std::string("unknown member '") + k + "'");
+    }
+  }
+  auto m = co_mutex(id);
+  std::lock_guard<std::mutex> lock(*m);
+  auto co = store_.get_coalloc(id);
+  if (!co) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
+  if (co->state != "scheduled") {
+    return api_error(409, "too_late", "co-" + std::to_string(id) + " is " + co->state +
+                                          "; only a scheduled co-allocation can be changed");
+  }
+  CoRecord next = *co;
+  if (const json_t* d = json_object_get(body, "deadline")) {
+    if (json_is_null(d)) {
+      next.deadline = 0;
+    } else if (json_is_integer(d) && json_integer_value(d) > 0) {
+      next.deadline = json_integer_value(d);
+    } else {
+      return api_error(400, "bad_request", "deadline: an epoch time or null");
+    }
+  }
+  if (json_object_get(body, "clusters")) {
+    std::vector<std::string> cl;
+    std::string why;
+    if (!get_str_list(body, "clusters", &cl, &why) || cl.empty()) {
+      return api_error(400, "bad_request", why.empty() ? "clusters: at least one" : why);
+    }
+    for (const auto& c : cl) {
+      if (cluster(c) == nullptr) return api_error(400, "bad_request", "clusters: unknown cluster '" + c + "'");
+    }
+    next.clusters = cl;
+  }
+  // The current placement must satisfy the new constraints; moving to
+  // satisfy them is not done here.
+  for (const auto& p : store_.parts(id, true)) {
+    if (std::find(next.clusters.begin(), next.clusters.end(), p.cluster) == next.clusters.end()) {
+      return api_error(409, "conflict", "part " + std::to_string(p.idx) + " is on " + p.cluster +
+                                            ", which the new cluster list excludes; nothing changed");
+    }
+  }
+  if (next.deadline > 0 && next.planned_end > next.deadline) {
+    return api_error(409, "conflict", "the placement ends at " + std::to_string(next.planned_end) +
+                                          ", after the new deadline; nothing changed");
+  }
+  std::string err;
+  if (!store_.update_coalloc(next, "modified by " + who.user, &err)) {
+    return api_error(500, "internal_error", err);
+  }
+  auto fresh = store_.get_coalloc(id);
+  return Answer{200, co_json(*fresh, true)};
+}
+
+ApiResult Engine::clusters() {
+  JsonPtr j = obj();
+  json_t* a = json_array();
+  for (auto& c : clusters_) {
+    json_t* o = json_object();
+    std::lock_guard<std::mutex> lock(c->m);
+    set_str(o, "name", c->conf.name);
+    set_str(o, "url", c->conf.url);
+    set_opt_str(o, "partition", c->conf.partition);
+    set(o, "reachable", json_boolean(c->reachable));
+    set_opt_int(o, "last_contact", c->last_contact);
+    set_opt_str(o, "last_error", c->last_error);
+    set_int(o, "event_seq", c->event_seq);
+    set_opt_int(o, "nodes", c->nodes, -1);
+    json_array_append_new(a, o);
+  }
+  set(j.get(), "clusters", a);
+  return Answer{200, std::move(j)};
+}
+
+ApiResult Engine::stats() {
+  JsonPtr j = obj();
+  json_t* o = j.get();
+  set_int(o, "started", started_);
+  json_t* by = json_object();
+  for (const auto& kv : store_.count_by_state()) set_int(by, kv.first.c_str(), kv.second);
+  set(o, "coallocations", by);
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  json_t* msgs = json_object();
+  for (const auto& kv : counters_) {
+    if (kv.first.rfind("messages.", 0) == 0) set_int(msgs, kv.first.substr(9).c_str(), kv.second);
+  }
+  set(o, "messages", msgs);
+  for (const char* k : {"violations", "replans", "rollbacks", "moves", "orphans"}) {
+    auto it = counters_.find(k);
+    set_int(o, k, it == counters_.end() ? 0 : it->second);
+  }
+  auto ev = counters_.find("events.job_ended_early");
+  set_int(o, "early_ends_seen", ev == counters_.end() ? 0 : ev->second);
+  json_t* req = json_object();
+  for (const auto& kv : requests_) set_int(req, std::to_string(kv.first).c_str(), kv.second);
+  set(o, "requests", req);
+  json_t* cm = json_object();
+  set_int(cm, "count", commit_count_);
+  set_int(cm, "mean", commit_count_ ? commit_ms_sum_ / commit_count_ : 0);
+  set_int(cm, "max", commit_ms_max_);
+  set(o, "commit_ms", cm);
+  return Answer{200, std::move(j)};
+}
+
+}  // namespace flexcod

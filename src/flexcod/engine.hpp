@@ -1,0 +1,144 @@
+// engine.hpp - flexcod's co-allocation engine: availability from the
+// clusters, planning (core/coalloc.hpp), the all-or-nothing commit protocol,
+// cancellation, recovery and the clusters' event streams.
+//
+// Every operation on one co-allocation holds that co-allocation's mutex;
+// background work (recovery, the reaper of released parts, event followers)
+// only touches co-allocations whose mutex it can take.  Every state change
+// is written to the Store before the call to a cluster that it announces.
+
+#ifndef FLEXCO_FLEXCOD_ENGINE_HPP
+#define FLEXCO_FLEXCOD_ENGINE_HPP
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/coalloc.hpp"
+#include "core/flexcod_conf.hpp"
+#include "core/http_client.hpp"
+#include "flexcod/store.hpp"
+
+namespace flexcod {
+
+using flexco::http::JsonPtr;
+
+struct ApiError {
+  int status = 500;
+  std::string code;
+  std::string message;
+};
+
+// A JSON answer with its HTTP status, or an ApiError.
+struct Answer {
+  int status = 200;
+  JsonPtr body;
+};
+using ApiResult = flexco::BasicResult<Answer, ApiError>;
+
+struct Caller {
+  std::int64_t uid = -1;
+  std::string user;
+  bool admin = false;
+};
+
+class Engine {
+ public:
+  Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth::Signer signer);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Recovery of the database (synchronous, no network), then the background
+  // threads: per-cluster reconciliation with backoff, event followers, the
+  // reaper, and the publisher in AvailabilityMode=publish.
+  void start();
+  // Stops and joins every thread (in-flight requests finish first).
+  void stop();
+  // SIGHUP: settings other than the cluster list and the listener.
+  void reload(const flexco::conf::FlexcodConf& conf);
+
+  ApiResult submit(const Caller& who, const json_t* body);
+  ApiResult list(const Caller& who, const std::string& state, const std::string& user, int limit);
+  ApiResult show(const Caller& who, std::int64_t id);
+  ApiResult cancel(const Caller& who, std::int64_t id);
+  ApiResult modify(const Caller& who, std::int64_t id, const json_t* body);
+  ApiResult clusters();
+  ApiResult stats();
+
+  void count_request(int status);
+
+ private:
+  struct Cluster;
+  struct Spec;
+  struct Gathered;
+
+  // Locks of co-allocations.
+  std::shared_ptr<std::mutex> co_mutex(std::int64_t id);
+
+  // Planning.
+  Gathered gather(const std::vector<std::size_t>& which, const Spec& spec);
+  bool plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
+            flexco::CoallocPlan* out, std::string* why);
+
+  // Commit protocol, on a locked co-allocation; true when scheduled.
+  bool place(CoRecord& co, const Spec& spec, std::string* why);
+  bool commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
+                      const std::vector<std::size_t>& which, std::set<std::string>* bad_clusters,
+                      std::string* why);
+  // Releases every part given (reservation and part job); false if some
+  // cluster could not be reached (those parts stay "cancelling").
+  bool release(CoRecord& co, std::vector<PartRecord>& parts, const std::string& final_state,
+               const std::string& reason);
+  bool release_part(const CoRecord& co, PartRecord& p);
+
+  // Background.
+  void recover_db();
+  void cluster_loop(std::size_t ci);
+  bool reconcile_cluster(std::size_t ci);
+  void follow_events(std::size_t ci);
+  void handle_event(std::size_t ci, const flexco::http::Event& e);
+  void reap_loop();
+  void publish_loop(std::size_t ci);
+  bool wait_stop(int ms);
+
+  JsonPtr co_json(const CoRecord& co, bool full);
+  std::optional<CoRecord> visible(const Caller& who, std::int64_t id);
+  Cluster* cluster(const std::string& name);
+  std::string key(const CoRecord& co, int attempt, int idx, const char* what) const;
+  void bump(const std::string& what, std::int64_t n = 1);
+  void finish_if_done(std::int64_t co_id);
+
+  flexco::conf::FlexcodConf conf_;
+  std::mutex conf_mutex_;
+  Store& store_;
+  std::vector<std::unique_ptr<Cluster>> clusters_;
+
+  std::mutex locks_mutex_;
+  std::map<std::int64_t, std::shared_ptr<std::mutex>> locks_;
+
+  std::mutex planner_mutex_;
+  flexco::PlannerState planner_state_;
+
+  std::mutex stats_mutex_;
+  std::map<std::string, std::int64_t> counters_;
+  std::map<int, std::int64_t> requests_;
+  std::int64_t commit_count_ = 0, commit_ms_sum_ = 0, commit_ms_max_ = 0;
+  std::int64_t started_ = 0;
+
+  std::atomic<bool> stopping_{false};
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace flexcod
+
+#endif

@@ -1,0 +1,245 @@
+// flexcod - the FlexCo metascheduler daemon (flexcod(8)).
+//
+// main() reads the configuration, daemonizes (unless -D), takes the pid
+// file, opens the state database, starts the engine (recovery, cluster
+// threads) and then the HTTP listener, and waits for signals: SIGHUP
+// re-reads flexcod.conf and reopens the log, SIGTERM/SIGINT stop cleanly in
+// reverse order.
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "core/auth.hpp"
+#include "core/flexcod_conf.hpp"
+#include "flexco_config.h"
+#include "flexcod/engine.hpp"
+#include "flexcod/log.hpp"
+#include "flexcod/server.hpp"
+#include "flexcod/store.hpp"
+
+namespace {
+
+struct Options {
+  std::string conf_file;
+  bool foreground = false;
+  int verbose = 0;
+  std::string log_file;
+  std::string state_file;
+  std::string pid_file;
+  int port = 0;
+  std::string listen;
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "Usage: flexcod [OPTIONS]\n"
+               "  -D            run in the foreground, log to stderr\n"
+               "  -f FILE       configuration file (default $FLEXCOD_CONF or %s)\n"
+               "  -L FILE       log file (overrides LogFile)\n"
+               "  -s FILE       state database (overrides StateFile)\n"
+               "  -i FILE       pid file (overrides PidFile)\n"
+               "  -p PORT       listen port (overrides ListenPort)\n"
+               "  -a ADDRESS    listen address (overrides ListenAddress)\n"
+               "  -v            more verbose (repeat for more)\n"
+               "  -V            print the version and exit\n"
+               "  -h            this help\n",
+               flexco::conf::kDefaultPath);
+}
+
+flexco::conf::Result<flexco::conf::FlexcodConf> load(const Options& o, const std::string& path) {
+  auto r = flexco::conf::read_file(path);
+  if (!r.ok()) return r;
+  auto c = std::move(r).value();
+  if (!o.log_file.empty()) c.log_file = o.log_file;
+  if (!o.state_file.empty()) c.state_file = o.state_file;
+  if (!o.pid_file.empty()) c.pid_file = o.pid_file;
+  if (o.port > 0) c.listen_port = o.port;
+  if (!o.listen.empty()) c.listen_address = o.listen;
+  c.debug_level = std::min(9, c.debug_level + o.verbose);
+  return c;
+}
+
+// The pid file, locked for the daemon's lifetime.
+int take_pid_file(const std::string& path, std::string* why) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *why = path + ": " + std::strerror(errno);
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    *why = path + ": locked: another flexcod is running";
+    close(fd);
+    return -1;
+  }
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd, 0) != 0 || write(fd, pid.data(), pid.size()) != static_cast<ssize_t>(pid.size())) {
+    *why = path + ": " + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  int opt;
+  while ((opt = getopt(argc, argv, "Df:L:s:i:p:a:vVh")) != -1) {
+    switch (opt) {
+      case 'D': o.foreground = true; break;
+      case 'f': o.conf_file = optarg; break;
+      case 'L': o.log_file = optarg; break;
+      case 's': o.state_file = optarg; break;
+      case 'i': o.pid_file = optarg; break;
+      case 'p': o.port = std::atoi(optarg); if (o.port < 1 || o.port > 65535) { std::fprintf(stderr, "flexcod: -p %s: not a port\n", optarg); return 1; } break;
+      case 'a': o.listen = optarg; break;
+      case 'v': o.verbose++; break;
+      case 'V': std::printf("flexcod %s\n", PACKAGE_VERSION); return 0;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 1;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "flexcod: unexpected argument '%s'\n", argv[optind]);
+    return 1;
+  }
+  const std::string path = flexco::conf::choose_path(o.conf_file, std::getenv(flexco::conf::kPathEnv));
+  auto loaded = load(o, path);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "flexcod: fatal: %s\n", loaded.error().message.c_str());
+    return 1;
+  }
+  flexco::conf::FlexcodConf conf = loaded.value();
+
+  // Daemonize before any thread exists; the parent waits until the child
+  // listens (or failed), so that "flexcod && next" sees a ready daemon.
+  int ready[2] = {-1, -1};
+  if (!o.foreground) {
+    if (pipe(ready) != 0) {
+      std::perror("flexcod: pipe");
+      return 1;
+    }
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("flexcod: fork");
+      return 1;
+    }
+    if (pid > 0) {
+      close(ready[1]);
+      char c = 1;
+      const ssize_t n = read(ready[0], &c, 1);
+      return (n == 1 && c == 0) ? 0 : 1;
+    }
+    close(ready[0]);
+    setsid();
+    if (fork() > 0) _exit(0);
+    umask(022);
+    if (chdir("/") != 0) _exit(1);
+    const int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+      dup2(null, STDIN_FILENO);
+      dup2(null, STDOUT_FILENO);
+      if (conf.log_file.empty()) dup2(null, STDERR_FILENO);
+      if (null > 2) close(null);
+    }
+  }
+  auto fail = [&](const std::string& why) {
+    fc_fatal("%s", why.c_str());
+    if (ready[1] >= 0) {
+      char c = 1;
+      (void)!write(ready[1], &c, 1);
+    }
+    return 1;
+  };
+  const std::string log_why = flexcod::log_init(o.foreground, conf.log_file, conf.debug_level);
+  if (!log_why.empty()) return fail("LogFile " + log_why);
+  if (!o.foreground && !conf.log_file.empty()) dup2(fileno(stderr), STDERR_FILENO);
+
+  std::string why;
+  const int pid_fd = take_pid_file(conf.pid_file, &why);
+  if (pid_fd < 0) return fail(why);
+
+  // Signals: handled by sigwait in this thread only.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return fail("curl_global_init failed");
+
+  auto store = flexcod::Store::open(conf.state_file, &why);
+  if (!store) return fail("StateFile " + why);
+
+  flexco::auth::SignerConfig sc;
+  sc.socket_path = conf.munge_socket;
+  auto signer = flexco::auth::Signer::create(sc);
+  if (!signer.ok()) return fail("MungeSocket: " + signer.error().message);
+  flexco::auth::VerifierConfig vc;
+  vc.socket_path = conf.munge_socket;
+  auto verifier = flexco::auth::Verifier::create(vc);
+  if (!verifier.ok()) return fail("MungeSocket: " + verifier.error().message);
+
+  fc_info("flexcod version %s started: %zu clusters, state %s, policy %s, availability %s",
+          PACKAGE_VERSION, conf.clusters.size(), conf.state_file.c_str(), conf.default_policy.c_str(),
+          conf.availability_mode.c_str());
+  auto engine = std::make_unique<flexcod::Engine>(conf, *store, signer.value());
+  engine->start();
+  auto server = std::make_unique<flexcod::Server>(*engine, std::move(verifier).value(), conf.admin_users);
+  why = server->start(conf.listen_address, conf.listen_port);
+  if (!why.empty()) {
+    engine->stop();
+    return fail(why);
+  }
+  fc_info("listening on %s:%d", conf.listen_address.c_str(), conf.listen_port);
+  if (ready[1] >= 0) {
+    char c = 0;
+    (void)!write(ready[1], &c, 1);
+    close(ready[1]);
+    ready[1] = -1;
+  }
+
+  while (true) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      fc_info("Reconfigure signal (SIGHUP) received");
+      flexcod::log_reopen();
+      auto again = load(o, path);
+      if (!again.ok()) {
+        fc_error("reconfigure: %s; keeping the running configuration", again.error().message.c_str());
+        continue;
+      }
+      conf = again.value();
+      flexcod::log_set_level(conf.debug_level);
+      engine->reload(conf);
+      server->set_admins(conf.admin_users);
+      continue;
+    }
+    fc_info("Terminate signal (%s) received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    break;
+  }
+  server->stop();
+  engine->stop();
+  engine.reset();
+  store.reset();
+  unlink(conf.pid_file.c_str());
+  close(pid_fd);
+  curl_global_cleanup();
+  fc_info("flexcod stopped");
+  return 0;
+}

@@ -1,0 +1,55 @@
+// server.hpp - flexcod's HTTP+JSON listener (libmicrohttpd): MUNGE
+// verification of every request (doc/auth.md), the caller's identity and
+// admin flag, routing to the Engine (doc/openapi-flexcod.yaml).
+
+#ifndef FLEXCO_FLEXCOD_SERVER_HPP
+#define FLEXCO_FLEXCOD_SERVER_HPP
+
+#include <microhttpd.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/auth.hpp"
+#include "flexcod/engine.hpp"
+
+namespace flexcod {
+
+class Server {
+ public:
+  Server(Engine& engine, flexco::auth::Verifier verifier, std::vector<std::string> admin_users);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Listens on address:port; "" or why not.
+  std::string start(const std::string& address, int port);
+  void stop();
+  void set_admins(std::vector<std::string> admin_users);
+
+  // libmicrohttpd callbacks (public for the C trampolines).
+  MHD_Result handle(MHD_Connection* c, const char* method, const char* upload, size_t* upload_size,
+                    void** con_cls);
+  static void* uri_log(void* cls, const char* uri, MHD_Connection* c);
+  static void completed(void* cls, MHD_Connection* c, void** con_cls, MHD_RequestTerminationCode toe);
+
+ private:
+  struct Request;
+  MHD_Result respond(MHD_Connection* c, int status, const std::string& body, bool auth_challenge,
+                     bool retry_after);
+  MHD_Result error(MHD_Connection* c, int status, const std::string& code, const std::string& msg);
+  MHD_Result dispatch(MHD_Connection* c, const std::string& method, Request& r);
+  bool is_admin(uid_t uid);
+
+  Engine& engine_;
+  flexco::auth::Verifier verifier_;
+  std::mutex admins_mutex_;
+  std::vector<std::string> admin_users_;
+  MHD_Daemon* daemon_ = nullptr;
+};
+
+}  // namespace flexcod
+
+#endif

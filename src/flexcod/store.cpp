@@ -1,0 +1,530 @@
+// store.cpp - see store.hpp.
+
+#include "flexcod/store.hpp"
+
+#include <sys/random.h>
+
+#include <ctime>
+#include <utility>
+
+namespace flexcod {
+
+namespace {
+
+const char* kSchema =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS coallocations("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, user TEXT NOT NULL,"
+    " state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', policy TEXT NOT NULL,"
+    " nodes INTEGER NOT NULL, duration INTEGER NOT NULL, run_time INTEGER NOT NULL DEFAULT 0,"
+    " overhead REAL NOT NULL DEFAULT 0, ready INTEGER NOT NULL, deadline INTEGER NOT NULL DEFAULT 0,"
+    " clusters TEXT NOT NULL, max_parts INTEGER NOT NULL, request TEXT NOT NULL,"
+    " submitted INTEGER NOT NULL, changed INTEGER NOT NULL,"
+    " planned_start INTEGER NOT NULL DEFAULT 0, planned_end INTEGER NOT NULL DEFAULT 0,"
+    " moves INTEGER NOT NULL DEFAULT 0, attempt INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS parts("
+    " co_id INTEGER NOT NULL REFERENCES coallocations(id), attempt INTEGER NOT NULL,"
+    " idx INTEGER NOT NULL, cluster TEXT NOT NULL, nodes INTEGER NOT NULL, state TEXT NOT NULL,"
+    " reason TEXT NOT NULL DEFAULT '', resv_key TEXT NOT NULL DEFAULT '',"
+    " reservation_id INTEGER NOT NULL DEFAULT 0, reservation TEXT NOT NULL DEFAULT '',"
+    " node_list TEXT NOT NULL DEFAULT '', job_key TEXT NOT NULL DEFAULT '',"
+    " job_id INTEGER NOT NULL DEFAULT 0, job_state TEXT NOT NULL DEFAULT '',"
+    " planned_start INTEGER NOT NULL DEFAULT 0, planned_end INTEGER NOT NULL DEFAULT 0,"
+    " actual_start INTEGER NOT NULL DEFAULT 0, actual_end INTEGER NOT NULL DEFAULT 0,"
+    " exit_code INTEGER NOT NULL DEFAULT -1, current INTEGER NOT NULL DEFAULT 1,"
+    " PRIMARY KEY(co_id, attempt, idx));"
+    "CREATE INDEX IF NOT EXISTS parts_state ON parts(state);"
+    "CREATE TABLE IF NOT EXISTS transitions("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, co_id INTEGER NOT NULL, time INTEGER NOT NULL,"
+    " what TEXT NOT NULL, from_state TEXT NOT NULL, to_state TEXT NOT NULL, reason TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS transitions_co ON transitions(co_id);"
+    "CREATE TABLE IF NOT EXISTS moves("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, co_id INTEGER NOT NULL, time INTEGER NOT NULL,"
+    " kind TEXT NOT NULL, from_start INTEGER, to_start INTEGER, from_end INTEGER, to_end INTEGER,"
+    " from_parts TEXT, to_parts TEXT, reason TEXT);"
+    "CREATE TABLE IF NOT EXISTS cluster_seq(name TEXT PRIMARY KEY, seq INTEGER NOT NULL);";
+
+// Prepared statement with RAII and positional binds.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK) st_ = nullptr;
+  }
+  ~Stmt() { sqlite3_finalize(st_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return st_ != nullptr; }
+  Stmt& bind(std::int64_t v) {
+    sqlite3_bind_int64(st_, ++n_, v);
+    return *this;
+  }
+  Stmt& bind(int v) { return bind(static_cast<std::int64_t>(v)); }
+  Stmt& bind(double v) {
+    sqlite3_bind_double(st_, ++n_, v);
+    return *this;
+  }
+  Stmt& bind(const std::string& v) {
+    sqlite3_bind_text(st_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  int step() { return st_ ? sqlite3_step(st_) : SQLITE_ERROR; }
+  std::int64_t i64(int col) { return sqlite3_column_int64(st_, col); }
+  double dbl(int col) { return sqlite3_column_double(st_, col); }
+  std::string str(int col) {
+    const unsigned char* t = sqlite3_column_text(st_, col);
+    return t ? std::string(reinterpret_cast<const char*>(t),
+                           static_cast<std::size_t>(sqlite3_column_bytes(st_, col)))
+             : std::string();
+  }
+  std::string errmsg() const { return sqlite3_errmsg(db_); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+  int n_ = 0;
+};
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) {
+    if (!out.empty()) out += ',';
+    out += s;
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t p = 0;
+  while (p <= s.size() && !s.empty()) {
+    std::size_t c = s.find(',', p);
+    if (c == std::string::npos) c = s.size();
+    out.push_back(s.substr(p, c - p));
+    p = c + 1;
+  }
+  return out;
+}
+
+const char* kCoCols =
+    "id, uid, user, state, reason, policy, nodes, duration, run_time, overhead, ready, deadline,"
+    " clusters, max_parts, request, submitted, changed, planned_start, planned_end, moves, attempt";
+
+CoRecord read_co(Stmt& s) {
+  CoRecord c;
+  int i = 0;
+  c.id = s.i64(i++);
+  c.uid = s.i64(i++);
+  c.user = s.str(i++);
+  c.state = s.str(i++);
+  c.reason = s.str(i++);
+  c.policy = s.str(i++);
+  c.nodes = s.i64(i++);
+  c.duration = s.i64(i++);
+  c.run_time = s.i64(i++);
+  c.overhead = s.dbl(i++);
+  c.ready = s.i64(i++);
+  c.deadline = s.i64(i++);
+  c.clusters = split(s.str(i++));
+  c.max_parts = static_cast<int>(s.i64(i++));
+  c.request = s.str(i++);
+  c.submitted = s.i64(i++);
+  c.changed = s.i64(i++);
+  c.planned_start = s.i64(i++);
+  c.planned_end = s.i64(i++);
+  c.moves = static_cast<int>(s.i64(i++));
+  c.attempt = static_cast<int>(s.i64(i++));
+  return c;
+}
+
+const char* kPartCols =
+    "co_id, attempt, idx, cluster, nodes, state, reason, resv_key, reservation_id, reservation,"
+    " node_list, job_key, job_id, job_state, planned_start, planned_end, actual_start, actual_end,"
+    " exit_code, current";
+
+PartRecord read_part(Stmt& s) {
+  PartRecord p;
+  int i = 0;
+  p.co_id = s.i64(i++);
+  p.attempt = static_cast<int>(s.i64(i++));
+  p.idx = static_cast<int>(s.i64(i++));
+  p.cluster = s.str(i++);
+  p.nodes = s.i64(i++);
+  p.state = s.str(i++);
+  p.reason = s.str(i++);
+  p.resv_key = s.str(i++);
+  p.reservation_id = s.i64(i++);
+  p.reservation = s.str(i++);
+  p.node_list = s.str(i++);
+  p.job_key = s.str(i++);
+  p.job_id = s.i64(i++);
+  p.job_state = s.str(i++);
+  p.planned_start = s.i64(i++);
+  p.planned_end = s.i64(i++);
+  p.actual_start = s.i64(i++);
+  p.actual_end = s.i64(i++);
+  p.exit_code = static_cast<int>(s.i64(i++));
+  p.current = s.i64(i++) != 0;
+  return p;
+}
+
+std::string in_list(const std::vector<std::string>& states) {
+  std::string q = "(";
+  for (std::size_t i = 0; i < states.size(); ++i) q += i ? ",?" : "?";
+  return q + ")";
+}
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() was called.
+class Txn {
+ public:
+  explicit Txn(sqlite3* db) : db_(db) {
+    ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~Txn() {
+    if (ok_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  bool ok() const { return ok_; }
+  bool commit(std::string* error) {
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      if (error) *error = std::string("commit: ") + sqlite3_errmsg(db_);
+      return false;
+    }
+    done_ = true;
+    return true;
+  }
+
+ private:
+  sqlite3* db_;
+  bool ok_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::int64_t now_seconds() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    *error = path + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db);
+    return nullptr;
+  }
+  auto s = std::make_unique<Store>(Token{}, db);
+  sqlite3_busy_timeout(db, 5000);
+  if (!s->exec("PRAGMA journal_mode=WAL", error) || !s->exec("PRAGMA synchronous=FULL", error) ||
+      !s->exec("PRAGMA foreign_keys=ON", error) || !s->exec(kSchema, error)) {
+    *error = path + ": " + *error;
+    return nullptr;
+  }
+  {
+    Stmt q(db, "SELECT value FROM meta WHERE key='instance'");
+    if (q.step() == SQLITE_ROW) s->instance_ = q.str(0);
+  }
+  if (s->instance_.empty()) {
+    unsigned char r[8];
+    if (getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+      *error = "getrandom failed";
+      return nullptr;
+    }
+    static const char* hex = "0123456789abcdef";
+    for (unsigned char c : r) {
+      s->instance_ += hex[c >> 4];
+      s->instance_ += hex[c & 15];
+    }
+    Stmt ins(db, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '1')");
+    ins.bind(s->instance_);
+    if (ins.step() != SQLITE_DONE) {
+      *error = path + ": " + ins.errmsg();
+      return nullptr;
+    }
+  }
+  return s;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+bool Store::exec(const char* sql, std::string* error) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    if (error) *error = msg ? msg : "sqlite error";
+    sqlite3_free(msg);
+    return false;
+  }
+  return true;
+}
+
+bool Store::add_transition(std::int64_t co_id, const std::string& what, const std::string& from,
+                           const std::string& to, const std::string& reason, std::string* error) {
+  Stmt s(db_,
+         "INSERT INTO transitions(co_id, time, what, from_state, to_state, reason)"
+         " VALUES(?,?,?,?,?,?)");
+  s.bind(co_id).bind(now_seconds()).bind(what).bind(from).bind(to).bind(reason);
+  if (s.step() != SQLITE_DONE) {
+    if (error) *error = "transition: " + s.errmsg();
+    return false;
+  }
+  return true;
+}
+
+bool Store::put_co(const CoRecord& c, std::string* error) {
+  Stmt s(db_,
+         "UPDATE coallocations SET uid=?, user=?, state=?, reason=?, policy=?, nodes=?, duration=?,"
+         " run_time=?, overhead=?, ready=?, deadline=?, clusters=?, max_parts=?, request=?,"
+         " submitted=?, changed=?, planned_start=?, planned_end=?, moves=?, attempt=? WHERE id=?");
+  s.bind(c.uid).bind(c.user).bind(c.state).bind(c.reason).bind(c.policy).bind(c.nodes)
+      .bind(c.duration).bind(c.run_time).bind(c.overhead).bind(c.ready).bind(c.deadline)
+      .bind(join(c.clusters)).bind(c.max_parts).bind(c.request).bind(c.submitted)
+      .bind(now_seconds()).bind(c.planned_start).bind(c.planned_end).bind(c.moves)
+      .bind(c.attempt).bind(c.id);
+  if (s.step() != SQLITE_DONE) {
+    if (error) *error = "update coallocation: " + s.errmsg();
+    return false;
+  }
+  return true;
+}
+
+bool Store::put_part(const PartRecord& p, std::string* error) {
+  Stmt s(db_,
+         "INSERT OR REPLACE INTO parts(co_id, attempt, idx, cluster, nodes, state, reason, resv_key,"
+         " reservation_id, reservation, node_list, job_key, job_id, job_state, planned_start,"
+         " planned_end, actual_start, actual_end, exit_code, current)"
+         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  s.bind(p.co_id).bind(p.attempt).bind(p.idx).bind(p.cluster).bind(p.nodes).bind(p.state)
+      .bind(p.reason).bind(p.resv_key).bind(p.reservation_id).bind(p.reservation)
+      .bind(p.node_list).bind(p.job_key).bind(p.job_id).bind(p.job_state).bind(p.planned_start)
+      .bind(p.planned_end).bind(p.actual_start).bind(p.actual_end).bind(p.exit_code)
+      .bind(p.current ? 1 : 0);
+  if (s.step() != SQLITE_DONE) {
+    if (error) *error = "write part: " + s.errmsg();
+    return false;
+  }
+  return true;
+}
+
+std::optional<CoRecord> Store::get_co_locked(std::int64_t id) {
+  Stmt s(db_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE id=?").c_str());
+  s.bind(id);
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  return read_co(s);
+}
+
+std::optional<PartRecord> Store::get_part_locked(std::int64_t co, int attempt, int idx) {
+  Stmt s(db_, (std::string("SELECT ") + kPartCols +
+               " FROM parts WHERE co_id=? AND attempt=? AND idx=?").c_str());
+  s.bind(co).bind(attempt).bind(idx);
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  return read_part(s);
+}
+
+bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Txn t(db_);
+  if (!t.ok()) {
+    *error = std::string("begin: ") + sqlite3_errmsg(db_);
+    return false;
+  }
+  const std::int64_t now = now_seconds();
+  Stmt s(db_,
+         "INSERT INTO coallocations(uid, user, state, reason, policy, nodes, duration, run_time,"
+         " overhead, ready, deadline, clusters, max_parts, request, submitted, changed)"
+         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  s.bind(c->uid).bind(c->user).bind(c->state).bind(c->reason).bind(c->policy).bind(c->nodes)
+      .bind(c->duration).bind(c->run_time).bind(c->overhead).bind(c->ready).bind(c->deadline)
+      .bind(join(c->clusters)).bind(c->max_parts).bind(c->request).bind(now).bind(now);
+  if (s.step() != SQLITE_DONE) {
+    *error = "insert coallocation: " + s.errmsg();
+    return false;
+  }
+  c->id = sqlite3_last_insert_rowid(db_);
+  c->submitted = c->changed = now;
+  if (!add_transition(c->id, "coallocation", "", c->state, reason, error)) return false;
+  return t.commit(error);
+}
+
+bool Store::update_coalloc(const CoRecord& c, const std::string& reason, std::string* error) {
+  return write(c, {}, reason, error);
+}
+
+bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
+                  const std::string& reason, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Txn t(db_);
+  if (!t.ok()) {
+    *error = std::string("begin: ") + sqlite3_errmsg(db_);
+    return false;
+  }
+  auto old = get_co_locked(c.id);
+  if (!old) {
+    *error = "no co-allocation " + std::to_string(c.id);
+    return false;
+  }
+  if (!put_co(c, error)) return false;
+  if (old->state != c.state &&
+      !add_transition(c.id, "coallocation", old->state, c.state, reason, error)) {
+    return false;
+  }
+  for (const auto& p : parts) {
+    auto before = get_part_locked(p.co_id, p.attempt, p.idx);
+    if (!put_part(p, error)) return false;
+    if ((!before || before->state != p.state) &&
+        !add_transition(p.co_id, "part " + std::to_string(p.idx) + " (attempt " +
+                                     std::to_string(p.attempt) + ", " + p.cluster + ")",
+                        before ? before->state : "", p.state,
+                        p.reason.empty() ? reason : p.reason, error)) {
+      return false;
+    }
+  }
+  return t.commit(error);
+}
+
+bool Store::update_part(const PartRecord& p, const std::string& reason, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Txn t(db_);
+  if (!t.ok()) {
+    *error = std::string("begin: ") + sqlite3_errmsg(db_);
+    return false;
+  }
+  auto before = get_part_locked(p.co_id, p.attempt, p.idx);
+  if (!put_part(p, error)) return false;
+  if ((!before || before->state != p.state) &&
+      !add_transition(p.co_id, "part " + std::to_string(p.idx) + " (attempt " +
+                                   std::to_string(p.attempt) + ", " + p.cluster + ")",
+                      before ? before->state : "", p.state, reason, error)) {
+    return false;
+  }
+  return t.commit(error);
+}
+
+std::optional<CoRecord> Store::get_coalloc(std::int64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return get_co_locked(id);
+}
+
+std::vector<CoRecord> Store::list_coallocs(std::int64_t uid, const std::string& state, int limit) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string sql = std::string("SELECT ") + kCoCols + " FROM coallocations WHERE 1=1";
+  if (uid >= 0) sql += " AND uid=?";
+  if (state == "active") {
+    sql += " AND state NOT IN ('completed','failed','cancelled')";
+  } else if (!state.empty()) {
+    sql += " AND state=?";
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+  Stmt s(db_, sql.c_str());
+  if (uid >= 0) s.bind(uid);
+  if (!state.empty() && state != "active") s.bind(state);
+  s.bind(limit);
+  std::vector<CoRecord> out;
+  while (s.step() == SQLITE_ROW) out.push_back(read_co(s));
+  return out;
+}
+
+std::vector<CoRecord> Store::in_states(const std::vector<std::string>& states) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE state IN " +
+               in_list(states) + " ORDER BY id").c_str());
+  for (const auto& st : states) s.bind(st);
+  std::vector<CoRecord> out;
+  while (s.step() == SQLITE_ROW) out.push_back(read_co(s));
+  return out;
+}
+
+std::vector<PartRecord> Store::parts(std::int64_t co_id, bool current_only) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, (std::string("SELECT ") + kPartCols + " FROM parts WHERE co_id=?" +
+               (current_only ? " AND current=1" : "") + " ORDER BY attempt, idx").c_str());
+  s.bind(co_id);
+  std::vector<PartRecord> out;
+  while (s.step() == SQLITE_ROW) out.push_back(read_part(s));
+  return out;
+}
+
+std::vector<PartRecord> Store::parts_in_states(const std::vector<std::string>& states) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, (std::string("SELECT ") + kPartCols + " FROM parts WHERE state IN " +
+               in_list(states) + " ORDER BY co_id, attempt, idx").c_str());
+  for (const auto& st : states) s.bind(st);
+  std::vector<PartRecord> out;
+  while (s.step() == SQLITE_ROW) out.push_back(read_part(s));
+  return out;
+}
+
+std::vector<Transition> Store::transitions(std::int64_t co_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_,
+         "SELECT time, what, from_state, to_state, reason FROM transitions WHERE co_id=? ORDER BY id");
+  s.bind(co_id);
+  std::vector<Transition> out;
+  while (s.step() == SQLITE_ROW) {
+    out.push_back(Transition{s.i64(0), s.str(1), s.str(2), s.str(3), s.str(4)});
+  }
+  return out;
+}
+
+bool Store::add_move(std::int64_t co_id, const MoveRecord& m, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_,
+         "INSERT INTO moves(co_id, time, kind, from_start, to_start, from_end, to_end, from_parts,"
+         " to_parts, reason) VALUES(?,?,?,?,?,?,?,?,?,?)");
+  s.bind(co_id).bind(m.time).bind(m.kind).bind(m.from_start).bind(m.to_start).bind(m.from_end)
+      .bind(m.to_end).bind(m.from_parts).bind(m.to_parts).bind(m.reason);
+  if (s.step() != SQLITE_DONE) {
+    *error = "insert move: " + s.errmsg();
+    return false;
+  }
+  return true;
+}
+
+std::vector<MoveRecord> Store::moves(std::int64_t co_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_,
+         "SELECT time, kind, from_start, to_start, from_end, to_end, from_parts, to_parts, reason"
+         " FROM moves WHERE co_id=? ORDER BY id");
+  s.bind(co_id);
+  std::vector<MoveRecord> out;
+  while (s.step() == SQLITE_ROW) {
+    MoveRecord m;
+    m.time = s.i64(0);
+    m.kind = s.str(1);
+    m.from_start = s.i64(2);
+    m.to_start = s.i64(3);
+    m.from_end = s.i64(4);
+    m.to_end = s.i64(5);
+    m.from_parts = s.str(6);
+    m.to_parts = s.str(7);
+    m.reason = s.str(8);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::map<std::string, std::int64_t> Store::count_by_state() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, "SELECT state, COUNT(*) FROM coallocations GROUP BY state");
+  std::map<std::string, std::int64_t> out;
+  while (s.step() == SQLITE_ROW) out[s.str(0)] = s.i64(1);
+  return out;
+}
+
+std::int64_t Store::event_seq(const std::string& cluster) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, "SELECT seq FROM cluster_seq WHERE name=?");
+  s.bind(cluster);
+  return s.step() == SQLITE_ROW ? s.i64(0) : 0;
+}
+
+bool Store::set_event_seq(const std::string& cluster, std::int64_t seq, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, "INSERT OR REPLACE INTO cluster_seq(name, seq) VALUES(?, ?)");
+  s.bind(cluster).bind(seq);
+  if (s.step() != SQLITE_DONE) {
+    *error = "cluster_seq: " + s.errmsg();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace flexcod

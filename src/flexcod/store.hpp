@@ -1,0 +1,158 @@
+// store.hpp - flexcod's state in SQLite (WAL, synchronous=FULL).
+//
+// Tables: coallocations, parts (one row per part per placement attempt),
+// transitions (every state change of a co-allocation or a part, with time
+// and reason), moves, cluster_seq (last event processed per cluster) and
+// meta (schema version, instance id).  Each mutating call is one
+// transaction; a state change is committed here BEFORE the daemon acts on
+// it, so after a crash the database always names every request that may be
+// in flight (doc/flexcod.md, "Write before act").
+//
+// Thread-safe: one connection, every call under an internal mutex.
+
+#ifndef FLEXCO_FLEXCOD_STORE_HPP
+#define FLEXCO_FLEXCOD_STORE_HPP
+
+#include <sqlite3.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flexcod {
+
+struct CoRecord {
+  std::int64_t id = 0;
+  std::int64_t uid = 0;
+  std::string user;
+  std::string state;       // planning, committing, scheduled, running, completed, failed, cancelling, cancelled
+  std::string reason;
+  std::string policy;
+  std::int64_t nodes = 0;
+  std::int64_t duration = 0;
+  std::int64_t run_time = 0;   // 0 until placed
+  double overhead = 0.0;
+  std::int64_t ready = 0;
+  std::int64_t deadline = 0;   // 0 = none
+  std::vector<std::string> clusters;  // allowed
+  int max_parts = 0;
+  std::string request;     // the submitted JSON (script, argv, environment, ...)
+  std::int64_t submitted = 0;
+  std::int64_t changed = 0;
+  std::int64_t planned_start = 0;  // 0 = none
+  std::int64_t planned_end = 0;
+  int moves = 0;
+  int attempt = 0;         // the current placement attempt (parts.attempt)
+};
+
+struct PartRecord {
+  std::int64_t co_id = 0;
+  int attempt = 0;
+  int idx = 0;
+  std::string cluster;
+  std::int64_t nodes = 0;
+  std::string state;  // planned, reserving, tentative, confirming, confirmed, submitting, submitted,
+                      // running, completed, failed, cancelling, cancelled, released
+  std::string reason;
+  std::string resv_key;        // Idempotency-Key of the create request
+  std::int64_t reservation_id = 0;  // 0 = unknown
+  std::string reservation;     // flexco_<id>
+  std::string node_list;
+  std::string job_key;
+  std::int64_t job_id = 0;
+  std::string job_state;
+  std::int64_t planned_start = 0;
+  std::int64_t planned_end = 0;
+  std::int64_t actual_start = 0;
+  std::int64_t actual_end = 0;
+  int exit_code = -1;
+  bool current = true;  // belongs to the co-allocation's current placement
+};
+
+struct Transition {
+  std::int64_t time = 0;
+  std::string what;  // "coallocation" or "part N"
+  std::string from;
+  std::string to;
+  std::string reason;
+};
+
+struct MoveRecord {
+  std::int64_t time = 0;
+  std::string kind;  // shift, remap
+  std::int64_t from_start = 0, to_start = 0, from_end = 0, to_end = 0;
+  std::string from_parts;  // JSON array [{"cluster","nodes"}]
+  std::string to_parts;
+  std::string reason;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) the database at `path`; "" or an error.
+  static std::unique_ptr<Store> open(const std::string& path, std::string* error);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // A random id made when the database was created: part of every
+  // Idempotency-Key, so a fresh database never collides with old keys.
+  const std::string& instance() const { return instance_; }
+
+  // Inserts a co-allocation (id assigned) with its first transition.
+  bool insert_coalloc(CoRecord* co, const std::string& reason, std::string* error);
+  // Writes every column of `co`; records a transition if the state changed.
+  bool update_coalloc(const CoRecord& co, const std::string& reason, std::string* error);
+  // Writes `co` and inserts/overwrites `parts` in one transaction (with a
+  // transition per changed state).
+  bool write(const CoRecord& co, const std::vector<PartRecord>& parts, const std::string& reason,
+             std::string* error);
+  // Writes one part (transition if its state changed).
+  bool update_part(const PartRecord& part, const std::string& reason, std::string* error);
+
+  std::optional<CoRecord> get_coalloc(std::int64_t id);
+  // Newest first; uid < 0 = all users; state "" = all, "active" = unfinished.
+  std::vector<CoRecord> list_coallocs(std::int64_t uid, const std::string& state, int limit);
+  // Co-allocations in any of `states`.
+  std::vector<CoRecord> in_states(const std::vector<std::string>& states);
+  // Parts of a co-allocation: all attempts, or the current placement only.
+  std::vector<PartRecord> parts(std::int64_t co_id, bool current_only);
+  // Parts in any of `states` (every co-allocation, every attempt).
+  std::vector<PartRecord> parts_in_states(const std::vector<std::string>& states);
+  std::vector<Transition> transitions(std::int64_t co_id);
+  bool add_move(std::int64_t co_id, const MoveRecord& m, std::string* error);
+  std::vector<MoveRecord> moves(std::int64_t co_id);
+  std::map<std::string, std::int64_t> count_by_state();
+
+  std::int64_t event_seq(const std::string& cluster);
+  bool set_event_seq(const std::string& cluster, std::int64_t seq, std::string* error);
+
+ private:
+  struct Token {};
+
+ public:
+  Store(Token, sqlite3* db) : db_(db) {}
+
+ private:
+  bool exec(const char* sql, std::string* error);
+  bool put_co(const CoRecord& co, std::string* error);
+  bool put_part(const PartRecord& p, std::string* error);
+  bool add_transition(std::int64_t co_id, const std::string& what, const std::string& from,
+                      const std::string& to, const std::string& reason, std::string* error);
+  std::optional<CoRecord> get_co_locked(std::int64_t id);
+  std::optional<PartRecord> get_part_locked(std::int64_t co, int attempt, int idx);
+
+  std::mutex mutex_;
+  sqlite3* db_;
+  std::string instance_;
+};
+
+std::int64_t now_seconds();
+
+}  // namespace flexcod
+
+#endif

@@ -1,0 +1,193 @@
+// Unit tests of src/core/flexcod_conf (flexcod.conf(5)): the agreed example
+// parses to the documented values, keys are case-insensitive, defaults hold,
+// and every kind of bad input is refused with the right line number.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "core/flexcod_conf.hpp"
+
+#include <check.h>
+
+namespace conf = flexco::conf;
+
+namespace {
+
+const char* kExample =
+    "# flexcod.conf example\n"
+    "ListenAddress=127.0.0.1\n"
+    "ListenPort=26990\n"
+    "StateFile=/var/lib/flexco/flexcod.db\n"
+    "LogFile=/var/log/flexco/flexcod.log\n"
+    "PidFile=/run/flexcod.pid\n"
+    "MungeSocket=/run/munge/munge.socket.2\n"
+    "AdminUsers=root,slurm\n"
+    "DefaultPolicy=flexco\n"
+    "AvailabilityMode=probe\n"
+    "PublishInterval=300\n"
+    "RescheduleMargin=60\n"
+    "MaxMoves=5\n"
+    "Cluster=alpha URL=http://127.0.0.1:26001\n"
+    "Cluster=beta  URL=http://127.0.0.1:26101   # second\n";
+
+START_TEST(example_parses) {
+  auto r = conf::parse(kExample, "ex");
+  ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+  const conf::FlexcodConf& c = r.value();
+  ck_assert(c.listen_address == "127.0.0.1");
+  ck_assert_int_eq(c.listen_port, 26990);
+  ck_assert(c.state_file == "/var/lib/flexco/flexcod.db");
+  ck_assert(c.log_file == "/var/log/flexco/flexcod.log");
+  ck_assert(c.pid_file == "/run/flexcod.pid");
+  ck_assert(c.munge_socket == "/run/munge/munge.socket.2");
+  ck_assert_int_eq(c.admin_users.size(), 2);
+  ck_assert(c.admin_users[0] == "root" && c.admin_users[1] == "slurm");
+  ck_assert(c.default_policy == "flexco");
+  ck_assert(c.availability_mode == "probe");
+  ck_assert_int_eq(c.publish_interval, 300);
+  ck_assert_int_eq(c.reschedule_margin, 60);
+  ck_assert_int_eq(c.max_moves, 5);
+  ck_assert_int_eq(c.clusters.size(), 2);
+  ck_assert(c.clusters[0].name == "alpha" && c.clusters[0].url == "http://127.0.0.1:26001");
+  ck_assert(c.clusters[1].name == "beta" && c.clusters[1].url == "http://127.0.0.1:26101");
+  ck_assert(c.clusters[1].partition.empty());
+}
+END_TEST
+
+START_TEST(defaults_and_case) {
+  auto r = conf::parse("cluster=a url=http://h:1 PARTITION=batch\n"
+                       "listenport=7\ndefaultpolicy=CORES\navailabilitymode=Publish\n"
+                       "DEBUGLEVEL=debug2\nLogFile=\"/tmp/a b.log\"\n",
+                       "t");
+  ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+  const conf::FlexcodConf& c = r.value();
+  ck_assert_int_eq(c.listen_port, 7);
+  ck_assert(c.default_policy == "cores");
+  ck_assert(c.availability_mode == "publish");
+  ck_assert_int_eq(c.debug_level, 6);
+  ck_assert(c.log_file == "/tmp/a b.log");
+  ck_assert(c.clusters[0].partition == "batch");
+  // untouched defaults
+  ck_assert(c.listen_address == "127.0.0.1");
+  ck_assert(c.state_file == "/var/lib/flexco/flexcod.db");
+  ck_assert_int_eq(c.admin_users.size(), 1);
+  ck_assert_int_eq(c.max_moves, 5);
+  ck_assert_int_eq(c.request_timeout, 10);
+  ck_assert_int_eq(c.confirm_within, 120);
+  ck_assert_int_eq(c.max_replans, 3);
+}
+END_TEST
+
+// Bad inputs: the text, the line the error must name, a word the message has.
+struct Bad {
+  const char* text;
+  int line;
+  const char* word;
+};
+
+const Bad kBad[] = {
+    {"Cluster=a URL=http://h:1\nColour=red\n", 2, "unknown key 'Colour'"},
+    {"Cluster=a URL=http://h:1\n\n# c\nListenPort=0\n", 4, "ListenPort"},
+    {"Cluster=a URL=http://h:1\nListenPort=65536\n", 2, "1..65535"},
+    {"Cluster=a URL=http://h:1\nListenPort=12x\n", 2, "ListenPort"},
+    {"Cluster=a URL=http://h:1\nListenPort=-1\n", 2, "ListenPort"},
+    {"Cluster=a URL=http://h:1\nListenPort=1\nlistenport=2\n", 3, "given twice"},
+    {"Cluster=a URL=http://h:1\nStateFile=relative.db\n", 2, "absolute path"},
+    {"Cluster=a URL=http://h:1\nDefaultPolicy=fifo\n", 2, "DefaultPolicy"},
+    {"Cluster=a URL=http://h:1\nAvailabilityMode=push\n", 2, "AvailabilityMode"},
+    {"Cluster=a URL=http://h:1\nAdminUsers=root,,x\n", 2, "AdminUsers"},
+    {"Cluster=a URL=http://h:1\nMaxMoves=1001\n", 2, "MaxMoves"},
+    {"Cluster=a URL=http://h:1\nPublishInterval=0\n", 2, "PublishInterval"},
+    {"Cluster=a URL=http://h:1\nDebugLevel=loud\n", 2, "DebugLevel"},
+    {"Cluster=a URL=http://h:1\nListenPort\n", 2, "expected Key=Value"},
+    {"Cluster=a URL=http://h:1\n=5\n", 2, "missing key"},
+    {"Cluster=a URL=http://h:1\nLogFile=\"/x\n", 2, "unterminated"},
+    {"Cluster=a\n", 1, "URL= is required"},
+    {"Cluster=a URL=https://h:1\n", 1, "not http://host:port"},
+    {"Cluster=a URL=http://h:1/v1\n", 1, "not http://host:port"},
+    {"Cluster=a URL=http://h:1 Colour=x\n", 1, "unknown key 'Colour' on a Cluster line"},
+    {"Cluster=a URL=http://h:1 URL=http://h:2\n", 1, "given twice"},
+    {"Cluster=a URL=http://h:1\nCluster=A URL=http://h:2\n", 2, "defined twice"},
+    {"Cluster=a/b URL=http://h:1\n", 1, "name"},
+    {"Cluster=a URL=http://h:1\nURL=http://h:2\n", 2, "only allowed on a Cluster line"},
+    {"ListenPort=1 Cluster=a URL=http://h:1\n", 1, "must start its own line"},
+    {"ListenPort=1\n", 0, "at least one cluster"},
+    {"", 0, "at least one cluster"},
+};
+
+START_TEST(bad_inputs) {
+  const Bad& b = kBad[_i];
+  auto r = conf::parse(b.text, "f.conf");
+  ck_assert_msg(!r.ok(), "case %d accepted", _i);
+  ck_assert_msg(r.error().line == b.line, "case %d: line %d, want %d (%s)", _i, r.error().line,
+                b.line, r.error().message.c_str());
+  ck_assert_msg(r.error().message.find(b.word) != std::string::npos,
+                "case %d: '%s' lacks '%s'", _i, r.error().message.c_str(), b.word);
+  if (b.line > 0) {
+    const std::string prefix = "f.conf:" + std::to_string(b.line) + ": ";
+    ck_assert_msg(r.error().message.compare(0, prefix.size(), prefix) == 0,
+                  "case %d: '%s' does not start with '%s'", _i, r.error().message.c_str(),
+                  prefix.c_str());
+  }
+}
+END_TEST
+
+START_TEST(read_file_and_path_choice) {
+  char dir[] = "/tmp/check_flexcod_conf.XXXXXX";
+  ck_assert(mkdtemp(dir) != nullptr);
+  const std::string path = std::string(dir) + "/flexcod.conf";
+  {
+    std::ofstream f(path);
+    f << kExample;
+  }
+  auto r = conf::read_file(path);
+  ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+  ck_assert_int_eq(r.value().clusters.size(), 2);
+  auto missing = conf::read_file(std::string(dir) + "/nope.conf");
+  ck_assert(!missing.ok());
+  ck_assert(missing.error().message.find("cannot open") != std::string::npos);
+  std::remove(path.c_str());
+  rmdir(dir);
+
+  ck_assert(conf::choose_path("/a", "/b") == "/a");
+  ck_assert(conf::choose_path("", "/b") == "/b");
+  ck_assert(conf::choose_path("", "") == conf::kDefaultPath);
+  ck_assert(conf::choose_path("", nullptr) == std::string("/etc/slurm/flexcod.conf"));
+}
+END_TEST
+
+START_TEST(debug_levels) {
+  for (int i = 0; i <= 9; ++i) {
+    ck_assert_int_eq(conf::debug_level_from_name(conf::debug_level_name(i)), i);
+  }
+  ck_assert_int_eq(conf::debug_level_from_name("INFO"), 3);
+  ck_assert_int_eq(conf::debug_level_from_name("debug6"), -1);
+}
+END_TEST
+
+Suite* make_suite() {
+  Suite* s = suite_create("flexcod_conf");
+  TCase* tc = tcase_create("parse");
+  tcase_add_test(tc, example_parses);
+  tcase_add_test(tc, defaults_and_case);
+  tcase_add_loop_test(tc, bad_inputs, 0, static_cast<int>(sizeof(kBad) / sizeof(kBad[0])));
+  tcase_add_test(tc, read_file_and_path_choice);
+  tcase_add_test(tc, debug_levels);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+}  // namespace
+
+int main() {
+  SRunner* sr = srunner_create(make_suite());
+  srunner_set_tap(sr, "-");
+  srunner_run_all(sr, CK_SILENT);
+  const int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
