@@ -1,0 +1,100 @@
+// cli.hpp - sreserve's command line: subcommands, options, exit codes.
+//
+// parse_args() only reads argv (and the clock for relative times): no
+// network, no files, so wrong options are tested without any service.
+
+#ifndef FLEXCO_SRESERVE_CLI_HPP
+#define FLEXCO_SRESERVE_CLI_HPP
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sreserve {
+
+// Exit codes (documented in sreserve(1), EXIT STATUS).
+enum Exit : int {
+  kExitOk = 0,
+  kExitError = 1,        // refused by flexcod or a cluster, not found, unplaceable
+  kExitUsage = 2,        // bad option, value, time or format
+  kExitNoDaemon = 3,     // flexcod unreachable
+  kExitNoMunge = 4,      // munged unreachable: the request could not be signed
+  kExitNoCluster = 5,    // a cluster's plugin unreachable (offers, profile)
+  kExitConfig = 6,       // flexcod.conf missing or invalid
+};
+
+enum class Command { kNone, kOffers, kProfile, kSubmit, kList, kShow, kUpdate, kCancel };
+
+const char* command_name(Command c);
+
+struct Options {
+  Command command = Command::kNone;
+  // what to do instead of the command
+  bool help = false, usage = false, version = false, helpformat = false;
+
+  // common
+  std::string url;           // --url
+  std::string munge_socket;  // --munge-socket
+  std::string conf;          // --conf (else FLEXCOD_CONF, else /etc/slurm/flexcod.conf)
+  int verbose = 0;           // -v, repeatable
+  bool json = false;         // --json
+  bool noheader = false;     // -h
+  std::string format;        // -o/--format (tables); "" = the command's default
+  std::vector<std::string> clusters;  // -M; empty = all configured
+  std::int64_t now = 0;      // reference time of relative times
+
+  // offers, submit
+  std::int64_t nodes_min = 0, nodes_max = 0;  // -N N or MIN-MAX
+  std::int64_t duration = 0;                  // -t, seconds
+  std::int64_t begin = 0;                     // --begin, 0 = now
+  std::int64_t deadline = 0;                  // --deadline, 0 = none
+  bool deadline_none = false;                 // update --deadline none
+  int max_parts = 0;                          // --max-parts, 0 = daemon's default
+  int max_offers = 8;                         // offers --max-offers
+  std::string partition;                      // offers/profile --partition
+  std::string policy;                         // --policy
+  double overhead = -1;                       // --overhead, <0 = not given
+
+  // profile
+  std::int64_t horizon = 86400;  // --horizon
+  std::string svg;               // --svg FILE
+  bool steps = false;            // --steps: the step table instead of the chart
+  int width = 0;                 // --width: chart columns, 0 = from the terminal
+
+  // submit
+  std::string script_path;       // SCRIPT ("" with --wrap)
+  std::vector<std::string> script_args;
+  std::string wrap;              // --wrap
+  std::string job_name;          // -J
+  std::string chdir;             // -D
+  std::string export_spec = "ALL";  // --export
+  std::string output, error;     // -o, -e (submit only)
+  bool test_only = false;        // --test-only
+  bool parsable = false;         // --parsable
+
+  // list
+  std::string state;             // --state
+  std::string user;              // --user (admins)
+
+  // show, update, cancel
+  std::vector<std::int64_t> ids;
+};
+
+struct ParseResult {
+  bool ok = false;
+  Options options;
+  std::string error;  // one line, without the "sreserve: error: " prefix
+};
+
+ParseResult parse_args(int argc, char** argv, std::int64_t now);
+ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now);
+
+// --help, --usage, --version texts.
+std::string help_text(Command c);
+std::string usage_text(Command c);
+std::string version_text();
+
+}  // namespace sreserve
+
+#endif

@@ -1,0 +1,423 @@
+// sreserve - the user command of FlexCo for Slurm (sreserve(1)).
+//
+// main() reads the command line and flexcod.conf, makes the HTTP calls
+// (MUNGE-signed as the invoking user, core/http_client.hpp), records every
+// answer in one JSON "exchange" and hands it to the formatting layer
+// (views.hpp), which decides what is printed and the exit code.
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/auth.hpp"
+#include "core/flexcod_conf.hpp"
+#include "core/http_client.hpp"
+#include "sreserve/cli.hpp"
+#include "sreserve/timefmt.hpp"
+#include "sreserve/views.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace sreserve;
+namespace http = flexco::http;
+
+constexpr const char* kDefaultMungeSocket = "/run/munge/munge.socket.2";
+
+struct JDel {
+  void operator()(json_t* j) const { json_decref(j); }
+};
+using J = std::unique_ptr<json_t, JDel>;
+
+int fail(int code, const std::string& msg) {
+  std::fprintf(stderr, "sreserve: error: %s\n", msg.c_str());
+  return code;
+}
+
+std::string env_or(const char* name, const std::string& dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : dflt;
+}
+
+std::string url_encode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+struct Caller {
+  std::optional<flexco::auth::Signer> signer;
+  int verbose = 0;
+  long timeout_ms = 10000;
+
+  // One call, recorded as a CALL of the exchange (views.hpp).
+  J call(const std::string& target, const std::string& base_url, const std::string& method,
+         const std::string& path, const std::string& body, long timeout_ms = 0) const {
+    J rec(json_object());
+    json_object_set_new(rec.get(), "target", json_string(target.c_str()));
+    json_object_set_new(rec.get(), "url", json_string(base_url.c_str()));
+    if (verbose > 0)
+      std::fprintf(stderr, "sreserve: %s %s%s%s%s\n", method.c_str(), base_url.c_str(), path.c_str(),
+                   body.empty() ? "" : " ", verbose > 1 ? body.c_str() : "");
+    http::ClientConfig cc;
+    cc.base_url = base_url;
+    cc.total_timeout_ms = timeout_ms > 0 ? timeout_ms : this->timeout_ms;
+    auto client = http::Client::create(cc, signer);
+    if (!client.ok()) {
+      json_object_set_new(rec.get(), "code", json_string(http::errc_name(client.error().code)));
+      json_object_set_new(rec.get(), "error", json_string(client.error().message.c_str()));
+      return rec;
+    }
+    auto r = client.value().request(method, path, body);
+    if (!r.ok()) {
+      json_object_set_new(rec.get(), "code", json_string(http::errc_name(r.error().code)));
+      json_object_set_new(rec.get(), "error", json_string(r.error().message.c_str()));
+      if (verbose > 0) std::fprintf(stderr, "sreserve: -> %s\n", r.error().message.c_str());
+      return rec;
+    }
+    const http::Response& resp = r.value();
+    json_object_set_new(rec.get(), "status", json_integer(resp.status));
+    if (resp.json) {
+      json_object_set(rec.get(), "answer", resp.json.get());
+    } else {
+      J e(json_object());
+      J inner(json_object());
+      json_object_set_new(inner.get(), "code", json_string("bad_response"));
+      json_object_set_new(inner.get(), "message",
+                          json_string(("not JSON: HTTP " + std::to_string(resp.status) + " " +
+                                       resp.body.substr(0, 200)).c_str()));
+      json_object_set_new(e.get(), "error", inner.release());
+      json_object_set_new(rec.get(), "answer", e.release());
+    }
+    if (verbose > 0) std::fprintf(stderr, "sreserve: -> HTTP %d\n", resp.status);
+    if (verbose > 1) std::fprintf(stderr, "sreserve: %s\n", resp.body.c_str());
+    return rec;
+  }
+};
+
+int terminal_width() {
+  struct winsize ws {};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  const char* c = std::getenv("COLUMNS");
+  if (c && std::atoi(c) > 0) return std::atoi(c);
+  return 80;
+}
+
+bool read_file(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+// The environment for the part jobs (--export, as sbatch).
+J build_environment(const std::string& spec, std::string* error) {
+  J env(json_object());
+  auto allowed = [](const std::string& name) {
+    if (name.empty() || name.rfind("SLURM_", 0) == 0 || name.rfind("FLEXCO_", 0) == 0) return false;
+    for (char c : name)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+    return !std::isdigit(static_cast<unsigned char>(name[0]));
+  };
+  std::vector<std::string> items;
+  std::string cur;
+  for (char c : spec + ",") {
+    if (c == ',') {
+      if (!cur.empty()) items.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  for (const auto& item : items) {
+    if (item == "ALL") {
+      for (char** e = environ; *e; ++e) {
+        std::string kv = *e;
+        auto eq = kv.find('=');
+        if (eq == std::string::npos) continue;
+        std::string name = kv.substr(0, eq);
+        if (allowed(name)) json_object_set_new(env.get(), name.c_str(), json_string(kv.substr(eq + 1).c_str()));
+      }
+    } else if (item == "NONE") {
+      continue;
+    } else {
+      auto eq = item.find('=');
+      std::string name = item.substr(0, eq);
+      if (!allowed(name)) {
+        *error = "--export: \"" + name + "\" cannot be exported (SLURM_* and FLEXCO_* are set per part)";
+        return nullptr;
+      }
+      if (eq != std::string::npos) {
+        json_object_set_new(env.get(), name.c_str(), json_string(item.substr(eq + 1).c_str()));
+      } else if (const char* v = std::getenv(name.c_str())) {
+        json_object_set_new(env.get(), name.c_str(), json_string(v));
+      }
+    }
+  }
+  return env;
+}
+
+std::string text(const json_t* j) {
+  char* s = json_dumps(j, JSON_COMPACT);
+  std::string out = s ? s : "";
+  std::free(s);
+  return out;
+}
+
+J clusters_array(const std::vector<std::string>& names) {
+  J a(json_array());
+  for (const auto& n : names) json_array_append_new(a.get(), json_string(n.c_str()));
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  ParseResult pr = parse_args(argc, argv, now);
+  if (!pr.ok) {
+    std::fprintf(stderr, "sreserve: error: %s\nTry \"sreserve --help\" for more information\n",
+                 pr.error.c_str());
+    return kExitUsage;
+  }
+  Options o = pr.options;
+  if (o.version) {
+    std::fputs(version_text().c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.help || o.usage) {
+    std::fputs((o.help ? help_text(o.command) : usage_text(o.command)).c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.helpformat) {
+    std::fputs(render(o, nullptr).out.c_str(), stdout);
+    return kExitOk;
+  }
+
+  // flexcod.conf: the clusters, the daemon's address, munged's socket.
+  std::string conf_path = flexco::conf::choose_path(o.conf, std::getenv(flexco::conf::kPathEnv));
+  auto conf = flexco::conf::read_file(conf_path);
+  bool need_clusters = o.command == Command::kOffers || o.command == Command::kProfile;
+  std::string daemon_url = !o.url.empty() ? o.url : env_or("FLEXCO_URL", "");
+  if (!conf.ok() && (need_clusters || daemon_url.empty()))
+    return fail(kExitConfig, "cannot use " + conf_path + ": " + conf.error().message +
+                                 (need_clusters ? "" : " (or give --url / FLEXCO_URL)"));
+  if (daemon_url.empty() && conf.ok()) {
+    std::string host = conf.value().listen_address;
+    if (host == "0.0.0.0") host = "127.0.0.1";
+    if (host == "::") host = "::1";
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    daemon_url = "http://" + host + ":" + std::to_string(conf.value().listen_port);
+  }
+  std::string socket = !o.munge_socket.empty()
+                           ? o.munge_socket
+                           : env_or("FLEXCO_MUNGE_SOCKET",
+                                    conf.ok() && !conf.value().munge_socket.empty()
+                                        ? conf.value().munge_socket
+                                        : kDefaultMungeSocket);
+  auto signer = flexco::auth::Signer::create({socket, 0});
+  if (!signer.ok()) return fail(kExitUsage, "--munge-socket: " + signer.error().message);
+
+  Caller caller;
+  caller.signer = signer.value();
+  caller.verbose = o.verbose;
+  if (conf.ok()) caller.timeout_ms = conf.value().request_timeout * 1000L;
+
+  // The clusters asked, in -M order (default: flexcod.conf's order).
+  std::vector<flexco::conf::ClusterConf> chosen;
+  if (need_clusters) {
+    const auto& all = conf.value().clusters;
+    if (o.clusters.empty()) {
+      chosen = all;
+    } else {
+      for (const auto& name : o.clusters) {
+        auto it = std::find_if(all.begin(), all.end(), [&](const auto& c) { return c.name == name; });
+        if (it == all.end()) {
+          std::string known;
+          for (const auto& c : all) known += (known.empty() ? "" : ", ") + c.name;
+          return fail(kExitUsage, "-M: no cluster named \"" + name + "\" in " + conf_path +
+                                      " (clusters: " + known + ")");
+        }
+        chosen.push_back(*it);
+      }
+    }
+  }
+
+  J ex(json_object());
+  json_object_set_new(ex.get(), "now", json_integer(now));
+  J clusters(json_array());
+  J daemon(json_array());
+  std::int64_t limit = std::max<std::int64_t>(60, round_up_minutes(o.duration));
+
+  switch (o.command) {
+    case Command::kOffers: {
+      std::vector<std::int64_t> counts = probe_counts(o, chosen.size());
+      for (const auto& c : chosen) {
+        J req(json_object());
+        J n(json_array());
+        for (auto k : counts) json_array_append_new(n.get(), json_integer(k));
+        json_object_set_new(req.get(), "nodes", n.release());
+        json_object_set_new(req.get(), "duration", json_integer(o.duration));
+        if (o.begin) json_object_set_new(req.get(), "earliest_start", json_integer(o.begin));
+        if (o.deadline) json_object_set_new(req.get(), "latest_end", json_integer(o.deadline));
+        json_object_set_new(req.get(), "max_offers", json_integer(o.max_offers));
+        std::string part = !c.partition.empty() ? c.partition : o.partition;
+        if (!part.empty()) json_object_set_new(req.get(), "partition", json_string(part.c_str()));
+        json_array_append_new(clusters.get(),
+                              caller.call(c.name, c.url, "POST", "/v1/probe", text(req.get())).release());
+      }
+      J dry(json_object());
+      json_object_set_new(dry.get(), "nodes", json_integer(o.nodes_max));
+      json_object_set_new(dry.get(), "duration", json_integer(limit));
+      if (o.begin) json_object_set_new(dry.get(), "ready", json_integer(o.begin));
+      if (o.deadline) json_object_set_new(dry.get(), "deadline", json_integer(o.deadline));
+      if (!o.clusters.empty())
+        json_object_set_new(dry.get(), "clusters", clusters_array(o.clusters).release());
+      if (o.max_parts) json_object_set_new(dry.get(), "max_parts", json_integer(o.max_parts));
+      if (!o.policy.empty()) json_object_set_new(dry.get(), "policy", json_string(o.policy.c_str()));
+      if (o.overhead >= 0) json_object_set_new(dry.get(), "overhead", json_real(o.overhead));
+      json_object_set_new(dry.get(), "dry_run", json_true());
+      json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "POST",
+                                                      "/v1/coallocations", text(dry.get()))
+                                              .release());
+      break;
+    }
+    case Command::kProfile: {
+      if (o.width == 0) o.width = std::max(20, std::min(terminal_width() - 8, 200));
+      for (const auto& c : chosen) {
+        std::string path = "/v1/profile?horizon=" + std::to_string(o.horizon);
+        std::string part = !c.partition.empty() ? c.partition : o.partition;
+        if (!part.empty()) path += "&partition=" + url_encode(part);
+        json_array_append_new(clusters.get(), caller.call(c.name, c.url, "GET", path, "").release());
+      }
+      break;
+    }
+    case Command::kSubmit: {
+      J req(json_object());
+      json_object_set_new(req.get(), "nodes", json_integer(o.nodes_max));
+      json_object_set_new(req.get(), "duration", json_integer(limit));
+      if (o.begin) json_object_set_new(req.get(), "ready", json_integer(o.begin));
+      if (o.deadline) json_object_set_new(req.get(), "deadline", json_integer(o.deadline));
+      if (!o.clusters.empty()) json_object_set_new(req.get(), "clusters", clusters_array(o.clusters).release());
+      if (o.max_parts) json_object_set_new(req.get(), "max_parts", json_integer(o.max_parts));
+      if (!o.policy.empty()) json_object_set_new(req.get(), "policy", json_string(o.policy.c_str()));
+      if (o.overhead >= 0) json_object_set_new(req.get(), "overhead", json_real(o.overhead));
+      std::string script;
+      if (!o.wrap.empty()) {
+        script = "#!/bin/sh\n# This script was created by sreserve --wrap\n\n" + o.wrap + "\n";
+      } else if (!o.script_path.empty()) {
+        if (!read_file(o.script_path, &script))
+          return fail(kExitUsage, "cannot read batch script " + o.script_path + ": " + std::strerror(errno));
+        if (script.rfind("#!", 0) != 0)
+          return fail(kExitUsage, "batch script " + o.script_path +
+                                      " does not start with #! (e.g. #!/bin/sh)");
+      }
+      if (!script.empty()) {
+        json_object_set_new(req.get(), "script", json_string(script.c_str()));
+        J args(json_array());
+        for (const auto& a : o.script_args) json_array_append_new(args.get(), json_string(a.c_str()));
+        json_object_set_new(req.get(), "argv", args.release());
+        std::string err;
+        J env = build_environment(o.export_spec, &err);
+        if (!env) return fail(kExitUsage, err);
+        json_object_set_new(req.get(), "environment", env.release());
+        std::string dir = o.chdir;
+        if (dir.empty() || dir[0] != '/') {
+          char cwd[4096];
+          if (!getcwd(cwd, sizeof cwd)) return fail(kExitError, std::string("getcwd: ") + std::strerror(errno));
+          dir = dir.empty() ? cwd : std::string(cwd) + "/" + dir;
+        }
+        json_object_set_new(req.get(), "work_dir", json_string(dir.c_str()));
+        if (!o.output.empty()) json_object_set_new(req.get(), "std_out", json_string(o.output.c_str()));
+        if (!o.error.empty()) json_object_set_new(req.get(), "std_err", json_string(o.error.c_str()));
+        if (!o.job_name.empty()) json_object_set_new(req.get(), "name", json_string(o.job_name.c_str()));
+      }
+      if (o.test_only) json_object_set_new(req.get(), "dry_run", json_true());
+      // Submission is synchronous: every part reserved, confirmed, submitted.
+      json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "POST", "/v1/coallocations",
+                                                      text(req.get()), 180000)
+                                              .release());
+      break;
+    }
+    case Command::kList: {
+      std::string path = "/v1/coallocations";
+      std::string q;
+      if (!o.state.empty()) q += "state=" + url_encode(o.state);
+      if (!o.user.empty()) q += std::string(q.empty() ? "" : "&") + "user=" + url_encode(o.user);
+      if (!q.empty()) path += "?" + q;
+      json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "GET", path, "").release());
+      break;
+    }
+    case Command::kShow:
+      json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "GET",
+                                                      "/v1/coallocations/" + std::to_string(o.ids[0]), "")
+                                              .release());
+      break;
+    case Command::kUpdate: {
+      J req(json_object());
+      if (o.deadline_none) json_object_set_new(req.get(), "deadline", json_null());
+      else if (o.deadline) json_object_set_new(req.get(), "deadline", json_integer(o.deadline));
+      if (!o.clusters.empty()) json_object_set_new(req.get(), "clusters", clusters_array(o.clusters).release());
+      json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "PATCH",
+                                                      "/v1/coallocations/" + std::to_string(o.ids[0]),
+                                                      text(req.get()), 180000)
+                                              .release());
+      break;
+    }
+    case Command::kCancel:
+      for (auto id : o.ids)
+        json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "DELETE",
+                                                        "/v1/coallocations/" + std::to_string(id), "",
+                                                        180000)
+                                                .release());
+      break;
+    default:
+      break;
+  }
+  json_object_set_new(ex.get(), "clusters", clusters.release());
+  json_object_set_new(ex.get(), "daemon", daemon.release());
+  if (std::getenv("SRESERVE_RECORD")) {
+    // Developers: save the exchange to make a golden test case.
+    std::ofstream rec(std::getenv("SRESERVE_RECORD"));
+    char* s = json_dumps(ex.get(), JSON_INDENT(1));
+    if (s) rec << s << "\n";
+    std::free(s);
+  }
+
+  Output out = render(o, ex.get());
+  std::fputs(out.out.c_str(), stdout);
+  std::fputs(out.err.c_str(), stderr);
+  if (!out.svg.empty()) {
+    std::ofstream f(o.svg, std::ios::binary | std::ios::trunc);
+    f << out.svg;
+    f.flush();
+    if (!f) return fail(kExitError, "cannot write " + o.svg + ": " + std::strerror(errno));
+  }
+  std::fflush(stdout);
+  return out.exit_code;
+}

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""sreserve against a real local grid: offers and profiles from the real
+plugins (tables, --json, chart, SVG); the documented errors and exit codes
+for wrong options and unreachable services (flexcod down, a cluster down,
+munged unreachable, no flexcod.conf); then, with the real flexcod started
+on the grid, the dry-run choice, submit (--test-only and real), list, show,
+update and cancel, checked against what Slurm runs."""
+
+import json
+import os
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import flexcotest as t
+
+EXIT = {"ok": 0, "error": 1, "usage": 2, "no_daemon": 3, "no_munge": 4,
+        "no_cluster": 5, "config": 6}
+
+
+def sreserve_path():
+    return os.path.join(t.builddir(), "src", "sreserve", "sreserve")
+
+
+class Sreserve:
+    def __init__(self, conf):
+        self.conf = conf
+
+    def __call__(self, *argv, env=None):
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("FLEXCO_URL", "FLEXCO_MUNGE", "FLEXCOD_CONF"))}
+        e["FLEXCOD_CONF"] = self.conf
+        e["TZ"] = "UTC"
+        e.update(env or {})
+        return subprocess.run([sreserve_path(), *argv], capture_output=True,
+                              text=True, timeout=60, env=e,
+                              stdin=subprocess.DEVNULL)
+
+
+def one_error_line(r, code, what, part=""):
+    lines = r.stderr.splitlines()
+    if code == "usage" and lines and lines[-1] == 'Try "sreserve --help" for more information':
+        lines = lines[:-1]  # as Slurm's commands, a usage error adds this hint
+    t.ok(r.returncode == EXIT[code] and len(lines) == 1
+         and lines[0].startswith("sreserve: error: ") and part in lines[0],
+         f"{what}: exit {EXIT[code]} ({code}) and one stderr line",
+         f"exit {r.returncode}\nstdout: {r.stdout[:400]}\nstderr: {r.stderr[:600]}")
+
+
+def flexcod_path():
+    return os.path.join(t.builddir(), "src", "flexcod", "flexcod")
+
+
+def write_conf(path, st, clusters, daemon_port, state_dir=None):
+    with open(path, "w") as f:
+        if state_dir:
+            f.write(f"StateFile={state_dir}/flexcod.db\nPidFile={state_dir}/flexcod.pid\n")
+        f.write("ListenAddress=127.0.0.1\n")
+        f.write(f"ListenPort={daemon_port}\n")
+        f.write(f"MungeSocket={st['munge_socket']}\n")
+        for name, url in clusters:
+            f.write(f"Cluster={name} URL={url}\n")
+
+
+def main():
+    t.require_grid_tools()
+    if not os.access(sreserve_path(), os.X_OK):
+        t.bail_out(f"{sreserve_path()} not built")
+    with t.Grid(nodes=[4, 6]) as grid:
+        st = t.wait_for(lambda: (lambda s: all(c.get("plugin_url") for c in s["clusters"]) and s)(
+            grid.status()), 30, "the plugins to listen")
+        urls = [(c["name"], c["plugin_url"]) for c in st["clusters"]]
+        # flexcod is not running: its port is the grid's last, unused one
+        daemon_port = grid.base_port + 2 * t.PORTS_PER_CLUSTER - 1
+        conf = os.path.join(grid.run_dir, "flexcod.conf")
+        write_conf(conf, st, urls, daemon_port)
+        sr = Sreserve(conf)
+
+        # -- offers on an idle grid -------------------------------------------
+        r = sr("offers", "-N", "4", "-t", "10")
+        rows = [l.split() for l in r.stdout.splitlines()]
+        t.ok(r.returncode == 0 and rows and rows[0][:4] == ["CLUSTER", "START_TIME", "END_TIME", "NODES"],
+             "offers: exit 0 and squeue-like header", f"{r.returncode} {r.stdout} {r.stderr}")
+        body = [x for x in rows[1:] if x and x[0] in ("alpha", "beta")]
+        t.ok({x[0] for x in body} == {"alpha", "beta"}
+             and {x[3] for x in body if x[0] == "beta"} == {"2", "4"},
+             "offers: both clusters answer; beta offers the whole job (4) and a half (2)",
+             r.stdout)
+        t.ok("CHOICE: unknown, flexcod is not reachable" in r.stdout
+             and len(r.stderr.splitlines()) == 1 and "warning: flexcod is not reachable" in r.stderr,
+             "offers without flexcod: said clearly, once", r.stdout + r.stderr)
+
+        r = sr("offers", "-N", "4", "-t", "10", "--json")
+        doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        cl = {c["cluster"]: c for c in doc.get("clusters", [])}
+        a = cl.get("alpha", {})
+        t.ok(doc.get("command") == "offers" and a.get("reachable") is True
+             and a.get("offers") and a["offers"][0]["start"] == a.get("snapshot_time")
+             and a["offers"][0]["end"] == a["offers"][0]["start"] + 600
+             and doc.get("choice", {}).get("available") is False,
+             "offers --json: idle alpha offers now, for 10 minutes; no choice",
+             r.stdout[:800])
+
+        # -- a running job moves alpha's offers --------------------------------
+        job = grid.submit("alpha", ["-N3", "-t", "10", "-o", "/dev/null", "--wrap", "sleep 600"])
+        grid.wait_job("alpha", job, states=("RUNNING",))
+        r = sr("offers", "-N", "4", "-t", "10", "-M", "alpha", "--json")
+        doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        a = (doc.get("clusters") or [{}])[0]
+        four = [o for o in a.get("offers", []) if o["nodes"] == 4]
+        snap = a.get("snapshot_time", 0)
+        t.ok(four and all(o["start"] >= snap + 540 for o in four),
+             "offers -M alpha: 4 nodes only after the 3-node job's limit",
+             r.stdout[:800])
+        r = sr("offers", "-N", "4", "-t", "10", "-M", "alpha", "-h", "-o", "%C %.3D %W")
+        t.ok(r.returncode == 0 and r.stdout.splitlines()
+             and all(l.split()[0] == "alpha" for l in r.stdout.splitlines())
+             and "CHOICE" not in r.stdout,
+             "offers -h -o: only the chosen columns, no header, no choice", r.stdout)
+
+        # -- profile ------------------------------------------------------------
+        svg = os.path.join(grid.run_dir, "profile.svg")
+        r = sr("profile", "--horizon", "1:00:00", "--width", "40", "--svg", svg)
+        t.ok(r.returncode == 0 and r.stdout.startswith("alpha  (partition batch, 4 of 4 nodes published")
+             and "beta  (partition batch, 6 of 6 nodes published" in r.stdout,
+             "profile: a chart per cluster", r.stdout + r.stderr)
+        lines = r.stdout.splitlines()
+        alpha_rows = {l.split("|")[0].strip(): l.split("|", 1)[1] for l in lines[1:5] if "|" in l}
+        t.ok(alpha_rows.get("1", "").startswith("####") and alpha_rows.get("2", "#").startswith(" "),
+             "profile chart: alpha has 1 node free now, not 2 (the job holds 3)", r.stdout)
+        try:
+            root = ET.parse(svg).getroot()
+            groups = [g.get("id") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+        except (OSError, ET.ParseError) as e:
+            groups = [str(e)]
+        t.ok(groups == ["alpha", "beta"], "profile --svg: a valid SVG with one panel per cluster",
+             repr(groups))
+        r = sr("profile", "--horizon", "1:00:00", "-M", "alpha", "--json")
+        doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        steps = ((doc.get("clusters") or [{}])[0]).get("steps", [])
+        t.ok(doc.get("horizon") == 3600 and steps and steps[0]["free_nodes"] == 1
+             and steps[-1]["free_nodes"] == 4,
+             "profile --json: alpha 1 free, then 4 after the job's limit", r.stdout[:800])
+        r = sr("profile", "--horizon", "1:00:00", "-M", "alpha", "--steps", "-h")
+        t.ok(r.returncode == 0 and len(r.stdout.splitlines()) == len(steps),
+             "profile --steps -h: one line per step", r.stdout)
+        grid.run("alpha", ["scancel", job])
+
+        # -- wrong options -------------------------------------------------------
+        one_error_line(sr("offers", "-N", "4"), "usage", "offers without -t")
+        one_error_line(sr("offers", "-N", "4", "-t", "5", "--begin", "someday"), "usage",
+                       "a time Slurm would not accept", "invalid time specification")
+        one_error_line(sr("offers", "-N", "4", "-t", "5", "-M", "gamma"), "usage",
+                       "an unknown cluster", 'no cluster named "gamma"')
+        one_error_line(sr("profile", "-o", "%C%Z"), "usage", "a bad -o field", '"%Z"')
+        one_error_line(sr("explode"), "usage", "an unknown command")
+        r = sr("--version")
+        t.ok(r.returncode == 0 and r.stdout.startswith("flexco "), "--version", r.stdout)
+        r = sr("submit", "--help")
+        t.ok(r.returncode == 0 and "Usage: sreserve submit" in r.stdout, "submit --help")
+
+        # -- unreachable services ---------------------------------------------------
+        one_error_line(sr("list"), "no_daemon", "list while flexcod is down",
+                       f"flexcod is not reachable at http://127.0.0.1:{daemon_port}")
+        one_error_line(sr("--url", f"http://127.0.0.1:{daemon_port}", "show", "1"), "no_daemon",
+                       "--url: show while flexcod is down")
+        one_error_line(sr("cancel", "1", env={"FLEXCO_URL": f"http://127.0.0.1:{daemon_port}"}),
+                       "no_daemon", "FLEXCO_URL: cancel while flexcod is down")
+        nosock = os.path.join(grid.run_dir, "no-munged.socket")
+        r = sr("--munge-socket", nosock, "profile")
+        one_error_line(r, "no_munge", "munged unreachable (--munge-socket)", "is munged running?")
+        one_error_line(sr("profile", env={"FLEXCO_MUNGE_SOCKET": nosock}), "no_munge",
+                       "munged unreachable (FLEXCO_MUNGE_SOCKET)")
+        dead = os.path.join(grid.run_dir, "flexcod-dead.conf")
+        write_conf(dead, st, urls + [("gamma", f"http://127.0.0.1:{daemon_port}")], daemon_port)
+        r = Sreserve(dead)("profile", "--width", "30")
+        t.ok(r.returncode == EXIT["no_cluster"] and "alpha" in r.stdout and "beta" in r.stdout
+             and r.stderr.count("sreserve: error: cluster gamma: its flexco plugin is not reachable") == 1,
+             "a cluster down: the others are shown, one error line, exit 5",
+             f"{r.returncode} {r.stdout[-300:]} {r.stderr}")
+        one_error_line(Sreserve(os.path.join(grid.run_dir, "missing.conf"))("profile"), "config",
+                       "no flexcod.conf", "missing.conf")
+
+        with_flexcod(grid, st, urls, daemon_port, sr)
+
+        p = grid.run("alpha", ["scontrol", "ping"])
+        t.ok(p.returncode == 0 and "UP" in p.stdout, "slurmctld is alive")
+
+
+def with_flexcod(grid, st, urls, daemon_port, sr):
+    """Start the real flexcod on the grid (its own state dir, the port the
+    earlier tests found closed), use every flexcod command, stop it."""
+    state = os.path.join(grid.run_dir, "flexcod")
+    shutil.rmtree(state, ignore_errors=True)  # left by a failed earlier run
+    os.makedirs(state)
+    write_conf(sr.conf, st, urls, daemon_port, state)
+    log = open(os.path.join(state, "flexcod.log"), "ab")
+    proc = subprocess.Popen([flexcod_path(), "-D", "-f", sr.conf], stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log.close()
+    try:
+        up = t.wait_for(lambda: proc.poll() is None and daemon_port in t.listening_ports(),
+                        30, "flexcod to listen")
+        t.ok(up, "flexcod starts and listens", grid.log_tail("alpha"))
+
+        r = sr("offers", "-N", "8", "-t", "5")
+        t.ok(r.returncode == 0 and "CHOICE (flexcod dry run" in r.stdout and r.stderr == "",
+             "offers: flexcod's choice for 8 nodes (more than one cluster has)",
+             r.stdout + r.stderr)
+        r = sr("offers", "-N", "8", "-t", "5", "--json")
+        plan = (json.loads(r.stdout).get("choice") or {}).get("plan") if r.returncode == 0 else None
+        t.ok(plan and plan.get("split") is True and sum(p["nodes"] for p in plan["parts"]) == 8,
+             "offers --json: the chosen plan splits 8 nodes over both clusters", r.stdout[-600:])
+
+        r = sr("submit", "-N", "8", "-t", "5", "--test-only")
+        t.ok(r.returncode == 0 and r.stdout.startswith("co-allocation to start at "),
+             "submit --test-only: where and when, nothing reserved", r.stdout + r.stderr)
+        r = sr("list", "--json")
+        t.ok(r.returncode == 0 and json.loads(r.stdout).get("coallocations") == [],
+             "list --json: a dry run leaves no co-allocation", r.stdout + r.stderr)
+
+        r = sr("submit", "-N", "8", "-t", "5", "-J", "cotest", "-o", "/dev/null",
+               "--parsable", "--wrap", "sleep 300")
+        coid = r.stdout.strip()
+        t.ok(r.returncode == 0 and coid.isdigit(), "submit --parsable: the new id",
+             r.stdout + r.stderr)
+        r = sr("list", "-h", "-o", "%i %u %D %p")
+        t.ok(r.returncode == 0 and r.stdout.split() == [coid, "root", "8", "2"],
+             "list -h -o: id, user, 8 nodes in 2 parts", r.stdout + r.stderr)
+        r = sr("show", coid, "--json")
+        doc = json.loads(r.stdout) if r.returncode == 0 else {}
+        parts = doc.get("parts", [])
+        t.ok(len(parts) == 2 and {p["cluster"] for p in parts} == {"alpha", "beta"}
+             and all(p.get("job_id") for p in parts),
+             "show --json: a part with its part job on each cluster", r.stdout[:800])
+        jobs_ok, seen = True, []
+        for p in parts:
+            job = grid.job(p["cluster"], p["job_id"])
+            seen.append(job)
+            jobs_ok = jobs_ok and job.get("Reservation") == p.get("reservation") \
+                and job.get("NumNodes", "").split("-")[0] == str(p["nodes"])
+        t.ok(parts and jobs_ok, "the part jobs are real Slurm jobs in the parts' reservations",
+             repr(parts) + "\n" + repr(seen))
+        r = sr("show", "co-" + coid)
+        t.ok(r.returncode == 0 and r.stdout.startswith(f"CoallocationId={coid} Name=co-{coid} UserId=root(0)")
+             and "\nPARTS\n" in r.stdout and "\nHISTORY\n" in r.stdout,
+             "show co-ID: scontrol-like record, parts and history", r.stdout)
+
+        r = sr("update", coid, "-M", "alpha")
+        one_error_line(r, "error", "update onto one cluster too small for 8 nodes is refused")
+        r = sr("cancel", coid)
+        t.ok(r.returncode == 0 and r.stdout == "" and r.stderr == "", "cancel: silent success",
+             r.stdout + r.stderr)
+        r = sr("list", "-h", "-o", "%i %T")
+        t.ok(r.stdout.split() == [coid, "CANCELLED"], "list: the co-allocation is cancelled",
+             r.stdout + r.stderr)
+        gone = t.wait_for(lambda: all(grid.job(p["cluster"], p["job_id"]).get("JobState")
+                                      in ("CANCELLED", "COMPLETED", None) for p in parts),
+                          60, "the part jobs to be cancelled")
+        t.ok(parts and gone, "cancel: the part jobs end on both clusters")
+        one_error_line(sr("show", "999"), "error", "show of an unknown id", "999")
+        one_error_line(sr("cancel", "999"), "error", "cancel of an unknown id", "999")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    t.run_main(main)

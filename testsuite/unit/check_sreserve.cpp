@@ -1,0 +1,412 @@
+// Unit tests for sreserve's pure modules: Slurm-style time and duration
+// parsing and printing, the -o/--format tables and the free-node charts.
+// The time zone is pinned to UTC and "now" is 2026-11-23T10:30:00
+// (1795429800), so every expected epoch below can be checked with
+// `date -u -d @N`.
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "sreserve/chart.hpp"
+#include "sreserve/cli.hpp"
+#include "sreserve/table.hpp"
+#include "sreserve/timefmt.hpp"
+
+// Last: check.h defines macros that clash with the C++ library.
+#include <check.h>
+
+using namespace sreserve;
+
+namespace {
+
+constexpr std::int64_t NOW = 1795429800;  // 2026-11-23T10:30:00Z, a Monday
+
+#define STREQ(a, b)                                                                    \
+  do {                                                                                 \
+    std::string a_ = (a), b_ = (b);                                                    \
+    ck_assert_msg(a_ == b_, "line %d: %s gives\n[%s]\nexpected\n[%s]", __LINE__, #a, \
+                  a_.c_str(), b_.c_str());                                             \
+  } while (0)
+
+struct TimeCase {
+  const char* text;
+  std::int64_t expect;  // -2: must be rejected
+};
+
+const TimeCase kTimes[] = {
+    {"now", NOW},
+    {"NOW", NOW},
+    {"now+60", NOW + 60},
+    {"now+1hour", NOW + 3600},
+    {"now+1hours", NOW + 3600},
+    {"now + 2 hours", NOW + 7200},
+    {"now+30min", NOW + 1800},
+    {"now+30minutes", NOW + 1800},
+    {"now+90s", NOW + 90},
+    {"now+2days", NOW + 2 * 86400},
+    {"now+1week", NOW + 7 * 86400},
+    {"now-10minutes", NOW - 600},
+    {"16:00", 1795449600},           // later today
+    {"09:00", 1795510800},           // passed: tomorrow
+    {"10:30", NOW + 86400},          // exactly now counts as passed
+    {"16:30:00", 1795451400},
+    {"4:00pm", 1795449600},
+    {"4:00 PM", 1795449600},
+    {"12:00am", 1795478400},         // midnight, next
+    {"midnight", 1795478400},
+    {"noon", 1795435200},
+    {"fika", 1795446000},
+    {"teatime", 1795449600},
+    {"today", 1795392000},
+    {"tomorrow", 1795478400},
+    {"tomorrow 16:00", 1795536000},
+    {"16:00 tomorrow", 1795536000},
+    {"2026-11-23T16:00", 1795449600},
+    {"2026-11-23T16:00:00", 1795449600},
+    {"2026-01-20T12:34:00", 1768912440},  // in the past: as given
+    {"2026-11-24", 1795478400},
+    {"12/24", 1798070400},
+    {"12/24/26", 1798070400},
+    {"122426", 1798070400},
+    {"12.24", 1798070400},
+    {"01/20", 1800403200},           // passed this year: next year
+    {"@1795429800", NOW},
+    {"", -2},
+    {"later", -2},
+    {"now+1fortnight", -2},
+    {"now*2", -2},
+    {"25:00", -2},
+    {"16:60", -2},
+    {"13:00pm", -2},
+    {"2026-02-30", -2},
+    {"2026-13-01", -2},
+    {"16:00 17:00", -2},
+    {"today tomorrow", -2},
+    {"12/24/2026/1", -2},
+};
+
+START_TEST(time_parsing) {
+  for (const auto& c : kTimes) {
+    Parsed p = parse_time(c.text, NOW);
+    if (c.expect == -2) {
+      ck_assert_msg(!p.ok, "\"%s\" accepted as %" PRId64, c.text, p.value);
+      ck_assert_msg(!p.error.empty(), "\"%s\": no error text", c.text);
+    } else {
+      ck_assert_msg(p.ok, "\"%s\" rejected: %s", c.text, p.error.c_str());
+      ck_assert_msg(p.value == c.expect, "\"%s\" gives %" PRId64 " (%s), expected %" PRId64 " (%s)",
+                    c.text, p.value, format_time(p.value).c_str(), c.expect,
+                    format_time(c.expect).c_str());
+    }
+  }
+}
+END_TEST
+
+struct DurCase {
+  const char* text;
+  std::int64_t expect;  // -2: rejected
+};
+
+const DurCase kDurations[] = {
+    {"60", 3600},           {"5", 300},          {"1:30", 90},          {"10:00", 600},
+    {"1:00:00", 3600},      {"2:03:04", 7384},   {"1-0", 86400},        {"1-2", 93600},
+    {"1-2:30", 95400},      {"1-2:30:15", 95415}, {"0-0:0:45", 45},     {"UNLIMITED", kUnlimited},
+    {"infinite", kUnlimited}, {"0", kUnlimited}, {"", -2},              {"abc", -2},
+    {"1:2:3:4", -2},        {"-5", -2},          {"1-", -2},            {"1.5", -2},
+    {"1:", -2},
+};
+
+START_TEST(duration_parsing) {
+  for (const auto& c : kDurations) {
+    Parsed p = parse_duration(c.text);
+    if (c.expect == -2) {
+      ck_assert_msg(!p.ok, "\"%s\" accepted as %" PRId64, c.text, p.value);
+    } else {
+      ck_assert_msg(p.ok, "\"%s\" rejected: %s", c.text, p.error.c_str());
+      ck_assert_msg(p.value == c.expect, "\"%s\" gives %" PRId64 ", expected %" PRId64, c.text,
+                    p.value, c.expect);
+    }
+  }
+  ck_assert_int_eq(round_up_minutes(61), 120);
+  ck_assert_int_eq(round_up_minutes(120), 120);
+  ck_assert_int_eq(round_up_minutes(kUnlimited), kUnlimited);
+}
+END_TEST
+
+START_TEST(time_printing) {
+  STREQ(format_time(NOW), "2026-11-23T10:30:00");
+  STREQ(format_time(0), "N/A");
+  STREQ(format_clock(NOW, false), "10:30");
+  STREQ(format_clock(NOW, true), "11-23T10:30");
+  STREQ(format_duration(0), "0:00");
+  STREQ(format_duration(45), "0:45");
+  STREQ(format_duration(600), "10:00");
+  STREQ(format_duration(3600), "1:00:00");
+  STREQ(format_duration(7384), "2:03:04");
+  STREQ(format_duration(86400), "1-00:00:00");
+  STREQ(format_duration(95415), "1-02:30:15");
+  STREQ(format_duration(kUnlimited), "UNLIMITED");
+  STREQ(format_duration(-5), "INVALID");
+  // round trip: what we print, we read back
+  for (std::int64_t t : {NOW, NOW + 1, NOW + 86399, std::int64_t{1768912440}}) {
+    Parsed p = parse_time(format_time(t), NOW);
+    ck_assert_msg(p.ok && p.value == t, "round trip of %s", format_time(t).c_str());
+  }
+  for (std::int64_t d : {std::int64_t{45}, std::int64_t{600}, std::int64_t{7384},
+                         std::int64_t{95415}}) {
+    Parsed p = parse_duration(format_duration(d));
+    ck_assert_msg(p.ok && p.value == d, "round trip of %s", format_duration(d).c_str());
+  }
+}
+END_TEST
+
+const std::vector<FieldDef> kFields = {
+    {'C', "CLUSTER", "cluster"}, {'S', "START_TIME", "start"}, {'D', "NODES", "nodes"}};
+
+START_TEST(format_strings) {
+  FormatSpec spec;
+  std::string err;
+  ck_assert(parse_format("%10C %.5D", kFields, &spec, &err));
+  ck_assert_int_eq(spec.items.size(), 3);
+  ck_assert(spec.items[0].is_field && spec.items[0].width == 10 && !spec.items[0].right);
+  ck_assert(!spec.items[1].is_field && spec.items[1].text == " ");
+  ck_assert(spec.items[2].right && spec.items[2].width == 5 && spec.items[2].letter == 'D');
+
+  const std::vector<Row> rows = {{{'C', "alpha"}, {'S', "2026-11-23T10:30:00"}, {'D', "4"}},
+                                 {{'C', "averyveryverylongname"}, {'D', "12"}}};
+  STREQ(render_table(spec, kFields, rows, false),
+        "CLUSTER    NODES\n"
+        "alpha          4\n"
+        "averyveryv    12\n");
+  STREQ(render_table(spec, kFields, rows, true), "alpha          4\naveryveryv    12\n");
+
+  ck_assert(parse_format("%C|%S|100%%", kFields, &spec, &err));
+  STREQ(render_table(spec, kFields, rows, true),
+        "alpha|2026-11-23T10:30:00|100%\naveryveryverylongname||100%\n");
+
+  struct {
+    const char* fmt;
+    const char* part;
+  } bad[] = {{"%Q", "invalid field \"%Q\""},
+             {"%10", "invalid field \"%10\""},
+             {"%.", "invalid field"},
+             {"", "empty format"},
+             {"%99999C", "too large"}};
+  for (const auto& b : bad) {
+    ck_assert_msg(!parse_format(b.fmt, kFields, &spec, &err), "\"%s\" accepted", b.fmt);
+    ck_assert_msg(err.find(b.part) != std::string::npos, "\"%s\": error \"%s\" lacks \"%s\"", b.fmt,
+                  err.c_str(), b.part);
+  }
+  STREQ(help_format(kFields).substr(0, 30), "%C  CLUSTER       cluster\n%S  ");
+}
+END_TEST
+
+Series alpha() {
+  Series s;
+  s.name = "alpha";
+  s.label = "partition batch";
+  s.capacity = 4;
+  // 4 free for 10 min, 1 free for 20 min, 3 free for 10 min, then 4
+  s.steps = {{NOW, NOW + 600, 4}, {NOW + 600, NOW + 1800, 1}, {NOW + 1800, NOW + 2400, 3},
+             {NOW + 2400, NOW + 3600, 4}};
+  return s;
+}
+
+START_TEST(chart_min_free) {
+  Series s = alpha();
+  ck_assert_int_eq(min_free(s, NOW, NOW + 600), 4);
+  ck_assert_int_eq(min_free(s, NOW, NOW + 601), 1);   // touches the dip
+  ck_assert_int_eq(min_free(s, NOW + 1800, NOW + 2400), 3);
+  ck_assert_int_eq(min_free(s, NOW + 3000, NOW + 4000), 0);  // past the horizon
+  ck_assert_int_eq(min_free(s, NOW - 10, NOW + 10), 0);      // before the first step
+  Series hole = s;
+  hole.steps.erase(hole.steps.begin() + 1);
+  ck_assert_int_eq(min_free(hole, NOW + 500, NOW + 2000), 0);
+}
+END_TEST
+
+START_TEST(chart_terminal) {
+  ChartOptions o;
+  o.begin = NOW;
+  o.end = NOW + 3600;
+  o.width = 12;  // 5 minutes a column
+  Series empty;
+  empty.name = "beta";
+  empty.capacity = 0;
+  STREQ(render_chart({alpha(), empty}, o),
+        "alpha  (partition batch)\n"
+        "4 |##      ####\n"
+        "3 |##    ######\n"
+        "2 |##    ######\n"
+        "1 |############\n"
+        "0 ++---------+-\n"
+        "   10:30\n"
+        "beta\n"
+        "  publishes no nodes\n"
+        "time 2026-11-23T10:30:00 to 2026-11-23T11:30:00, one column = 5:00; '#': that many "
+        "nodes free during the whole column\n");
+  // a large cluster is scaled to max_rows; each row's threshold is shown
+  Series big;
+  big.name = "gamma";
+  big.capacity = 100;
+  big.steps = {{NOW, NOW + 1800, 100}, {NOW + 1800, NOW + 3600, 45}};
+  o.max_rows = 4;
+  o.width = 20;
+  STREQ(render_chart({big}, o),
+        "gamma\n"
+        "100 |##########\n"
+        " 75 |##########\n"
+        " 50 |##########\n"
+        " 25 |####################\n"
+        "  0 ++---------+---------\n"
+        "     10:30     11:00\n"
+        "time 2026-11-23T10:30:00 to 2026-11-23T11:30:00, one column = 3:00; '#': that many "
+        "nodes free during the whole column\n");
+  // over more than a day the labels carry the date
+  o.end = NOW + 3 * 86400;
+  o.width = 30;
+  std::string two = render_chart({big}, o);
+  ck_assert_msg(two.find("11-23T10:30") != std::string::npos, "%s", two.c_str());
+}
+END_TEST
+
+START_TEST(chart_svg) {
+  ChartOptions o;
+  o.begin = NOW;
+  o.end = NOW + 3600;
+  Series s = alpha();
+  s.name = "a<b";
+  std::string svg = render_svg({s}, o);
+  ck_assert(svg.rfind("<?xml", 0) == 0);
+  ck_assert(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
+  ck_assert(svg.find("a&lt;b") != std::string::npos);
+  ck_assert(svg.find("a<b") == std::string::npos);
+  // one bar per step with free nodes; the 1-node step spans 20 of 60 minutes
+  std::size_t bars = 0, pos = 0;
+  while ((pos = svg.find("<rect x=", pos)) != std::string::npos) ++bars, ++pos;
+  ck_assert_int_eq(bars, 4);
+  ck_assert(svg.find("<rect x=\"196.7\" y=\"156.5\" width=\"273.3\" height=\"27.5\"") !=
+            std::string::npos);
+  ck_assert(svg.find("2026-11-23T10:40:00 to 2026-11-23T11:00:00: 1 free") != std::string::npos);
+  ck_assert(svg.size() > 10 && svg.substr(svg.size() - 7) == "</svg>\n");
+}
+END_TEST
+
+// Command lines: what is accepted, and the one-line error of what is not.
+struct ArgCase {
+  std::vector<std::string> args;  // after "sreserve"
+  const char* error;              // nullptr: accepted; else a part of the message
+};
+
+const ArgCase kArgs[] = {
+    {{"offers", "-N", "4", "-t", "30"}, nullptr},
+    {{"offers", "-N4", "-t30", "-M", "alpha,beta", "--begin=now+1hour"}, nullptr},
+    {{"--url", "http://h:1", "list"}, nullptr},
+    {{"list", "--json", "-v", "-h", "-o", "%i %T"}, nullptr},
+    {{"show", "co-17"}, nullptr},
+    {{"cancel", "1", "2", "--json"}, nullptr},
+    {{"update", "5", "--deadline", "none"}, nullptr},
+    {{"submit", "-N", "4", "-t", "1:00:00", "job.sh", "-x", "--y"}, nullptr},  // args of the script
+    {{"submit", "-N", "4", "-t", "10", "--wrap", "hostname"}, nullptr},
+    {{"submit", "-N", "4", "-t", "10", "--test-only"}, nullptr},
+    {{"profile", "--horizon", "2-0", "--svg", "x.svg"}, nullptr},
+    {{"--version"}, nullptr},
+    {{"offers", "--help"}, nullptr},
+    {{}, "no command given"},
+    {{"frobnicate"}, "invalid command \"frobnicate\""},
+    {{"offers", "-t", "30"}, "-N/--nodes is required"},
+    {{"offers", "-N", "4"}, "-t/--time is required"},
+    {{"offers", "-N", "0", "-t", "5"}, "-N: invalid node count \"0\""},
+    {{"offers", "-N", "5-2", "-t", "5"}, "invalid node count"},
+    {{"offers", "-N", "4", "-t", "soon"}, "-t: invalid time limit \"soon\""},
+    {{"offers", "-N", "4", "-t", "UNLIMITED"}, "finite time limit"},
+    {{"offers", "-N", "4", "-t", "5", "--begin", "later"}, "--begin: invalid time specification"},
+    {{"offers", "-N", "4", "-t", "5", "--deadline", "now-1hour"}, "--deadline is not after"},
+    {{"offers", "-N", "4", "-t", "5", "--bogus"}, "unrecognized option '--bogus'"},
+    {{"offers", "-N", "4", "-t", "5", "-Z"}, "invalid option -- 'Z'"},
+    {{"offers", "-N"}, "requires an argument"},
+    {{"offers", "-N", "4", "-t", "5", "extra"}, "offers takes no operand"},
+    {{"offers", "-N", "4", "-t", "5", "--max-offers", "99"}, "--max-offers: not an integer 1-64"},
+    {{"submit", "-N", "4", "-t", "5"}, "no batch script given"},
+    {{"submit", "-N", "2-4", "-t", "5", "x.sh"}, "one node count"},
+    {{"submit", "-N", "4", "-t", "5", "--policy", "best", "x.sh"}, "--policy: \"best\" is not one of"},
+    {{"submit", "-N", "4", "-t", "5", "--overhead", "-1", "x.sh"}, "--overhead: not a number 0-10"},
+    {{"submit", "-N", "4", "-t", "5", "--max-parts", "0", "x.sh"}, "--max-parts"},
+    {{"submit", "-N", "4", "-t", "5", "--wrap", "a", "x.sh"}, "a script and --wrap together"},
+    {{"show"}, "exactly one co-allocation id"},
+    {{"show", "abc"}, "invalid co-allocation id \"abc\""},
+    {{"update", "5"}, "nothing to change"},
+    {{"cancel"}, "one or more co-allocation ids"},
+    {{"profile", "--horizon", "400-0"}, "at most 366 days"},
+    {{"profile", "--width", "3"}, "--width"},
+    {{"list", "17"}, "list takes no operand"},
+    {{"-M", "alpha", "offers"}, "invalid option -- 'M'"},  // only common options before the command
+};
+
+START_TEST(command_lines) {
+  for (const auto& c : kArgs) {
+    std::vector<std::string> args = {"sreserve"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    std::string shown;
+    for (const auto& a : c.args) shown += a + " ";
+    ParseResult r = parse_args(args, NOW);
+    if (!c.error) {
+      ck_assert_msg(r.ok, "\"%s\" rejected: %s", shown.c_str(), r.error.c_str());
+    } else {
+      ck_assert_msg(!r.ok, "\"%s\" accepted", shown.c_str());
+      ck_assert_msg(r.error.find(c.error) != std::string::npos, "\"%s\": error \"%s\" lacks \"%s\"",
+                    shown.c_str(), r.error.c_str(), c.error);
+    }
+  }
+  // values land where they belong
+  ParseResult r = parse_args({"sreserve", "offers", "-N", "2-6", "-t", "1-0", "--begin", "16:00",
+                              "-M", "all", "--max-parts", "3"},
+                             NOW);
+  ck_assert(r.ok);
+  ck_assert_int_eq(r.options.nodes_min, 2);
+  ck_assert_int_eq(r.options.nodes_max, 6);
+  ck_assert_int_eq(r.options.duration, 86400);
+  ck_assert_int_eq(r.options.begin, 1795449600);
+  ck_assert(r.options.clusters.empty());  // "all"
+  r = parse_args({"sreserve", "submit", "-N", "4", "-t", "5", "-o", "out.txt", "-J", "x", "job.sh", "a", "-N", "9"}, NOW);
+  ck_assert(r.ok);
+  ck_assert_str_eq(r.options.output.c_str(), "out.txt");  // -o is --output for submit
+  ck_assert(r.options.format.empty());
+  ck_assert_int_eq(r.options.nodes_max, 4);
+  ck_assert_str_eq(r.options.script_path.c_str(), "job.sh");
+  ck_assert_int_eq(r.options.script_args.size(), 3);
+  r = parse_args({"sreserve", "show", "co-42"}, NOW);
+  ck_assert(r.ok && r.options.ids.size() == 1 && r.options.ids[0] == 42);
+}
+END_TEST
+
+Suite* sreserve_suite() {
+  Suite* s = suite_create("sreserve");
+  TCase* tc = tcase_create("core");
+  tcase_add_test(tc, time_parsing);
+  tcase_add_test(tc, duration_parsing);
+  tcase_add_test(tc, time_printing);
+  tcase_add_test(tc, format_strings);
+  tcase_add_test(tc, chart_min_free);
+  tcase_add_test(tc, chart_terminal);
+  tcase_add_test(tc, chart_svg);
+  tcase_add_test(tc, command_lines);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+}  // namespace
+
+int main() {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  SRunner* sr = srunner_create(sreserve_suite());
+  srunner_set_tap(sr, "-");
+  srunner_run_all(sr, CK_SILENT);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
