@@ -115,8 +115,10 @@ struct CoallocPlan {
   Time start = 0;
   Duration duration = 0;  // runtime, + overhead if parts.size() > 1
   // At most one part per cluster, every part >= 1 node, nodes summing to
-  // the request's.  flexco/coarp/hpcm: the first part is the cluster given
-  // the most nodes; cores: smallest p_res first (the allocation order).
+  // the request's.  Order: flexco: the next-fit cluster, then the others
+  // by decreasing free nodes; coarp: as the clusters joined the
+  // composition; hpcm: the scheme's fill order; cores: smallest p_res
+  // first (the allocation order).
   std::vector<PlanPart> parts;
   // hpcm: P(S, d) of the chosen scheme; cores: the objective value (lower
   // is better); flexco/coarp: 0.
