@@ -91,7 +91,7 @@ Status apply_words(SimConfig& c, const std::vector<std::string>& words, const st
         cluster->parts = static_cast<int>(n);
       }
     } else if (key == "TraceDir") {
-      c.trace_dir = v;
+      c.trace_dir = (!v.empty() && v[0] != '/' && !c.base_dir.empty()) ? c.base_dir + "/" + v : v;
     } else if (key == "MetaTrace") {
       c.meta_trace = v;
     } else if (key == "MetaMaxJobs") {
@@ -162,10 +162,9 @@ Status apply_words(SimConfig& c, const std::vector<std::string>& words, const st
 Status load_config_file(SimConfig& c, const std::string& path) {
   std::ifstream in(path);
   if (!in) return Error{Errc::kNotFound, path + ": cannot open"};
-  if (c.trace_dir.empty()) {
-    auto slash = path.rfind('/');
-    c.trace_dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  }
+  auto slash = path.rfind('/');
+  c.base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (c.trace_dir.empty()) c.trace_dir = c.base_dir;
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
@@ -176,6 +175,7 @@ Status load_config_file(SimConfig& c, const std::string& path) {
     for (std::string w; words >> w;) ws.push_back(w);
     if (auto st = apply_words(c, ws, path + ":" + std::to_string(n)); !st) return st;
   }
+  c.base_dir.clear();
   return {};
 }
 

@@ -25,6 +25,8 @@ struct ClusterConfig {
 struct SimConfig {
   std::vector<ClusterConfig> clusters;
   std::string trace_dir;        // relative trace paths are taken from here
+  std::string base_dir;         // while reading a file: its directory (a
+                                // relative TraceDir there is taken from it)
   std::string meta_trace;
   std::uint64_t meta_max_jobs = 0;
   double target_load = 0.8;     // 0: no scaling (MetaTimeScale, LocalTimeScale)
