@@ -239,35 +239,42 @@ Status Engine::reschedule_after_early_end(std::size_t c) {
   opt.mode = cfg_.resched == Resched::kShift ? RescheduleMode::kShift : RescheduleMode::kShiftRemap;
   opt.margin = cfg_.margin;
   const std::size_t k = sched_.size();
+  // One copy of every cluster's plan per early end, refreshed only where a
+  // move changed it.
+  std::vector<Profile> snap;
+  snap.reserve(k);
+  for (std::size_t q = 0; q < k; ++q) {
+    if (auto st = sched_[q].replan(); !st) return st;
+    snap.push_back(sched_[q].profile());
+  }
+  std::vector<Profile> avail;
   for (std::uint64_t id : ids) {
     MetaRec& m = meta_.at(id);
     ++m_.resched_offers;
     m_.messages += 1 + 2 * static_cast<std::int64_t>(k);  // notification, ask, answers
     // Every cluster's availability as if this metajob held nothing: its
     // own reservation's nodes are added back over [start, end).
-    std::vector<Profile> avail;
+    avail.clear();
     avail.reserve(k);
-    for (std::size_t q = 0; q < k; ++q) {
-      if (auto st = sched_[q].replan(); !st) return st;
-      const Profile& p = sched_[q].profile();
-      Amount own = 0;
-      for (const PlanPart& part : m.plan.parts)
-        if (part.cluster == q) own = part.nodes;
-      if (own == 0) {
-        avail.push_back(p);
-        continue;
-      }
+    std::vector<const Profile*> free(k);
+    for (std::size_t q = 0; q < k; ++q) free[q] = &snap[q];
+    for (const PlanPart& part : m.plan.parts) {
+      std::size_t q = part.cluster;
+      Amount own = part.nodes;
       auto mine = Profile::create(now_, own);
       if (!mine) return mine.error();
       if (m.plan.start > now_)
         if (auto sp = mine.value().add_span(now_, m.plan.start - now_, own); !sp) return sp.error();
       if (m.plan.end() < kForever)
         if (auto sp = mine.value().add_span(m.plan.end(), kForever, own); !sp) return sp.error();
-      auto sum = Profile::sum({&p, &mine.value()});
+      auto sum = Profile::sum({&snap[q], &mine.value()});
       if (!sum) return sum.error();
       avail.push_back(std::move(sum).value());
     }
-    auto d = reschedule_coalloc(m.request, m.plan, views(avail), now_, opt);
+    for (std::size_t i = 0; i < m.plan.parts.size(); ++i) free[m.plan.parts[i].cluster] = &avail[i];
+    std::vector<ClusterView> v = views(snap);
+    for (std::size_t q = 0; q < k; ++q) v[q].free = free[q];
+    auto d = reschedule_coalloc(m.request, m.plan, v, now_, opt);
     if (!d) return wrap("metajob " + std::to_string(id), d.error());
     const RescheduleDecision& dec = d.value();
     if (dec.kind == RescheduleKind::kNone) continue;
@@ -280,9 +287,16 @@ Status Engine::reschedule_after_early_end(std::size_t c) {
     mv.old_parts = m.plan.parts.size();
     mv.new_parts = dec.plan.parts.size();
     mv.gain = dec.gain;
+    std::set<std::size_t> touched;
+    for (const PlanPart& p : m.plan.parts) touched.insert(p.cluster);
     if (auto st = unbook(m); !st) return st;
     m.plan = dec.plan;
     if (auto st = book(m); !st) return st;
+    for (const PlanPart& p : dec.plan.parts) touched.insert(p.cluster);
+    for (std::size_t q : touched) {
+      if (auto st = sched_[q].replan(); !st) return st;
+      snap[q] = sched_[q].profile();
+    }
     if (dec.kind == RescheduleKind::kShift) {
       ++m_.shifts;
     } else {
