@@ -1,0 +1,311 @@
+// flexco-sim's configuration: see config.hpp.
+
+#include "sim/config.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace flexco::sim {
+
+namespace {
+
+Error bad(const std::string& where, const std::string& what) {
+  return Error{Errc::kInvalidArgument, where + ": " + what};
+}
+
+bool to_int(const std::string& s, std::int64_t& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno || *end) return false;
+  out = v;
+  return true;
+}
+
+bool to_double(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s.c_str(), &end);
+  if (errno || *end) return false;
+  out = v;
+  return true;
+}
+
+bool to_bool(const std::string& s, bool& out) {
+  if (s == "yes" || s == "1" || s == "true") return out = true, true;
+  if (s == "no" || s == "0" || s == "false") return out = false, true;
+  return false;
+}
+
+// "90", "15min", "2h", "1d": seconds.
+bool to_duration(const std::string& s, std::int64_t& out) {
+  static const std::pair<const char*, std::int64_t> units[] = {
+      {"s", 1}, {"min", 60}, {"h", 3600}, {"d", 86400}};
+  for (const auto& [suffix, mult] : units) {
+    std::string u(suffix);
+    if (s.size() > u.size() && s.compare(s.size() - u.size(), u.size(), u) == 0) {
+      std::int64_t v;
+      if (!to_int(s.substr(0, s.size() - u.size()), v)) return false;
+      out = v * mult;
+      return true;
+    }
+  }
+  return to_int(s, out);
+}
+
+}  // namespace
+
+Status apply_words(SimConfig& c, const std::vector<std::string>& words, const std::string& where) {
+  ClusterConfig* cluster = nullptr;
+  for (const std::string& w : words) {
+    auto eq = w.find('=');
+    if (eq == std::string::npos || eq == 0) return bad(where, "expected Key=Value, got '" + w + "'");
+    std::string key = w.substr(0, eq), v = w.substr(eq + 1);
+    auto invalid = [&](const char* what) { return bad(where, key + ": " + what + ": '" + v + "'"); };
+    std::int64_t i;
+    double d;
+    bool b;
+    if (key == "ClusterName") {
+      if (v.empty()) return invalid("empty name");
+      c.clusters.push_back(ClusterConfig{v, 0, "", 0, 1});
+      cluster = &c.clusters.back();
+    } else if (key == "Nodes" || key == "Trace" || key == "Part") {
+      if (!cluster) return bad(where, key + " must follow ClusterName= on its line");
+      if (key == "Nodes") {
+        if (!to_int(v, i) || i < 1) return invalid("not a positive integer");
+        cluster->nodes = i;
+      } else if (key == "Trace") {
+        cluster->trace = v;
+      } else {
+        auto slash = v.find('/');
+        std::int64_t p, n;
+        if (slash == std::string::npos || !to_int(v.substr(0, slash), p) ||
+            !to_int(v.substr(slash + 1), n) || n < 1 || p < 1 || p > n)
+          return invalid("expected i/n with 1 <= i <= n");
+        cluster->part = static_cast<int>(p - 1);
+        cluster->parts = static_cast<int>(n);
+      }
+    } else if (key == "TraceDir") {
+      c.trace_dir = (!v.empty() && v[0] != '/' && !c.base_dir.empty()) ? c.base_dir + "/" + v : v;
+    } else if (key == "MetaTrace") {
+      c.meta_trace = v;
+    } else if (key == "MetaMaxJobs") {
+      if (!to_int(v, i) || i < 0) return invalid("not a count");
+      c.meta_max_jobs = static_cast<std::uint64_t>(i);
+    } else if (key == "TargetLoad") {
+      if (!to_double(v, d) || d < 0 || d > 1.5) return invalid("not in [0, 1.5]");
+      c.target_load = d;
+    } else if (key == "MetaShare") {
+      if (!to_double(v, d) || d > 1) return invalid("not in [0, 1] (or < 0: off)");
+      c.meta_share = d;
+    } else if (key == "MetaTimeScale" || key == "LocalTimeScale") {
+      if (!to_double(v, d) || !(d > 0)) return invalid("not a positive number");
+      (key == "MetaTimeScale" ? c.meta_time_scale : c.local_time_scale) = d;
+    } else if (key == "Horizon") {
+      if (v != "local" && v != "meta" && (!to_duration(v, i) || i < 1))
+        return invalid("expected local, meta or a duration");
+      c.horizon = v;
+    } else if (key == "Seed") {
+      if (!to_int(v, i) || i < 0) return invalid("not a non-negative integer");
+      c.seed = static_cast<std::uint64_t>(i);
+    } else if (key == "EstimateFactor") {
+      if (!to_double(v, d) || d < 1 || d > 100) return invalid("not in [1, 100]");
+      c.local_rules.estimate_factor = c.meta_rules.estimate_factor = d;
+    } else if (key == "NoSmallJobs") {
+      if (!to_bool(v, b)) return invalid("not yes/no");
+      c.local_rules.no_small = c.meta_rules.no_small = b;
+    } else if (key == "ModelMaxEstimate") {
+      if (!to_duration(v, i) || i < 60) return invalid("not a duration >= 60 s");
+      c.local_rules.model_max = c.meta_rules.model_max = i;
+    } else if (key == "ModelAlways") {
+      if (!to_bool(v, b)) return invalid("not yes/no");
+      c.local_rules.model_always = c.meta_rules.model_always = b;
+    } else if (key == "OverheadLambda") {
+      if (!to_double(v, d) || d < 0 || d > 1000) return invalid("not in [0, 1000]");
+      c.meta_rules.overhead_lambda = d;
+    } else if (key == "OverheadCap") {
+      if (!to_int(v, i) || i < 0 || i > 1000) return invalid("not in [0, 1000]");
+      c.meta_rules.overhead_cap = static_cast<int>(i);
+    } else if (key == "Backfill") {
+      if (v == "conservative") c.engine.backfill = Backfill::kConservative;
+      else if (v == "easy") c.engine.backfill = Backfill::kEasy;
+      else return invalid("expected conservative or easy");
+    } else if (key == "Planner") {
+      auto p = parse_policy(v);
+      if (!p) return invalid("unknown planner");
+      c.engine.planner = p.value();
+    } else if (key == "Reschedule") {
+      auto r = parse_resched(v);
+      if (!r) return invalid("expected rigid, shift or shift+remap");
+      c.engine.resched = *r;
+    } else if (key == "PublishInterval") {
+      if (!to_duration(v, i) || i < 0) return invalid("not a duration");
+      c.engine.publish_interval = i;
+    } else if (key == "RescheduleHead") {
+      if (!to_int(v, i) || i < 1) return invalid("not a positive integer");
+      c.engine.head = static_cast<std::size_t>(i);
+    } else if (key == "RescheduleMargin") {
+      if (!to_duration(v, i) || i < 0) return invalid("not a duration");
+      c.engine.margin = i;
+    } else {
+      return bad(where, "unknown key '" + key + "'");
+    }
+  }
+  return {};
+}
+
+Status load_config_file(SimConfig& c, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error{Errc::kNotFound, path + ": cannot open"};
+  auto slash = path.rfind('/');
+  c.base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (c.trace_dir.empty()) c.trace_dir = c.base_dir;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::vector<std::string> ws;
+    for (std::string w; words >> w;) ws.push_back(w);
+    if (auto st = apply_words(c, ws, path + ":" + std::to_string(n)); !st) return st;
+  }
+  c.base_dir.clear();
+  return {};
+}
+
+namespace {
+
+std::string resolve(const SimConfig& c, const std::string& p) {
+  if (p.empty() || p[0] == '/' || c.trace_dir.empty()) return p;
+  return c.trace_dir + "/" + p;
+}
+
+}  // namespace
+
+Result<Prepared> prepare(const SimConfig& c) {
+  static const std::string kWhere = "prepare";
+  if (c.clusters.empty()) return bad(kWhere, "no clusters (ClusterName=... Nodes=...)");
+  Prepared out;
+  EngineConfig ec = c.engine;
+  ec.clusters.clear();
+  Amount capacity = 0, largest = 0;
+  for (const ClusterConfig& cl : c.clusters) {
+    if (cl.nodes < 1) return bad(kWhere, "cluster " + cl.name + ": Nodes= missing");
+    ec.clusters.push_back(ClusterSpec{cl.name, cl.nodes});
+    capacity += cl.nodes;
+    largest = std::max(largest, cl.nodes);
+  }
+  // Scans: the segment bounds and the work, for the load and the horizon.
+  std::map<std::string, TraceScan> scans;
+  auto scan_of = [&](const std::string& path, const JobRules& rules) -> Result<TraceScan> {
+    std::string key = path + (rules.overhead ? "#meta" : "#local");
+    if (auto it = scans.find(key); it != scans.end()) return it->second;
+    auto s = scan_trace(path, rules);
+    if (!s) return bad(path, s.error().message);
+    scans.emplace(key, s.value());
+    return s.value();
+  };
+  double local_rate = 0;  // node-seconds per second, as traced
+  Time local_len = 0;
+  std::vector<std::pair<std::size_t, TraceScan>> local_scans;
+  for (std::size_t i = 0; i < c.clusters.size(); ++i) {
+    const ClusterConfig& cl = c.clusters[i];
+    if (cl.trace.empty()) continue;
+    JobRules r = c.local_rules;
+    r.max_nodes = cl.nodes;
+    auto s = scan_of(resolve(c, cl.trace), r);
+    if (!s) return s.error();
+    const TraceScan& ts = s.value();
+    double span = static_cast<double>(ts.last_submit - ts.first_submit + 1);
+    local_rate += ts.work / span;  // a part's rate ~ the trace's
+    local_len = std::max<Time>(local_len, static_cast<Time>(span / cl.parts));
+    local_scans.push_back({i, ts});
+  }
+  JobRules mr = c.meta_rules;
+  mr.overhead = true;
+  mr.max_nodes = capacity;
+  std::optional<TraceScan> meta_scan;
+  double meta_rate = 0;
+  if (!c.meta_trace.empty()) {
+    auto s = scan_of(resolve(c, c.meta_trace), mr);
+    if (!s) return s.error();
+    meta_scan = s.value();
+    meta_rate = meta_scan->work / static_cast<double>(meta_scan->last_submit - meta_scan->first_submit + 1);
+  }
+  double lscale = c.local_time_scale, mscale = c.meta_time_scale;
+  if (c.target_load > 0) {
+    double want = c.target_load * static_cast<double>(capacity);
+    if (c.meta_share >= 0) {
+      if (local_rate > 0 && c.meta_share < 1) lscale = local_rate / ((1 - c.meta_share) * want);
+      if (meta_rate > 0 && c.meta_share > 0) mscale = meta_rate / (c.meta_share * want);
+    } else if (meta_rate > 0) {
+      double room = want - local_rate / lscale;
+      if (room <= 0)
+        return bad(kWhere, "the local load alone (" + std::to_string(local_rate / lscale / capacity) +
+                               ") reaches TargetLoad; lower it or set MetaShare");
+      mscale = meta_rate / room;
+    }
+  }
+  out.local_time_scale = lscale;
+  out.meta_time_scale = mscale;
+  out.offered_load = (local_rate / lscale + meta_rate / mscale) / static_cast<double>(capacity);
+  Time horizon;
+  std::int64_t h;
+  if (c.horizon == "local" && local_len > 0) {
+    horizon = static_cast<Time>(static_cast<double>(local_len) * lscale);
+  } else if (c.horizon == "meta" || c.horizon == "local") {
+    if (!meta_scan) return bad(kWhere, "Horizon=meta needs MetaTrace");
+    horizon = static_cast<Time>(static_cast<double>(meta_scan->last_submit - meta_scan->first_submit + 1) * mscale) + 1;
+  } else {
+    to_duration(c.horizon, h);
+    horizon = h;
+  }
+  out.horizon = horizon;
+
+  int index = 0;
+  for (const auto& [i, ts] : local_scans) {
+    const ClusterConfig& cl = c.clusters[i];
+    StreamSpec sp;
+    sp.path = resolve(c, cl.trace);
+    sp.part = cl.part;
+    sp.parts = cl.parts;
+    sp.time_scale = lscale;
+    sp.horizon = horizon;
+    sp.loop = true;
+    sp.kind = JobKind::kLocal;
+    sp.cluster = static_cast<int>(i);
+    sp.seed = c.seed;
+    sp.index = index++;
+    sp.rules = c.local_rules;
+    sp.rules.max_nodes = cl.nodes;
+    auto s = TraceStream::open(sp, ts);
+    if (!s) return bad(sp.path, s.error().message);
+    out.sources.push_back(std::make_unique<TraceSource>(std::move(s).value()));
+  }
+  if (meta_scan) {
+    StreamSpec sp;
+    sp.path = resolve(c, c.meta_trace);
+    sp.time_scale = mscale;
+    sp.horizon = horizon;
+    sp.max_jobs = c.meta_max_jobs;
+    sp.kind = JobKind::kMeta;
+    sp.seed = c.seed;
+    sp.index = 100;
+    sp.rules = mr;
+    auto s = TraceStream::open(sp, *meta_scan);
+    if (!s) return bad(sp.path, s.error().message);
+    out.sources.push_back(std::make_unique<TraceSource>(std::move(s).value()));
+  }
+  auto e = Engine::create(ec);
+  if (!e) return e.error();
+  out.engine = std::move(e).value();
+  return out;
+}
+
+}  // namespace flexco::sim

@@ -1,0 +1,63 @@
+// flexco-sim's configuration: `Key=Value` words, Slurm style, from a file
+// (one or more per line, '#' comments) and then from the command line, the
+// later word winning.  `ClusterName=... Nodes=... Trace=... Part=i/n` lines
+// add clusters.  Every key is listed in doc/flexco-sim.1.
+
+#ifndef FLEXCO_SIM_CONFIG_HPP
+#define FLEXCO_SIM_CONFIG_HPP
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "sim/workload.hpp"
+
+namespace flexco::sim {
+
+struct ClusterConfig {
+  std::string name;
+  Amount nodes = 0;
+  std::string trace;  // local load; empty: none
+  int part = 0, parts = 1;
+};
+
+struct SimConfig {
+  std::vector<ClusterConfig> clusters;
+  std::string trace_dir;        // relative trace paths are taken from here
+  std::string base_dir;         // while reading a file: its directory (a
+                                // relative TraceDir there is taken from it)
+  std::string meta_trace;
+  std::uint64_t meta_max_jobs = 0;
+  double target_load = 0.8;     // 0: no scaling (MetaTimeScale, LocalTimeScale)
+  double meta_share = -1;       // < 0: local load as traced, metajobs fill up
+  double meta_time_scale = 1.0;
+  double local_time_scale = 1.0;
+  std::string horizon = "local";  // "local", "meta" or seconds
+  std::uint64_t seed = 1;
+  JobRules local_rules;
+  JobRules meta_rules;
+  EngineConfig engine;
+};
+
+// Parses words into `config` ("Key=Value"); a ClusterName word starts a
+// cluster and the Nodes/Trace/Part words after it on the same line belong
+// to it.  Errors name the source and the word.
+Status apply_words(SimConfig& config, const std::vector<std::string>& words,
+                   const std::string& where);
+Status load_config_file(SimConfig& config, const std::string& path);
+
+// A ready simulation: the engine, its sources, and what was derived.
+struct Prepared {
+  std::unique_ptr<Engine> engine;
+  std::vector<std::unique_ptr<TraceSource>> sources;
+  double meta_time_scale = 1.0;
+  double local_time_scale = 1.0;
+  Time horizon = 0;
+  double offered_load = 0;  // expected from the scans
+};
+Result<Prepared> prepare(const SimConfig& config);
+
+}  // namespace flexco::sim
+
+#endif  // FLEXCO_SIM_CONFIG_HPP
