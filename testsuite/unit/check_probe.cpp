@@ -176,16 +176,18 @@ START_TEST(idle_cluster) {
 END_TEST
 
 START_TEST(running_job_event_starts) {
-  // Job 1 holds n0,n1 until T+300.  4 nodes x 100 s: only from T+300.
-  // 2 nodes: at T (2 free) and at the change point T+300 (4 free).
+  // Job 1 holds n0,n1 until T+300, and through that second (Slurm
+  // refuses a reservation starting at a running job's end_time).
+  // 4 nodes x 100 s: only from T+301.  2 nodes: at T (2 free) and at the
+  // change point T+301 (4 free).
   Snap s(4);
   s.running(1, 0, 2, T - 50, T + 300);
   auto r4 = run(s, R"({"nodes":4,"duration":100})");
-  expect_offers(r4, {{300, 400, 4}}, __LINE__);
+  expect_offers(r4, {{301, 401, 4}}, __LINE__);
   NEAR(r4.offers[0].fit, 1.0);  // nothing queued: every plan equal
-  NEAR(r4.offers[0].p_res, 1.0 - std::exp(-300.0 / 11386.0));
+  NEAR(r4.offers[0].p_res, 1.0 - std::exp(-301.0 / 11386.0));
   auto r2 = run(s, R"({"nodes":2,"duration":100})");
-  expect_offers(r2, {{0, 100, 2}, {300, 400, 2}}, __LINE__);
+  expect_offers(r2, {{0, 100, 2}, {301, 401, 2}}, __LINE__);
 }
 END_TEST
 
@@ -313,20 +315,21 @@ END_TEST
 
 START_TEST(max_offers_and_latest_end) {
   // Four 1-node jobs end at T+100..T+400, so the 1-node change points are
-  // T+100, T+200, T+300, T+400.
+  // T+101, T+201, T+301, T+401 (each node is free after its job's end
+  // second).
   Snap s(4);
   for (std::uint32_t i = 0; i < 4; ++i) s.running(50 + i, i, 1, T - 10, T + 100 * (i + 1));
   auto all = run(s, R"({"nodes":1,"duration":50})");
-  expect_offers(all, {{100, 150, 1}, {200, 250, 1}, {300, 350, 1}, {400, 450, 1}}, __LINE__);
+  expect_offers(all, {{101, 151, 1}, {201, 251, 1}, {301, 351, 1}, {401, 451, 1}}, __LINE__);
   auto two = run(s, R"({"nodes":1,"duration":50,"max_offers":2})");
-  expect_offers(two, {{100, 150, 1}, {200, 250, 1}}, __LINE__);
-  // latest_end T+300: a start at T+300 would end at T+350.
+  expect_offers(two, {{101, 151, 1}, {201, 251, 1}}, __LINE__);
+  // latest_end T+300: a start at T+301 would end at T+351.
   auto le = run(s, R"({"nodes":1,"duration":50,"latest_end":1000300})");
-  expect_offers(le, {{100, 150, 1}, {200, 250, 1}}, __LINE__);
-  // earliest_start T+250: 1 node is free from T+100, so the first offer is
-  // T+250 itself, then the change points T+300 and T+400.
+  expect_offers(le, {{101, 151, 1}, {201, 251, 1}}, __LINE__);
+  // earliest_start T+250: 1 node is free from T+101, so the first offer is
+  // T+250 itself, then the change points T+301 and T+401.
   auto es = run(s, R"({"nodes":1,"duration":50,"earliest_start":1000250})");
-  expect_offers(es, {{250, 300, 1}, {300, 350, 1}, {400, 450, 1}}, __LINE__);
+  expect_offers(es, {{250, 300, 1}, {301, 351, 1}, {401, 451, 1}}, __LINE__);
 }
 END_TEST
 
@@ -544,12 +547,12 @@ START_TEST(capi_round_trip) {
   json_t* offers = json_object_get(j.get(), "offers");
   EQ(static_cast<std::int64_t>(json_array_size(offers)), 1);
   json_t* o = json_array_get(offers, 0);
-  EQ(json_integer_value(json_object_get(o, "start")), T + 300);
-  EQ(json_integer_value(json_object_get(o, "end")), T + 400);
+  EQ(json_integer_value(json_object_get(o, "start")), T + 301);
+  EQ(json_integer_value(json_object_get(o, "end")), T + 401);
   EQ(json_integer_value(json_object_get(o, "nodes")), 4);
   EQ(json_integer_value(json_object_get(o, "valid_until")), T + 120);
   NEAR(json_real_value(json_object_get(o, "fit")), 1.0);
-  NEAR(json_real_value(json_object_get(o, "p_res")), pres(300));
+  NEAR(json_real_value(json_object_get(o, "p_res")), pres(301));
   ck_assert_str_eq(json_string_value(json_object_get(o, "verdict")), "placed");
   json_t* ref = json_object_get(j.get(), "job_reference");
   EQ(json_integer_value(json_object_get(ref, "start")), T + 300);
