@@ -105,34 +105,39 @@ std::optional<Error> validate(const char* where, const CoallocRequest& r,
   std::set<const Profile*> seen;
   for (std::size_t i = 0; i < clusters.size(); ++i) {
     const ClusterView& c = clusters[i];
-    std::string id = "cluster " + std::to_string(i) + " (" + c.name + ")";
-    if (c.free == nullptr) return bad(id + ": free profile is null");
+    // Built only for a message: validation runs on every plan.
+    struct Id {
+      std::size_t i;
+      const std::string& name;
+      operator std::string() const { return "cluster " + std::to_string(i) + " (" + name + ")"; }
+    } id{i, c.name};
+    if (c.free == nullptr) return bad(std::string(id) + ": free profile is null");
     if (!seen.insert(c.free).second)
-      return bad(id + ": free profile is shared with another cluster");
+      return bad(std::string(id) + ": free profile is shared with another cluster");
     if (c.capacity < 0 || c.capacity > kMaxAmount)
-      return bad(id + ": capacity must be in [0, 2^52] (got " + std::to_string(c.capacity) +
+      return bad(std::string(id) + ": capacity must be in [0, 2^52] (got " + std::to_string(c.capacity) +
                  ")");
     if (!(c.arrival_rate >= 0.0 && std::isfinite(c.arrival_rate)))
-      return bad(id + ": arrival_rate must be finite and >= 0 (got " + num(c.arrival_rate) +
+      return bad(std::string(id) + ": arrival_rate must be finite and >= 0 (got " + num(c.arrival_rate) +
                  ")");
     if (!(c.service_rate >= 0.0 && std::isfinite(c.service_rate)))
-      return bad(id + ": service_rate must be finite and >= 0 (got " + num(c.service_rate) +
+      return bad(std::string(id) + ": service_rate must be finite and >= 0 (got " + num(c.service_rate) +
                  ")");
     if (c.arrival_rate > 0.0 && c.service_rate == 0.0)
-      return bad(id + ": arrival_rate " + num(c.arrival_rate) + " needs service_rate > 0");
+      return bad(std::string(id) + ": arrival_rate " + num(c.arrival_rate) + " needs service_rate > 0");
     if (!(c.speed > 0.0 && std::isfinite(c.speed)))
-      return bad(id + ": speed must be finite and > 0 (got " + num(c.speed) + ")");
+      return bad(std::string(id) + ": speed must be finite and > 0 (got " + num(c.speed) + ")");
     for (std::size_t k = 0; k < c.offers.size(); ++k) {
       const CoallocOffer& o = c.offers[k];
-      std::string oid = id + ": offer " + std::to_string(k);
+      auto oid = [&]() { return std::string(id) + ": offer " + std::to_string(k); };
       if (o.start < 0 || o.start >= o.end)
-        return bad(oid + ": needs 0 <= start < end (start " + std::to_string(o.start) +
+        return bad(oid() + ": needs 0 <= start < end (start " + std::to_string(o.start) +
                    ", end " + time_str(o.end) + ")");
       if (o.nodes < 1 || o.nodes > kMaxAmount)
-        return bad(oid + ": nodes must be in [1, 2^52] (got " + std::to_string(o.nodes) + ")");
-      if (!is_unit(o.fit)) return bad(oid + ": fit must be in [0, 1] (got " + num(o.fit) + ")");
+        return bad(oid() + ": nodes must be in [1, 2^52] (got " + std::to_string(o.nodes) + ")");
+      if (!is_unit(o.fit)) return bad(oid() + ": fit must be in [0, 1] (got " + num(o.fit) + ")");
       if (!is_unit(o.p_res))
-        return bad(oid + ": p_res must be in [0, 1] (got " + num(o.p_res) + ")");
+        return bad(oid() + ": p_res must be in [0, 1] (got " + num(o.p_res) + ")");
     }
   }
   if (options != nullptr) {
@@ -276,8 +281,15 @@ Time earliest_split(const std::vector<ClusterView>& clusters,
       for (Amount x : a) got += x;
     }
     if (got >= n) return s;
+    // A later start can only do better if some cluster gives more there:
+    // jump to the earliest start at which any cluster has one node more
+    // than now free over a whole window.
     Time next = kNever;
-    for (const Profile* p : profiles) next = std::min(next, p->next_change_point(s));
+    for (std::size_t k = 0; k < profiles.size(); ++k) {
+      if (a[k] >= profiles[k]->capacity()) continue;
+      auto e = profiles[k]->earliest_fit(s + 1, d, a[k] + 1);
+      if (e) next = std::min(next, e.value());
+    }
     if (next == kNever) return kNever;
     s = next;
   }
