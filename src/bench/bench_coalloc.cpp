@@ -8,11 +8,11 @@
 //
 // Every call is timed alone (steady_clock); the table gives the median,
 // the 99th percentile and the mean.  The workload is random but fixed
-// (seeded): each cluster has 64..1024 nodes, a 30-day horizon of forced
-// jobs (1..capacity/4 nodes, 1 min..8 h) until it has the points asked
-// for; requests want 1..1.5x the mean capacity (so many must split),
-// 1 min..4 h, ready somewhere in the first half of the horizon, overhead
-// 0.1.  COARP and CORES derive 16 offers per cluster.
+// (seeded): each cluster has 64..1024 nodes and planned jobs (1..capacity/8
+// nodes, 1 min..4 h, admitted only where they fit) over one minute of
+// horizon per change point asked for; requests want 1..1.5x the mean
+// capacity (so many must split), 1 min..4 h, ready somewhere in the first
+// half of the horizon, overhead 0.1.  CORES looks at 16 candidate starts.
 
 #include <algorithm>
 #include <chrono>
@@ -32,8 +32,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr Time kHorizon = 30 * 86400;
-
 struct Stats {
   double median_us = 0, p99_us = 0, mean_us = 0;
 };
@@ -50,13 +48,16 @@ Stats summarize(std::vector<double>& ns) {
   return s;
 }
 
+// Jobs of 1..capacity/8 nodes for 1 min..4 h at random starts over a
+// horizon of one minute per point asked for, admitted only where they fit
+// (a plan never over-subscribes), until the profile has `points` points.
 Profile make_cluster(std::mt19937_64& rng, Amount capacity, std::size_t points) {
   Profile p = Profile::create(0, capacity).value();
-  std::uniform_int_distribution<Time> start(0, kHorizon);
-  std::uniform_int_distribution<Duration> dur(60, 8 * 3600);
-  std::uniform_int_distribution<Amount> nodes(1, std::max<Amount>(1, capacity / 4));
-  while (p.point_count() < points)
-    (void)p.add_span(start(rng), dur(rng), nodes(rng), Admission::kForce);
+  std::uniform_int_distribution<Time> start(0, static_cast<Time>(points) * 60);
+  std::uniform_int_distribution<Duration> dur(60, 4 * 3600);
+  std::uniform_int_distribution<Amount> nodes(1, std::max<Amount>(1, capacity / 8));
+  for (std::size_t tries = 0; p.point_count() < points && tries < 50 * points; ++tries)
+    (void)p.add_span(start(rng), dur(rng), nodes(rng));
   return p;
 }
 
@@ -86,7 +87,7 @@ void run(std::size_t clusters, std::size_t points, std::size_t requests) {
   Amount mean_cap = total / static_cast<Amount>(clusters);
   std::uniform_int_distribution<Amount> want(1, mean_cap * 3 / 2);
   std::uniform_int_distribution<Duration> runtime(60, 4 * 3600);
-  std::uniform_int_distribution<Time> ready(0, kHorizon / 2);
+  std::uniform_int_distribution<Time> ready(0, static_cast<Time>(points) * 30);
   std::vector<CoallocRequest> reqs(requests);
   for (CoallocRequest& r : reqs) {
     r.nodes = want(rng);
@@ -96,6 +97,7 @@ void run(std::size_t clusters, std::size_t points, std::size_t requests) {
   }
   std::printf("%3zu clusters x %7zu points (built in %.1f s), %zu requests:\n", clusters,
               points, build_s, requests);
+  std::fflush(stdout);
   std::vector<CoallocPlan> flexco_plans;
   for (Policy pol : {Policy::kFlexCo, Policy::kCoarp, Policy::kHpcm, Policy::kCores}) {
     PlannerState st;
