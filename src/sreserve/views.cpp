@@ -14,7 +14,7 @@
 
 namespace sreserve {
 
-const char* const kOffersFormat = "%10C %19S %19E %.5D %.5F %.5P %19V";
+const char* const kOffersFormat = "%10C %19S %19E %.5D %.5F %.5P %19V %R";
 const char* const kStepsFormat = "%10C %19S %19E %.10L %.6D %.9U";
 const char* const kListFormat = "%.8i %.10j %.9u %.10T %.6D %.19S %.10L %.5m %M";
 const char* const kPartsFormat = "%.4x %10C %.5D %10T %12R %.7I %10J %19S %19a %N";
