@@ -262,7 +262,7 @@ const char* short_opts(Command c) {
     case Command::kShow: return ":vho:";
     case Command::kUpdate: return ":vM:";
     case Command::kCancel: return ":v";
-    default: return "+:vV";
+    default: return "+:vVh";  // before the command, -h is --help as in sbatch
   }
 }
 
@@ -341,6 +341,10 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
     if (!run_getopt(p, av, Command::kNone, &first)) {
       r.error = p.error;
       return r;
+    }
+    if (p.o.noheader) {  // "sreserve -h": help
+      p.o.noheader = false;
+      p.o.help = true;
     }
   }
   if (i >= rest.size()) {

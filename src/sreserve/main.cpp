@@ -219,6 +219,8 @@ int main(int argc, char** argv) {
     std::fputs((o.help ? help_text(o.command) : usage_text(o.command)).c_str(), stdout);
     return kExitOk;
   }
+  std::string format_error;
+  if (!check_format(o, &format_error)) return fail(kExitUsage, format_error);
   if (o.helpformat) {
     std::fputs(render(o, nullptr).out.c_str(), stdout);
     return kExitOk;

@@ -619,6 +619,20 @@ std::vector<std::int64_t> probe_counts(const Options& o, std::size_t n_clusters)
   return counts;
 }
 
+bool check_format(const Options& o, std::string* error) {
+  if (o.format.empty() || o.json) return true;
+  const std::vector<FieldDef>* fields = nullptr;
+  switch (o.command) {
+    case Command::kOffers: fields = &offer_fields(); break;
+    case Command::kProfile: fields = &step_fields(); break;
+    case Command::kList: fields = &coalloc_fields(); break;
+    case Command::kShow: fields = &part_fields(); break;
+    default: return true;
+  }
+  FormatSpec spec;
+  return parse_format(o.format, *fields, &spec, error);
+}
+
 std::string call_error(const json_t* call, int* exit_code) {
   std::string target = str(call, "target");
   bool daemon = target == "flexcod";

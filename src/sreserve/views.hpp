@@ -56,6 +56,10 @@ extern const char* const kPartsFormat;
 // --max-parts (default: the number of clusters asked), ascending.
 std::vector<std::int64_t> probe_counts(const Options& o, std::size_t n_clusters);
 
+// Checks -o against the command's fields before anything is asked; false
+// with *error set when a field is unknown.
+bool check_format(const Options& o, std::string* error);
+
 // Everything the user sees for `o.command`, given the exchange.
 Output render(const Options& o, const json_t* exchange);
 
