@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -81,6 +82,7 @@ struct Caller {
     J rec(json_object());
     json_object_set_new(rec.get(), "target", json_string(target.c_str()));
     json_object_set_new(rec.get(), "url", json_string(base_url.c_str()));
+    json_object_set_new(rec.get(), "path", json_string(path.c_str()));
     if (verbose > 0)
       std::fprintf(stderr, "sreserve: %s %s%s%s%s\n", method.c_str(), base_url.c_str(), path.c_str(),
                    body.empty() ? "" : " ", verbose > 1 ? body.c_str() : "");
@@ -432,6 +434,27 @@ int main(int argc, char** argv) {
     std::free(s);
   }
 
+  if (o.iterate > 0) {
+    // squeue -i: a time line, the table, again every N seconds until
+    // interrupted (only list and show take -i).
+    std::string path = json_string_value(
+        json_object_get(json_array_get(json_object_get(ex.get(), "daemon"), 0), "path"));
+    for (;;) {
+      std::time_t t = std::time(nullptr);
+      char stamp[64];
+      std::strftime(stamp, sizeof stamp, "%a %b %d %H:%M:%S %Y", std::localtime(&t));
+      json_object_set_new(ex.get(), "now", json_integer(static_cast<std::int64_t>(t)));
+      Output out = render(o, ex.get());
+      std::printf("%s\n%s", stamp, out.out.c_str());
+      std::fputs(out.err.c_str(), stderr);
+      std::fflush(stdout);
+      if (out.exit_code != kExitOk) return out.exit_code;
+      std::this_thread::sleep_for(std::chrono::seconds(o.iterate));
+      J again(json_array());
+      json_array_append_new(again.get(), caller.call("flexcod", daemon_url, "GET", path, "").release());
+      json_object_set_new(ex.get(), "daemon", again.release());
+    }
+  }
   Output out = render(o, ex.get());
   std::fputs(out.out.c_str(), stdout);
   std::fputs(out.err.c_str(), stderr);

@@ -11,7 +11,7 @@
 //    "daemon":   [CALL, ...]}   offers: the dry run; others: one per request
 //
 //   CALL = {"target": "alpha" | "flexcod", "url": "http://...",
-//           "status": 200, "answer": {...}}             an HTTP answer
+//           ["path": "/v1/...",] "status": 200, "answer": {...}}   an HTTP answer
 //        | {"target": ..., "url": ..., "code": "connect_failed",
 //           "error": "connect_failed: ..."}              no answer
 //

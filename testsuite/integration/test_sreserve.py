@@ -213,6 +213,24 @@ def with_flexcod(grid, st):
     r = sr("list", "-h", "-o", "%i %u %D %p")
     t.ok(r.returncode == 0 and r.stdout.split() == [coid, "root", "8", "2"],
          "list -h -o: id, user, 8 nodes in 2 parts", r.stdout + r.stderr)
+    # list -i 1 repeats like squeue -i: a time line before each table
+    e = dict(os.environ, FLEXCOD_CONF=sr.conf, TZ="UTC")
+    watch = subprocess.Popen([sreserve_path(), "list", "-i", "1", "-h", "-o", "%i %T"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=e, stdin=subprocess.DEVNULL)
+    seen_lines = []
+    try:
+        while len([x for x in seen_lines if x.startswith(coid + " ")]) < 2:
+            line = watch.stdout.readline()
+            if not line:
+                break
+            seen_lines.append(line.rstrip("\n"))
+    finally:
+        watch.terminate()
+        watch.wait(timeout=30)
+    t.ok(len(seen_lines) >= 4 and seen_lines[0][:3].isalpha()
+         and seen_lines[1].startswith(coid + " ") and seen_lines[3].startswith(coid + " "),
+         "list -i 1: the table again every second, each after a time line", repr(seen_lines))
     r = sr("show", coid, "--json")
     doc = json.loads(r.stdout) if r.returncode == 0 else {}
     parts = doc.get("parts", [])
