@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 
 import flexcotest as t
 
+NOBODY = 65534
+
 EXIT = {"ok": 0, "error": 1, "usage": 2, "no_daemon": 3, "no_munge": 4,
         "no_cluster": 5, "config": 6}
 
@@ -26,15 +28,16 @@ class Sreserve:
     def __init__(self, conf):
         self.conf = conf
 
-    def __call__(self, *argv, env=None):
+    def __call__(self, *argv, env=None, uid=None):
         e = {k: v for k, v in os.environ.items()
              if not k.startswith(("FLEXCO_URL", "FLEXCO_MUNGE", "FLEXCOD_CONF"))}
         e["FLEXCOD_CONF"] = self.conf
         e["TZ"] = "UTC"
         e.update(env or {})
+        kw = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         return subprocess.run([sreserve_path(), *argv], capture_output=True,
                               text=True, timeout=60, env=e,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, **kw)
 
 
 def one_error_line(r, code, what, part=""):
@@ -250,6 +253,12 @@ def with_flexcod(grid, st):
          and "\nPARTS\n" in r.stdout and "\nHISTORY\n" in r.stdout,
          "show co-ID: scontrol-like record, parts and history", r.stdout)
 
+    # MUNGE as the invoking user: another user sees nothing of root's
+    r = sr("list", "-h", uid=NOBODY)
+    t.ok(r.returncode == 0 and r.stdout == "", "list as another user: none of root's",
+         f"{r.returncode} {r.stdout} {r.stderr}")
+    one_error_line(sr("show", coid, uid=NOBODY), "error", "show as another user: not found",
+                   f"no co-allocation {coid}")
     r = sr("update", coid, "-M", "alpha")
     one_error_line(r, "error", "update onto one cluster too small for 8 nodes is refused")
     r = sr("cancel", coid)
