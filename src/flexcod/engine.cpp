@@ -3,10 +3,13 @@
 #include "flexcod/engine.hpp"
 
 #include <pwd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <utility>
 
@@ -103,6 +106,12 @@ bool holds(const std::string& s) {
 
 std::int64_t round_up_minutes(std::int64_t s) { return std::max<std::int64_t>(60, (s + 59) / 60 * 60); }
 
+// Each reservation is this much longer than its part job's time limit, so a
+// part job that Slurm starts a little after the reservation's start (the
+// scheduler's next pass) still fits before the reservation ends; Slurm never
+// starts a job whose time limit would run past its reservation's end.
+constexpr std::int64_t kStartSlack = 60;
+
 std::string parts_text(const std::vector<PartRecord>& parts) {
   std::string out;
   for (const auto& p : parts) {
@@ -128,6 +137,20 @@ bool maybe_done(const http::Error& e) {
 
 bool answered(const http::Error& e) {
   return e.code == http::Errc::kHttp || e.code == http::Errc::kBadResponse;
+}
+
+// Fault injection for the integration tests (doc/flexcod.md, "Testing the
+// protocol"): with FLEXCOD_TEST_HOLD_DIR set, the commit protocol stops at
+// step S while the file <dir>/S.hold exists, after creating <dir>/S.reached,
+// so that a test can kill flexcod or stop a cluster at exactly that point.
+void test_hold(const char* step) {
+  const char* dir = std::getenv("FLEXCOD_TEST_HOLD_DIR");
+  if (dir == nullptr || dir[0] == '\0') return;
+  const std::string base = std::string(dir) + "/" + step;
+  if (access((base + ".hold").c_str(), F_OK) != 0) return;
+  if (FILE* f = std::fopen((base + ".reached").c_str(), "w")) std::fclose(f);
+  fc_info("test hold at step %s", step);
+  while (access((base + ".hold").c_str(), F_OK) == 0) usleep(50000);
 }
 
 }  // namespace
@@ -397,7 +420,7 @@ bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathe
       }
       need.emplace_back(gi, f.first);
     }
-    const std::int64_t d = spec.duration + (need.size() > 1
+    const std::int64_t d = spec.duration + kStartSlack + (need.size() > 1
                                                 ? static_cast<std::int64_t>(std::ceil(spec.overhead * spec.duration))
                                                 : 0);
     flexco::Time t = std::max(spec.ready, now);
@@ -444,7 +467,7 @@ bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathe
   }
   flexco::CoallocRequest req;
   req.nodes = spec.nodes;
-  req.runtime = spec.duration;
+  req.runtime = spec.duration + kStartSlack;
   req.ready = std::max(spec.ready, now);
   req.deadline = spec.deadline > 0 ? spec.deadline : flexco::kForever;
   req.overhead = spec.overhead;
@@ -570,7 +593,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   co.state = "committing";
   co.planned_start = start;
   co.planned_end = start + length;
-  co.run_time = plan.duration;
+  co.run_time = plan.duration - kStartSlack;
   co.reason = "attempt " + std::to_string(co.attempt) + ": " + layout_text + " at " +
               std::to_string(start);
   std::string err;
@@ -582,6 +605,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   fc_info("co-%ld: attempt %d: reserving %s from %ld for %ld s", (long)co.id, co.attempt,
           parts_text(parts).c_str(), (long)start, (long)length);
 
+  test_hold("reserving");
   // 1. Tentative reservations, concurrently.  The first refusal cancels the
   // requests still in flight; their outcome is learned in release().
   std::atomic<bool> abort{false};
@@ -641,6 +665,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     ok = false;
     fail += "; state database: " + err;
   }
+  if (ok) test_hold("reserved");
   if (ok) {
     // 2. Confirm all.
     for (auto& p : parts) p.state = "confirming";
@@ -678,6 +703,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
       fail += "; state database: " + err;
     }
   }
+  if (ok) test_hold("confirmed");
   if (ok) {
     // 3. Part jobs, one per part, all with the same common start.
     for (auto& p : parts) {
@@ -707,6 +733,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
       q.part_index = p.idx;
       q.parts = layout;
       q.start = p.planned_start;
+      q.time_limit = round_up_minutes(plan.duration - kStartSlack);
       bump("messages.submit");
       fj.push_back(std::async(std::launch::async, [c, q, id = p.reservation_id, k = p.job_key]() {
         return c->client->submit_job(id, q, k);
@@ -735,6 +762,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
                 r.error().message;
       }
     }
+    if (ok) test_hold("submitted");
     if (ok) {
       co.state = "scheduled";
       co.reason = "every part confirmed with its part job: " + parts_text(parts);
@@ -982,6 +1010,15 @@ void Engine::finish_if_done(std::int64_t co_id) {
       co->state = any_failed ? "failed" : "completed";
       co->reason = any_failed ? "a part job failed" : "every part job completed";
       store_.update_coalloc(*co, co->reason, &err);
+      // The nodes are free again: give the reservations back now rather
+      // than at their end.  A failure here costs nothing lasting: the
+      // reservation ends by itself at planned_end.
+      for (auto& p : parts) {
+        if (p.reservation_id == 0) continue;
+        if (release_part(*co, p)) {
+          store_.update_part(p, "reservation " + p.reservation + " released after the part job ended", &err);
+        }
+      }
     } else if (any_running && co->state == "scheduled") {
       co->state = "running";
       co->reason = "part jobs started";
@@ -1330,8 +1367,8 @@ ApiResult Engine::submit(const Caller& who, const json_t* body) {
     if (ok) {
       json_t* pl = json_object();
       set_int(pl, "start", std::max<std::int64_t>(p.start, now_seconds()));
-      set_int(pl, "end", std::max<std::int64_t>(p.start, now_seconds()) + p.duration);
-      set_int(pl, "run_time", p.duration);
+      set_int(pl, "end", std::max<std::int64_t>(p.start, now_seconds()) + p.duration - kStartSlack);
+      set_int(pl, "run_time", p.duration - kStartSlack);
       set(pl, "split", json_boolean(p.parts.size() > 1));
       set_str(pl, "policy", s.policy);
       json_t* parts = json_array();

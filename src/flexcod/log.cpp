@@ -57,7 +57,8 @@ std::string log_init(bool foreground, const std::string& file, int level) {
     closelog();
     g_syslog = false;
   }
-  if (foreground) return {};
+  if (foreground && file.empty()) return {};
+  g_file = file;
   if (!g_file.empty()) {
     FILE* f = std::fopen(g_file.c_str(), "a");
     if (f == nullptr) {
@@ -112,9 +113,14 @@ void log_msg(int level, const char* fmt, ...) {
   localtime_r(&tv.tv_sec, &t);
   char stamp[64];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &t);
-  std::fprintf(g_out != nullptr ? g_out : stderr, "[%s.%03ld] %s%s\n", stamp,
-               static_cast<long>(tv.tv_usec / 1000), prefix(level), text);
-  std::fflush(g_out != nullptr ? g_out : stderr);
+  FILE* out = g_out != nullptr ? g_out : stderr;
+  std::fprintf(out, "[%s.%03ld] %s%s\n", stamp, static_cast<long>(tv.tv_usec / 1000),
+               prefix(level), text);
+  std::fflush(out);
+  if (g_foreground && out != stderr) {  // -D: copied to stderr, like slurmctld -D
+    std::fprintf(stderr, "[%s.%03ld] %s%s\n", stamp, static_cast<long>(tv.tv_usec / 1000),
+                 prefix(level), text);
+  }
 }
 
 }  // namespace flexcod

@@ -170,6 +170,10 @@ struct Parser {
       case kOptParsable: o.parsable = true; return true;
       case kOptState: o.state = arg; return true;
       case kOptUser: o.user = arg; return true;
+      case 'i':
+        if (!to_int64(arg, 1, 86400, &v)) return fail("-i: not a number of seconds 1-86400: \"" + std::string(arg) + "\"");
+        o.iterate = static_cast<int>(v);
+        return true;
       default: return fail("internal: unhandled option");
     }
   }
@@ -243,6 +247,7 @@ const struct option kListLong[] = {
     {"helpformat", no_argument, nullptr, kOptHelpFormat},
     {"state", required_argument, nullptr, kOptState},
     {"user", required_argument, nullptr, kOptUser},
+    {"iterate", required_argument, nullptr, 'i'},
     {nullptr, 0, nullptr, 0}};
 
 const struct option kUpdateLong[] = {
@@ -259,10 +264,10 @@ const char* short_opts(Command c) {
     case Command::kProfile: return ":vhM:o:";
     case Command::kSubmit: return "+:vVN:t:M:J:D:o:e:";  // stop at SCRIPT, as sbatch
     case Command::kList:
-    case Command::kShow: return ":vho:";
+    case Command::kShow: return ":vho:i:";
     case Command::kUpdate: return ":vM:";
     case Command::kCancel: return ":v";
-    default: return "+:vV";
+    default: return "+:vVh";  // before the command, -h is --help as in sbatch
   }
 }
 
@@ -341,6 +346,10 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
     if (!run_getopt(p, av, Command::kNone, &first)) {
       r.error = p.error;
       return r;
+    }
+    if (p.o.noheader) {  // "sreserve -h": help
+      p.o.noheader = false;
+      p.o.help = true;
     }
   }
   if (i >= rest.size()) {
@@ -445,9 +454,9 @@ std::string usage_text(Command c) {
              "         [-J NAME] [-D DIR] [--export=ALL|NONE|VAR[=VAL],...] [-o FILE] [-e FILE]\n"
              "         [--test-only] [--parsable] [--json] [-v] {SCRIPT [ARGS...] | --wrap=CMD}\n";
     case Command::kList:
-      return "Usage: sreserve list [--state=STATE] [--user=USER] [-o FORMAT] [-h] [--json] [-v]\n";
+      return "Usage: sreserve list [--state=STATE] [--user=USER] [-i SECONDS] [-o FORMAT] [-h] [--json] [-v]\n";
     case Command::kShow:
-      return "Usage: sreserve show ID [-o FORMAT] [-h] [--json] [-v]\n";
+      return "Usage: sreserve show ID [-i SECONDS] [-o FORMAT] [-h] [--json] [-v]\n";
     case Command::kUpdate:
       return "Usage: sreserve update ID [--deadline=TIME|none] [-M CLUSTERS] [--json] [-v]\n";
     case Command::kCancel:
@@ -476,13 +485,14 @@ std::string help_text(Command c) {
       return usage_text(c) +
              "\nAsk every cluster's plugin for offers (POST /v1/probe) and flexcod which\n"
              "co-allocation it would choose (a dry run).\n\n"
-             "  -N, --nodes=N[-MAX]       nodes of the whole job; parts of N/2, N/3 ... are\n"
-             "                            probed too, up to --max-parts (default: 1 per cluster)\n"
+             "  -N, --nodes=N[-MAX]       nodes of the whole job; the part sizes N/2 ... N/P\n"
+             "                            (rounded up) are probed too; MIN-MAX: each count\n"
              "  -t, --time=TIME           run time\n"
              "      --begin=TIME          earliest start (default now)\n"
              "      --deadline=TIME       latest end\n"
              "  -M, --clusters=LIST       clusters to ask (default all of flexcod.conf)\n"
              "      --partition=NAME      partition (default: each cluster's default)\n"
+             "      --max-parts=P         at most P parts (default: the number of clusters)\n"
              "      --max-offers=N        offers per cluster (1-64, default 8)\n"
              "      --policy=NAME, --overhead=F   passed to flexcod's dry run\n"
              "  -o, --format=FORMAT       table columns, %[.][size]X (see --helpformat)\n"
@@ -525,12 +535,14 @@ std::string help_text(Command c) {
              "\nYour co-allocations (all for AdminUsers), newest first.\n\n"
              "      --state=STATE         only this state ('active': not yet finished)\n"
              "      --user=USER           only this user's (AdminUsers)\n"
+             "  -i, --iterate=SECONDS     print again every SECONDS, as squeue -i\n"
              "  -o, --format=FORMAT       columns, %[.][size]X (see --helpformat)\n"
              "  -h, --noheader            no header line\n" +
              common;
     case Command::kShow:
       return usage_text(c) +
              "\nOne co-allocation: its parts, state history and moves.\n"
+             "  -i, --iterate=SECONDS     print again every SECONDS (watch it get rescheduled)\n"
              "  -o, --format=FORMAT       columns of the parts table (see --helpformat)\n"
              "  -h, --noheader            no header lines\n" +
              common;

@@ -73,7 +73,8 @@ struct Options {
   bool test_only = false;        // --test-only
   bool parsable = false;         // --parsable
 
-  // list
+  // list, show
+  int iterate = 0;               // -i/--iterate SECONDS: repeat, as squeue -i
   std::string state;             // --state
   std::string user;              // --user (admins)
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -20,7 +21,10 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <curl/curl.h>
 
 #include "core/auth.hpp"
 #include "core/flexcod_conf.hpp"
@@ -78,6 +82,7 @@ struct Caller {
     J rec(json_object());
     json_object_set_new(rec.get(), "target", json_string(target.c_str()));
     json_object_set_new(rec.get(), "url", json_string(base_url.c_str()));
+    json_object_set_new(rec.get(), "path", json_string(path.c_str()));
     if (verbose > 0)
       std::fprintf(stderr, "sreserve: %s %s%s%s%s\n", method.c_str(), base_url.c_str(), path.c_str(),
                    body.empty() ? "" : " ", verbose > 1 ? body.c_str() : "");
@@ -94,7 +99,7 @@ struct Caller {
     if (!r.ok()) {
       json_object_set_new(rec.get(), "code", json_string(http::errc_name(r.error().code)));
       json_object_set_new(rec.get(), "error", json_string(r.error().message.c_str()));
-      if (verbose > 0) std::fprintf(stderr, "sreserve: -> %s\n", r.error().message.c_str());
+      if (verbose > 0) std::fprintf(stderr, "sreserve: %s: %s\n", target.c_str(), r.error().message.c_str());
       return rec;
     }
     const http::Response& resp = r.value();
@@ -111,8 +116,8 @@ struct Caller {
       json_object_set_new(e.get(), "error", inner.release());
       json_object_set_new(rec.get(), "answer", e.release());
     }
-    if (verbose > 0) std::fprintf(stderr, "sreserve: -> HTTP %d\n", resp.status);
-    if (verbose > 1) std::fprintf(stderr, "sreserve: %s\n", resp.body.c_str());
+    if (verbose > 0) std::fprintf(stderr, "sreserve: %s: HTTP %d\n", target.c_str(), resp.status);
+    if (verbose > 1) std::fprintf(stderr, "sreserve: %s: %s\n", target.c_str(), resp.body.c_str());
     return rec;
   }
 };
@@ -199,6 +204,8 @@ J clusters_array(const std::vector<std::string>& names) {
 
 int main(int argc, char** argv) {
   std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  // Before any thread: the clusters are asked in parallel.
+  curl_global_init(CURL_GLOBAL_DEFAULT);
   ParseResult pr = parse_args(argc, argv, now);
   if (!pr.ok) {
     std::fprintf(stderr, "sreserve: error: %s\nTry \"sreserve --help\" for more information\n",
@@ -214,6 +221,8 @@ int main(int argc, char** argv) {
     std::fputs((o.help ? help_text(o.command) : usage_text(o.command)).c_str(), stdout);
     return kExitOk;
   }
+  std::string format_error;
+  if (!check_format(o, &format_error)) return fail(kExitUsage, format_error);
   if (o.helpformat) {
     std::fputs(render(o, nullptr).out.c_str(), stdout);
     return kExitOk;
@@ -277,10 +286,15 @@ int main(int argc, char** argv) {
   switch (o.command) {
     case Command::kOffers: {
       std::vector<std::int64_t> counts = probe_counts(o, chosen.size());
-      for (const auto& c : chosen) {
+      // Every cluster is probed at once: one slow cluster costs its own
+      // timeout, not the sum of all.
+      std::vector<J> answers(chosen.size());
+      std::vector<std::thread> threads;
+      for (std::size_t k = 0; k < chosen.size(); ++k) {
+        const auto& c = chosen[k];
         J req(json_object());
         J n(json_array());
-        for (auto k : counts) json_array_append_new(n.get(), json_integer(k));
+        for (auto count : counts) json_array_append_new(n.get(), json_integer(count));
         json_object_set_new(req.get(), "nodes", n.release());
         json_object_set_new(req.get(), "duration", json_integer(o.duration));
         if (o.begin) json_object_set_new(req.get(), "earliest_start", json_integer(o.begin));
@@ -288,9 +302,13 @@ int main(int argc, char** argv) {
         json_object_set_new(req.get(), "max_offers", json_integer(o.max_offers));
         std::string part = !c.partition.empty() ? c.partition : o.partition;
         if (!part.empty()) json_object_set_new(req.get(), "partition", json_string(part.c_str()));
-        json_array_append_new(clusters.get(),
-                              caller.call(c.name, c.url, "POST", "/v1/probe", text(req.get())).release());
+        std::string body = text(req.get());
+        threads.emplace_back([&caller, &answers, k, c, body]() {
+          answers[k] = caller.call(c.name, c.url, "POST", "/v1/probe", body);
+        });
       }
+      for (auto& th : threads) th.join();
+      for (auto& a : answers) json_array_append_new(clusters.get(), a.release());
       J dry(json_object());
       json_object_set_new(dry.get(), "nodes", json_integer(o.nodes_max));
       json_object_set_new(dry.get(), "duration", json_integer(limit));
@@ -309,12 +327,19 @@ int main(int argc, char** argv) {
     }
     case Command::kProfile: {
       if (o.width == 0) o.width = std::max(20, std::min(terminal_width() - 8, 200));
-      for (const auto& c : chosen) {
+      std::vector<J> answers(chosen.size());
+      std::vector<std::thread> threads;
+      for (std::size_t k = 0; k < chosen.size(); ++k) {
+        const auto& c = chosen[k];
         std::string path = "/v1/profile?horizon=" + std::to_string(o.horizon);
         std::string part = !c.partition.empty() ? c.partition : o.partition;
         if (!part.empty()) path += "&partition=" + url_encode(part);
-        json_array_append_new(clusters.get(), caller.call(c.name, c.url, "GET", path, "").release());
+        threads.emplace_back([&caller, &answers, k, c, path]() {
+          answers[k] = caller.call(c.name, c.url, "GET", path, "");
+        });
       }
+      for (auto& th : threads) th.join();
+      for (auto& a : answers) json_array_append_new(clusters.get(), a.release());
       break;
     }
     case Command::kSubmit: {
@@ -409,6 +434,27 @@ int main(int argc, char** argv) {
     std::free(s);
   }
 
+  if (o.iterate > 0) {
+    // squeue -i: a time line, the table, again every N seconds until
+    // interrupted (only list and show take -i).
+    std::string path = json_string_value(
+        json_object_get(json_array_get(json_object_get(ex.get(), "daemon"), 0), "path"));
+    for (;;) {
+      std::time_t t = std::time(nullptr);
+      char stamp[64];
+      std::strftime(stamp, sizeof stamp, "%a %b %d %H:%M:%S %Y", std::localtime(&t));
+      json_object_set_new(ex.get(), "now", json_integer(static_cast<std::int64_t>(t)));
+      Output out = render(o, ex.get());
+      std::printf("%s\n%s", stamp, out.out.c_str());
+      std::fputs(out.err.c_str(), stderr);
+      std::fflush(stdout);
+      if (out.exit_code != kExitOk) return out.exit_code;
+      std::this_thread::sleep_for(std::chrono::seconds(o.iterate));
+      J again(json_array());
+      json_array_append_new(again.get(), caller.call("flexcod", daemon_url, "GET", path, "").release());
+      json_object_set_new(ex.get(), "daemon", again.release());
+    }
+  }
   Output out = render(o, ex.get());
   std::fputs(out.out.c_str(), stdout);
   std::fputs(out.err.c_str(), stderr);

@@ -14,7 +14,7 @@
 
 namespace sreserve {
 
-const char* const kOffersFormat = "%10C %19S %19E %.5D %.5F %.5P %19V";
+const char* const kOffersFormat = "%10C %19S %19E %.5D %.5F %.5P %19V %R";
 const char* const kStepsFormat = "%10C %19S %19E %.10L %.6D %.9U";
 const char* const kListFormat = "%.8i %.10j %.9u %.10T %.6D %.19S %.10L %.5m %M";
 const char* const kPartsFormat = "%.4x %10C %.5D %10T %12R %.7I %10J %19S %19a %N";
@@ -474,7 +474,7 @@ void render_show(const Options& o, const json_t* ex, Output* out) {
   if (!rows.empty()) {
     FormatSpec spec;
     std::string err;
-    parse_format("%19t %12w %12f %12o %r", hist, &spec, &err);
+    parse_format("%19t %20w %12f %12o %r", hist, &spec, &err);
     out->out += o.noheader ? "" : "\nHISTORY\n";
     out->out += render_table(spec, hist, rows, o.noheader);
   }
@@ -617,6 +617,20 @@ std::vector<std::int64_t> probe_counts(const Options& o, std::size_t n_clusters)
   }
   std::sort(counts.begin(), counts.end());
   return counts;
+}
+
+bool check_format(const Options& o, std::string* error) {
+  if (o.format.empty() || o.json) return true;
+  const std::vector<FieldDef>* fields = nullptr;
+  switch (o.command) {
+    case Command::kOffers: fields = &offer_fields(); break;
+    case Command::kProfile: fields = &step_fields(); break;
+    case Command::kList: fields = &coalloc_fields(); break;
+    case Command::kShow: fields = &part_fields(); break;
+    default: return true;
+  }
+  FormatSpec spec;
+  return parse_format(o.format, *fields, &spec, error);
 }
 
 std::string call_error(const json_t* call, int* exit_code) {

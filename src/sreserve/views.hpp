@@ -11,7 +11,7 @@
 //    "daemon":   [CALL, ...]}   offers: the dry run; others: one per request
 //
 //   CALL = {"target": "alpha" | "flexcod", "url": "http://...",
-//           "status": 200, "answer": {...}}             an HTTP answer
+//           ["path": "/v1/...",] "status": 200, "answer": {...}}   an HTTP answer
 //        | {"target": ..., "url": ..., "code": "connect_failed",
 //           "error": "connect_failed: ..."}              no answer
 //
@@ -55,6 +55,10 @@ extern const char* const kPartsFormat;
 // -N MIN-MAX (at most 64), else N and the part sizes ceil(N/k) for k up to
 // --max-parts (default: the number of clusters asked), ascending.
 std::vector<std::int64_t> probe_counts(const Options& o, std::size_t n_clusters);
+
+// Checks -o against the command's fields before anything is asked; false
+// with *error set when a field is unknown.
+bool check_format(const Options& o, std::string* error);
 
 // Everything the user sees for `o.command`, given the exchange.
 Output render(const Options& o, const json_t* exchange);

@@ -2,17 +2,19 @@
 """sreserve against a real local grid: offers and profiles from the real
 plugins (tables, --json, chart, SVG); the documented errors and exit codes
 for wrong options and unreachable services (flexcod down, a cluster down,
-munged unreachable, no flexcod.conf); then, with the real flexcod started
-on the grid, the dry-run choice, submit (--test-only and real), list, show,
-update and cancel, checked against what Slurm runs."""
+munged unreachable, no flexcod.conf); then, through the real flexcod that
+localgrid starts with the grid (and its flexcod.conf), the dry-run choice,
+submit (--test-only and real), list, show, update and cancel, checked
+against what Slurm runs."""
 
 import json
 import os
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
 import flexcotest as t
+
+NOBODY = 65534
 
 EXIT = {"ok": 0, "error": 1, "usage": 2, "no_daemon": 3, "no_munge": 4,
         "no_cluster": 5, "config": 6}
@@ -26,15 +28,16 @@ class Sreserve:
     def __init__(self, conf):
         self.conf = conf
 
-    def __call__(self, *argv, env=None):
+    def __call__(self, *argv, env=None, uid=None):
         e = {k: v for k, v in os.environ.items()
              if not k.startswith(("FLEXCO_URL", "FLEXCO_MUNGE", "FLEXCOD_CONF"))}
         e["FLEXCOD_CONF"] = self.conf
         e["TZ"] = "UTC"
         e.update(env or {})
+        kw = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
         return subprocess.run([sreserve_path(), *argv], capture_output=True,
                               text=True, timeout=60, env=e,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, **kw)
 
 
 def one_error_line(r, code, what, part=""):
@@ -47,14 +50,8 @@ def one_error_line(r, code, what, part=""):
          f"exit {r.returncode}\nstdout: {r.stdout[:400]}\nstderr: {r.stderr[:600]}")
 
 
-def flexcod_path():
-    return os.path.join(t.builddir(), "src", "flexcod", "flexcod")
-
-
-def write_conf(path, st, clusters, daemon_port, state_dir=None):
+def write_conf(path, st, clusters, daemon_port):
     with open(path, "w") as f:
-        if state_dir:
-            f.write(f"StateFile={state_dir}/flexcod.db\nPidFile={state_dir}/flexcod.pid\n")
         f.write("ListenAddress=127.0.0.1\n")
         f.write(f"ListenPort={daemon_port}\n")
         f.write(f"MungeSocket={st['munge_socket']}\n")
@@ -70,9 +67,10 @@ def main():
         st = t.wait_for(lambda: (lambda s: all(c.get("plugin_url") for c in s["clusters"]) and s)(
             grid.status()), 30, "the plugins to listen")
         urls = [(c["name"], c["plugin_url"]) for c in st["clusters"]]
-        # flexcod is not running: its port is the grid's last, unused one
+        # A flexcod.conf naming a flexcod that does not run: the grid's last,
+        # unused port.  (The grid's own flexcod is used at the end.)
         daemon_port = grid.base_port + 2 * t.PORTS_PER_CLUSTER - 1
-        conf = os.path.join(grid.run_dir, "flexcod.conf")
+        conf = os.path.join(grid.run_dir, "flexcod-down.conf")
         write_conf(conf, st, urls, daemon_port)
         sr = Sreserve(conf)
 
@@ -181,92 +179,100 @@ def main():
         one_error_line(Sreserve(os.path.join(grid.run_dir, "missing.conf"))("profile"), "config",
                        "no flexcod.conf", "missing.conf")
 
-        with_flexcod(grid, st, urls, daemon_port, sr)
+        with_flexcod(grid, st)
 
         p = grid.run("alpha", ["scontrol", "ping"])
         t.ok(p.returncode == 0 and "UP" in p.stdout, "slurmctld is alive")
 
 
-def with_flexcod(grid, st, urls, daemon_port, sr):
-    """Start the real flexcod on the grid (its own state dir, the port the
-    earlier tests found closed), use every flexcod command, stop it."""
-    state = os.path.join(grid.run_dir, "flexcod")
-    shutil.rmtree(state, ignore_errors=True)  # left by a failed earlier run
-    os.makedirs(state)
-    write_conf(sr.conf, st, urls, daemon_port, state)
-    log = open(os.path.join(state, "flexcod.log"), "ab")
-    proc = subprocess.Popen([flexcod_path(), "-D", "-f", sr.conf], stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    log.close()
+def with_flexcod(grid, st):
+    """Every flexcod command through the flexcod localgrid started, with the
+    flexcod.conf it wrote (as a user of the grid would)."""
+    fc = st.get("flexcod") or {}
+    t.ok(fc.get("url") and fc.get("conf"), "localgrid runs flexcod and wrote its flexcod.conf",
+         repr(fc))
+    sr = Sreserve(fc.get("conf", "/nonexistent"))
+    r = sr("offers", "-N", "8", "-t", "5")
+    t.ok(r.returncode == 0 and "CHOICE (flexcod dry run" in r.stdout and r.stderr == "",
+         "offers: flexcod's choice for 8 nodes (more than one cluster has)",
+         r.stdout + r.stderr)
+    r = sr("offers", "-N", "8", "-t", "5", "--json")
+    plan = (json.loads(r.stdout).get("choice") or {}).get("plan") if r.returncode == 0 else None
+    t.ok(plan and plan.get("split") is True and sum(p["nodes"] for p in plan["parts"]) == 8,
+         "offers --json: the chosen plan splits 8 nodes over both clusters", r.stdout[-600:])
+
+    r = sr("submit", "-N", "8", "-t", "5", "--test-only")
+    t.ok(r.returncode == 0 and r.stdout.startswith("co-allocation to start at "),
+         "submit --test-only: where and when, nothing reserved", r.stdout + r.stderr)
+    r = sr("list", "--json")
+    t.ok(r.returncode == 0 and json.loads(r.stdout).get("coallocations") == [],
+         "list --json: a dry run leaves no co-allocation", r.stdout + r.stderr)
+
+    r = sr("submit", "-N", "8", "-t", "5", "-J", "cotest", "-o", "/dev/null",
+           "--parsable", "--wrap", "sleep 300")
+    coid = r.stdout.strip()
+    t.ok(r.returncode == 0 and coid.isdigit(), "submit --parsable: the new id",
+         r.stdout + r.stderr)
+    r = sr("list", "-h", "-o", "%i %u %D %p")
+    t.ok(r.returncode == 0 and r.stdout.split() == [coid, "root", "8", "2"],
+         "list -h -o: id, user, 8 nodes in 2 parts", r.stdout + r.stderr)
+    # list -i 1 repeats like squeue -i: a time line before each table
+    e = dict(os.environ, FLEXCOD_CONF=sr.conf, TZ="UTC")
+    watch = subprocess.Popen([sreserve_path(), "list", "-i", "1", "-h", "-o", "%i %T"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=e, stdin=subprocess.DEVNULL)
+    seen_lines = []
     try:
-        up = t.wait_for(lambda: proc.poll() is None and daemon_port in t.listening_ports(),
-                        30, "flexcod to listen")
-        t.ok(up, "flexcod starts and listens", grid.log_tail("alpha"))
-
-        r = sr("offers", "-N", "8", "-t", "5")
-        t.ok(r.returncode == 0 and "CHOICE (flexcod dry run" in r.stdout and r.stderr == "",
-             "offers: flexcod's choice for 8 nodes (more than one cluster has)",
-             r.stdout + r.stderr)
-        r = sr("offers", "-N", "8", "-t", "5", "--json")
-        plan = (json.loads(r.stdout).get("choice") or {}).get("plan") if r.returncode == 0 else None
-        t.ok(plan and plan.get("split") is True and sum(p["nodes"] for p in plan["parts"]) == 8,
-             "offers --json: the chosen plan splits 8 nodes over both clusters", r.stdout[-600:])
-
-        r = sr("submit", "-N", "8", "-t", "5", "--test-only")
-        t.ok(r.returncode == 0 and r.stdout.startswith("co-allocation to start at "),
-             "submit --test-only: where and when, nothing reserved", r.stdout + r.stderr)
-        r = sr("list", "--json")
-        t.ok(r.returncode == 0 and json.loads(r.stdout).get("coallocations") == [],
-             "list --json: a dry run leaves no co-allocation", r.stdout + r.stderr)
-
-        r = sr("submit", "-N", "8", "-t", "5", "-J", "cotest", "-o", "/dev/null",
-               "--parsable", "--wrap", "sleep 300")
-        coid = r.stdout.strip()
-        t.ok(r.returncode == 0 and coid.isdigit(), "submit --parsable: the new id",
-             r.stdout + r.stderr)
-        r = sr("list", "-h", "-o", "%i %u %D %p")
-        t.ok(r.returncode == 0 and r.stdout.split() == [coid, "root", "8", "2"],
-             "list -h -o: id, user, 8 nodes in 2 parts", r.stdout + r.stderr)
-        r = sr("show", coid, "--json")
-        doc = json.loads(r.stdout) if r.returncode == 0 else {}
-        parts = doc.get("parts", [])
-        t.ok(len(parts) == 2 and {p["cluster"] for p in parts} == {"alpha", "beta"}
-             and all(p.get("job_id") for p in parts),
-             "show --json: a part with its part job on each cluster", r.stdout[:800])
-        jobs_ok, seen = True, []
-        for p in parts:
-            job = grid.job(p["cluster"], p["job_id"])
-            seen.append(job)
-            jobs_ok = jobs_ok and job.get("Reservation") == p.get("reservation") \
-                and job.get("NumNodes", "").split("-")[0] == str(p["nodes"])
-        t.ok(parts and jobs_ok, "the part jobs are real Slurm jobs in the parts' reservations",
-             repr(parts) + "\n" + repr(seen))
-        r = sr("show", "co-" + coid)
-        t.ok(r.returncode == 0 and r.stdout.startswith(f"CoallocationId={coid} Name=co-{coid} UserId=root(0)")
-             and "\nPARTS\n" in r.stdout and "\nHISTORY\n" in r.stdout,
-             "show co-ID: scontrol-like record, parts and history", r.stdout)
-
-        r = sr("update", coid, "-M", "alpha")
-        one_error_line(r, "error", "update onto one cluster too small for 8 nodes is refused")
-        r = sr("cancel", coid)
-        t.ok(r.returncode == 0 and r.stdout == "" and r.stderr == "", "cancel: silent success",
-             r.stdout + r.stderr)
-        r = sr("list", "-h", "-o", "%i %T")
-        t.ok(r.stdout.split() == [coid, "CANCELLED"], "list: the co-allocation is cancelled",
-             r.stdout + r.stderr)
-        gone = t.wait_for(lambda: all(grid.job(p["cluster"], p["job_id"]).get("JobState")
-                                      in ("CANCELLED", "COMPLETED", None) for p in parts),
-                          60, "the part jobs to be cancelled")
-        t.ok(parts and gone, "cancel: the part jobs end on both clusters")
-        one_error_line(sr("show", "999"), "error", "show of an unknown id", "999")
-        one_error_line(sr("cancel", "999"), "error", "cancel of an unknown id", "999")
+        while len([x for x in seen_lines if x.startswith(coid + " ")]) < 2:
+            line = watch.stdout.readline()
+            if not line:
+                break
+            seen_lines.append(line.rstrip("\n"))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        watch.terminate()
+        watch.wait(timeout=30)
+    t.ok(len(seen_lines) >= 4 and seen_lines[0][:3].isalpha()
+         and seen_lines[1].startswith(coid + " ") and seen_lines[3].startswith(coid + " "),
+         "list -i 1: the table again every second, each after a time line", repr(seen_lines))
+    r = sr("show", coid, "--json")
+    doc = json.loads(r.stdout) if r.returncode == 0 else {}
+    parts = doc.get("parts", [])
+    t.ok(len(parts) == 2 and {p["cluster"] for p in parts} == {"alpha", "beta"}
+         and all(p.get("job_id") for p in parts),
+         "show --json: a part with its part job on each cluster", r.stdout[:800])
+    jobs_ok, seen = True, []
+    for p in parts:
+        job = grid.job(p["cluster"], p["job_id"])
+        seen.append(job)
+        jobs_ok = jobs_ok and job.get("Reservation") == p.get("reservation") \
+            and job.get("NumNodes", "").split("-")[0] == str(p["nodes"])
+    t.ok(parts and jobs_ok, "the part jobs are real Slurm jobs in the parts' reservations",
+         repr(parts) + "\n" + repr(seen))
+    r = sr("show", "co-" + coid)
+    t.ok(r.returncode == 0 and r.stdout.startswith(f"CoallocationId={coid} Name=co-{coid} UserId=root(0)")
+         and "\nPARTS\n" in r.stdout and "\nHISTORY\n" in r.stdout,
+         "show co-ID: scontrol-like record, parts and history", r.stdout)
+
+    # MUNGE as the invoking user: another user sees nothing of root's
+    r = sr("list", "-h", uid=NOBODY)
+    t.ok(r.returncode == 0 and r.stdout == "", "list as another user: none of root's",
+         f"{r.returncode} {r.stdout} {r.stderr}")
+    one_error_line(sr("show", coid, uid=NOBODY), "error", "show as another user: not found",
+                   f"no co-allocation {coid}")
+    r = sr("update", coid, "-M", "alpha")
+    one_error_line(r, "error", "update onto one cluster too small for 8 nodes is refused")
+    r = sr("cancel", coid)
+    t.ok(r.returncode == 0 and r.stdout == "" and r.stderr == "", "cancel: silent success",
+         r.stdout + r.stderr)
+    r = sr("list", "-h", "-o", "%i %T")
+    t.ok(r.stdout.split() == [coid, "CANCELLED"], "list: the co-allocation is cancelled",
+         r.stdout + r.stderr)
+    gone = t.wait_for(lambda: all(grid.job(p["cluster"], p["job_id"]).get("JobState")
+                                  in ("CANCELLED", "COMPLETED", None) for p in parts),
+                      60, "the part jobs to be cancelled")
+    t.ok(parts and gone, "cancel: the part jobs end on both clusters")
+    one_error_line(sr("show", "999"), "error", "show of an unknown id", "999")
+    one_error_line(sr("cancel", "999"), "error", "cancel of an unknown id", "999")
 
 
 if __name__ == "__main__":

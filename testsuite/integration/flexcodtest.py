@@ -1,0 +1,151 @@
+"""Helpers for the flexcod integration tests (test_flexcod_*.py).
+
+The local grid starts a flexcod for its clusters (localgrid status --json
+shows it under "flexcod").  These helpers talk to it, look at what Slurm
+holds on each cluster, and kill or restart flexcod by pid.
+
+    fc = Flexcod(grid)                 the grid's flexcod
+    fc.client(uid=None)                a MUNGE-signing client (flexcohttp)
+    fc.submit(body) / fc.get(id)       shortcuts, return (status, doc)
+    fc.restart(kill9=True, env=None)   kill it and start it again exactly
+                                       as localgrid did (argv, env, cwd)
+    slurm_reservations(grid)           {cluster: [flexco_* names]}
+    slurm_jobs(grid)                   {cluster: [(jobid, state, resv)]}
+    Hold(dir, step)                    FLEXCOD_TEST_HOLD_DIR fault injection
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import flexcotest as t
+from flexcohttp import Client
+
+HOLD_ENV = "FLEXCOD_TEST_HOLD_DIR"
+
+
+class Flexcod:
+    def __init__(self, grid):
+        self.grid = grid
+        st = grid.status()
+        self.info = st.get("flexcod") or {}
+        self.socket = st["munge_socket"]
+        self.url = "http://127.0.0.1:%d" % self.info.get("port", 0)
+        self.pid = self.info.get("pid")
+
+    def client(self, uid=None):
+        return Client(self.url, self.socket, timeout=120, uid=uid)
+
+    def submit(self, body, uid=None):
+        r = self.client(uid).request("POST", "/v1/coallocations", body=body)
+        return r.status, r.json
+
+    def get(self, coid, uid=None):
+        r = self.client(uid).get("/v1/coallocations/%s" % coid)
+        return r.status, r.json
+
+    def listening(self):
+        try:
+            return self.client().get("/v1/clusters").status == 200
+        except OSError:
+            return False
+
+    def restart(self, kill9=True, env=None, while_down=None):
+        """Kill flexcod (SIGKILL, or SIGTERM) by pid and start it again with
+        the same argv, environment (updated with `env`; None values
+        removed), cwd and output file; wait until it answers."""
+        pid = self.pid
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = [a.decode() for a in f.read().split(b"\0") if a]
+        penv = t.proc_environ(pid)
+        cwd = t.proc_cwd(pid) or "/"
+        out_path = os.readlink("/proc/%d/fd/1" % pid)
+        os.kill(pid, signal.SIGKILL if kill9 else signal.SIGTERM)
+        if not t.wait_for(lambda: not t.pid_alive(pid), 30, "flexcod %d to exit" % pid):
+            raise t.GridError("flexcod %d did not stop" % pid)
+        for k, v in (env or {}).items():
+            if v is None:
+                penv.pop(k, None)
+            else:
+                penv[k] = v
+        if while_down:
+            while_down()
+        out = open(out_path, "ab") if out_path.startswith("/") else subprocess.DEVNULL
+        proc = subprocess.Popen(argv, env=penv, cwd=cwd, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        if out is not subprocess.DEVNULL:
+            out.close()
+        self.grid._restarted = getattr(self.grid, "_restarted", []) + [proc]
+        self.pid = proc.pid
+        if not t.wait_for(self.listening, 30, "restarted flexcod to answer"):
+            raise t.GridError("restarted flexcod does not answer")
+        return proc.pid
+
+    def log_tail(self, n=30):
+        try:
+            with open(self.info["log_file"], errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except (OSError, KeyError) as e:
+            return str(e)
+
+
+def slurm_reservations(grid):
+    """{cluster: sorted flexco_* reservation names Slurm has}."""
+    out = {}
+    for c in grid.cluster_names():
+        r = grid.run(c, ["scontrol", "show", "reservation", "-o"])
+        names = []
+        for line in r.stdout.splitlines():
+            for w in line.split():
+                if w.startswith("ReservationName=flexco_"):
+                    names.append(w.split("=", 1)[1])
+        out[c] = sorted(names)
+    return out
+
+
+def slurm_jobs(grid):
+    """{cluster: [(jobid, state, reservation)]} of jobs Slurm still has that
+    are not finished."""
+    out = {}
+    for c in grid.cluster_names():
+        r = grid.run(c, ["squeue", "-h", "-o", "%i %T %v"])
+        out[c] = [tuple(l.split()) for l in r.stdout.splitlines() if l.strip()]
+    return out
+
+
+def nothing_left(grid):
+    res = slurm_reservations(grid)
+    jobs = slurm_jobs(grid)
+    return all(not v for v in res.values()) and all(not v for v in jobs.values())
+
+
+class Hold:
+    """Makes flexcod stop at a protocol step: creates DIR/STEP.hold; flexcod
+    creates DIR/STEP.reached when it gets there and waits while the hold
+    file exists."""
+
+    def __init__(self, directory, step):
+        self.hold = os.path.join(directory, step + ".hold")
+        self.reached_path = os.path.join(directory, step + ".reached")
+        for p in (self.hold, self.reached_path):
+            if os.path.exists(p):
+                os.unlink(p)
+        open(self.hold, "w").close()
+
+    def reached(self, timeout=60):
+        return t.wait_for(lambda: os.path.exists(self.reached_path), timeout,
+                          "flexcod to reach " + self.hold)
+
+    def release(self):
+        if os.path.exists(self.hold):
+            os.unlink(self.hold)
+
+
+def script(out_dir, body=""):
+    """A part job script that records its part index, layout and start."""
+    return ("#!/bin/sh\n"
+            "echo \"$FLEXCO_PART_INDEX $FLEXCO_PARTS $FLEXCO_COALLOCATION "
+            "$SLURM_JOB_RESERVATION $(date +%%s)\" > %s/part.$FLEXCO_COALLOCATION.$FLEXCO_PART_INDEX\n"
+            "%s\n" % (out_dir, body))

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""flexcod on a real 3-cluster grid: a request larger than any cluster is
+split and every part starts within 1 s (Slurm's start times); a request
+that fits one cluster goes to one; dry runs reserve nothing; an impossible
+request is refused and leaves nothing; another user can neither see nor
+cancel a co-allocation, an admin can; a cancel leaves no reservation and no
+part job anywhere; the API's errors and authentication."""
+
+import os
+import tempfile
+import time
+
+import flexcotest as t
+from flexcodtest import Flexcod, nothing_left, script, slurm_jobs, slurm_reservations
+
+NOBODY = 65534
+NODES = [4, 4, 4]
+
+
+def main():
+    t.require_grid_tools()
+    with t.Grid(nodes=NODES) as grid:
+        fc = Flexcod(grid)
+        t.ok(fc.info.get("url"), "localgrid started flexcod and shows its URL",
+             "%r" % fc.info)
+        c = fc.client()
+        tmp = tempfile.mkdtemp(prefix="flexcod-commit-")
+        os.chmod(tmp, 0o777)
+
+        # -- clusters ------------------------------------------------------
+        def all_reachable():
+            cl = (c.get("/v1/clusters").json or {}).get("clusters", [])
+            return len(cl) == 3 and all(x.get("reachable") for x in cl) and cl
+        cl = t.wait_for(all_reachable, 30, "flexcod to reach every cluster") or []
+        t.ok([x["name"] for x in cl] == ["alpha", "beta", "gamma"],
+             "GET /v1/clusters: alpha, beta, gamma, all reachable", "%r" % cl)
+
+        # -- dry run ---------------------------------------------------------
+        st, doc = fc.submit({"nodes": 10, "duration": 300, "dry_run": True})
+        plan = (doc or {}).get("plan") or {}
+        t.ok(st == 200 and plan.get("split") and
+             sum(p["nodes"] for p in plan.get("parts", [])) == 10 and
+             len(doc.get("clusters", [])) == 3,
+             "dry run of 10 nodes: a split plan over the clusters' offers",
+             "%s %r" % (st, doc))
+        t.ok(nothing_left(grid), "the dry run reserved nothing",
+             "%r" % slurm_reservations(grid))
+
+        # -- fits one cluster --------------------------------------------------
+        st, one = fc.submit({"nodes": 3, "duration": 120, "name": "single",
+                             "script": script(tmp), "std_out": "/dev/null"})
+        parts = (one or {}).get("parts", [])
+        t.ok(st == 201 and one.get("state") == "scheduled" and len(parts) == 1
+             and parts[0]["nodes"] == 3 and parts[0]["job_id"],
+             "3 nodes: placed on a single cluster, scheduled with its part job",
+             "%s %r" % (st, one))
+
+        def finished(coid):
+            def f():
+                s, x = fc.get(coid)
+                return (x or {}).get("state") in ("completed", "failed") and x
+            return f
+        x = t.wait_for(finished(one.get("id")), 60, "the single-cluster one to complete") or {}
+        t.ok(x.get("state") == "completed" and x["parts"][0]["exit_code"] == 0,
+             "... and it completed", "%r" % x)
+        t.ok(t.wait_for(lambda: nothing_left(grid), 30, "its reservation to go"),
+             "its reservation was released when its part job ended",
+             "%r" % slurm_reservations(grid))
+
+        # -- larger than any cluster -------------------------------------------
+        t0 = time.monotonic()
+        st, big = fc.submit({"nodes": 10, "duration": 120, "name": "split",
+                             "script": script(tmp, "sleep 3"), "std_out": "/dev/null"})
+        elapsed = time.monotonic() - t0
+        bparts = (big or {}).get("parts", [])
+        t.ok(st == 201 and big.get("state") == "scheduled" and len(bparts) >= 3
+             and sum(p["nodes"] for p in bparts) == 10
+             and len({p["cluster"] for p in bparts}) == len(bparts),
+             "10 nodes (> 4 per cluster): split over %d clusters, one part each" % len(bparts),
+             "%s %r" % (st, big))
+        t.note("request to all parts confirmed with part jobs: %.3f s" % elapsed)
+        t.ok(all(p["planned_start"] == bparts[0]["planned_start"] for p in bparts),
+             "every part has the same planned start")
+
+        def started():
+            s, d = fc.get(big["id"])
+            ps = (d or {}).get("parts", [])
+            return d if ps and all(p.get("actual_start") for p in ps) else None
+        d = t.wait_for(started, 60, "every part job to start") or {}
+        starts = {}
+        for p in bparts:
+            job = grid.wait_job(p["cluster"], str(p["job_id"]),
+                                states=("RUNNING", "COMPLETED"))
+            starts[p["cluster"]] = job.get("StartTime")
+        slurm_epochs = [int(time.mktime(time.strptime(v, "%Y-%m-%dT%H:%M:%S")))
+                        for v in starts.values() if v and v != "Unknown"]
+        t.ok(len(slurm_epochs) == len(bparts) and max(slurm_epochs) - min(slurm_epochs) <= 1,
+             "Slurm's start times of the parts differ by at most 1 s", "%r" % starts)
+        t.ok(d.get("start_spread") is not None and d["start_spread"] <= 1,
+             "flexcod reports start_spread <= 1", "%r" % d.get("start_spread"))
+        for p in bparts:
+            grid.wait_job(p["cluster"], str(p["job_id"]))
+        outs = sorted(f for f in os.listdir(tmp) if f.startswith("part.co-%d." % big["id"]))
+        layout = ",".join("%s:%d" % (p["cluster"], p["nodes"]) for p in bparts)
+        ok = len(outs) == len(bparts)
+        for f in outs:
+            words = open(os.path.join(tmp, f)).read().split()
+            ok = ok and words[1] == layout and words[2] == "co-%d" % big["id"] \
+                and words[3].startswith("flexco_")
+        t.ok(ok, "each part job ran in its reservation and saw FLEXCO_PARTS=%s" % layout,
+             "%r" % outs)
+
+        def done():
+            s, x = fc.get(big["id"])
+            return (x or {}).get("state") == "completed" and x
+        x = t.wait_for(done, 60, "the co-allocation to complete") or {}
+        hist = [h["to"] for h in x.get("history", []) if h["what"] == "coallocation"]
+        t.ok(hist == ["planning", "committing", "scheduled", "running", "completed"],
+             "history: planning, committing, scheduled, running, completed", "%r" % hist)
+
+        # -- authorization ---------------------------------------------------
+        future = int(time.time()) + 3600
+        st, fut = fc.submit({"nodes": 6, "duration": 600, "ready": future,
+                             "script": script(tmp), "std_out": "/dev/null"})
+        t.ok(st == 201 and fut.get("state") == "scheduled"
+             and all(p["planned_start"] >= future for p in fut.get("parts", [])),
+             "a co-allocation an hour ahead is scheduled", "%s %r" % (st, fut))
+        fid = fut.get("id")
+        nobody = fc.client(uid=NOBODY)
+        r = nobody.get("/v1/coallocations/%s" % fid)
+        t.ok(r.status == 404 and r.error_code() == "not_found",
+             "another user gets 404 for it", "%s %r" % (r.status, r.raw[:200]))
+        r = nobody.request("DELETE", "/v1/coallocations/%s" % fid)
+        t.ok(r.status == 404, "another user cannot cancel it (404)")
+        r = nobody.get("/v1/coallocations")
+        t.ok(r.status == 200 and r.json.get("coallocations") == [],
+             "another user's list is empty", "%r" % r.raw[:200])
+        r = nobody.get("/v1/coallocations?user=root")
+        t.ok(r.status == 403, "user= is for admins only (403)")
+        r = c.get("/v1/coallocations?state=scheduled")
+        t.ok(r.status == 200 and [x["id"] for x in r.json["coallocations"]] == [fid],
+             "the admin lists it with state=scheduled", "%r" % r.raw[:300])
+        s, still = fc.get(fid)
+        t.ok(still.get("state") == "scheduled", "it is still scheduled")
+
+        # -- cancel ----------------------------------------------------------
+        names = {p["cluster"]: p["reservation"] for p in fut["parts"]}
+        res = slurm_reservations(grid)
+        t.ok(all(names[k] in res[k] for k in names),
+             "its reservations exist in Slurm", "%r %r" % (names, res))
+        r = c.request("DELETE", "/v1/coallocations/%s" % fid)
+        t.ok(r.status == 200 and r.json.get("state") == "cancelled"
+             and all(p["state"] == "cancelled" for p in r.json["parts"]),
+             "DELETE: cancelled, every part cancelled", "%s %r" % (r.status, r.raw[:300]))
+        t.ok(t.wait_for(lambda: nothing_left(grid), 30, "nothing left"),
+             "no reservation and no part job is left on any cluster",
+             "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
+        r = c.request("DELETE", "/v1/coallocations/%s" % fid)
+        t.ok(r.status == 200 and r.json.get("state") == "cancelled",
+             "cancelling again is harmless")
+
+        # -- impossible --------------------------------------------------------
+        st, doc = fc.submit({"nodes": 13, "duration": 120, "script": script(tmp)})
+        t.ok(st == 409 and (doc or {}).get("error", {}).get("code") == "unplaceable",
+             "13 nodes on 12: 409 unplaceable with the reason", "%s %r" % (st, doc))
+        t.ok(nothing_left(grid), "... and nothing is left anywhere")
+        st, doc = fc.submit({"nodes": 2, "duration": 120, "clusters": ["beta"],
+                             "max_parts": 1, "script": script(tmp),
+                             "std_out": "/dev/null"})
+        t.ok(st == 201 and [p["cluster"] for p in doc["parts"]] == ["beta"],
+             "clusters=[beta]: placed on beta only", "%s %r" % (st, doc))
+
+        # -- errors ------------------------------------------------------------
+        bad = [({"duration": 120, "script": "#!/bin/sh\n"}, "no nodes"),
+               ({"nodes": 2, "script": "#!/bin/sh\n"}, "no duration"),
+               ({"nodes": 2, "duration": 120}, "no script"),
+               ({"nodes": 2, "duration": 120, "script": "#!/bin/sh\n", "colour": 1}, "an unknown member"),
+               ({"nodes": 2, "duration": 120, "script": "#!/bin/sh\n", "clusters": ["omega"]}, "an unknown cluster"),
+               ({"nodes": 2, "duration": 120, "script": "#!/bin/sh\n", "policy": "fifo"}, "an unknown policy"),
+               ({"nodes": 2, "duration": 120, "script": "#!/bin/sh\n",
+                 "environment": {"SLURM_X": "1"}}, "a SLURM_ variable"),
+               ("{\"nodes\": ", "invalid JSON")]
+        for b, what in bad:
+            r = c.request("POST", "/v1/coallocations", body=b)
+            t.ok(r.status == 400 and r.is_json_error(), "submit with %s: 400" % what,
+                 "%s %r" % (r.status, r.raw[:200]))
+        r = c.request("GET", "/v1/coallocations/1", auth=None)
+        t.ok(r.status == 401 and r.error_code() == "missing_credential"
+             and r.headers.get("WWW-Authenticate") == "MUNGE",
+             "unsigned: 401 missing_credential with WWW-Authenticate: MUNGE")
+        r = c.request("DELETE", "/v1/coallocations/1",
+                      sign_as=("GET", "/v1/coallocations/1", b""))
+        t.ok(r.status == 401 and r.error_code() == "request_mismatch",
+             "a GET credential used for DELETE: 401 request_mismatch")
+        r = c.get("/v1/coallocations/999")
+        t.ok(r.status == 404, "an unknown id: 404")
+        r = c.get("/v1/stats")
+        s = r.json or {}
+        t.ok(r.status == 200 and s.get("messages", {}).get("reserve", 0) >= 5
+             and s.get("coallocations", {}).get("cancelled") == 1
+             and s.get("commit_ms", {}).get("count", 0) >= 3,
+             "GET /v1/stats counts messages, states and commit times", "%r" % s)
+        t.note("commit_ms: %r" % s.get("commit_ms"))
+
+
+if __name__ == "__main__":
+    t.run_main(main)
