@@ -237,13 +237,34 @@ Time earliest_split(const std::vector<ClusterView>& clusters,
                     std::size_t limit, Time from, Time before) {
   if (order.empty() || limit == 0) return kNever;
   std::vector<const Profile*> profiles;
-  for (std::size_t i : order) profiles.push_back(clusters[i].free);
+  // The summed-free bound holds only for profiles that never go negative
+  // (forced spans can over-subscribe a cluster): a cluster that does is
+  // counted at its capacity instead, which no clipped minimum exceeds.
+  std::vector<const Profile*> bounded;
+  Amount unbounded = 0;
+  for (std::size_t i : order) {
+    const Profile* p = clusters[i].free;
+    profiles.push_back(p);
+    auto lowest = p->min_over(std::max(from, p->origin()), kForever);
+    if (lowest && lowest.value() >= 0) {
+      bounded.push_back(p);
+    } else {
+      unbounded += std::max<Amount>(0, p->capacity());
+    }
+  }
+  Amount need = n - std::min(n, unbounded);
   std::vector<Amount> a(order.size());
   Time s = from;
   while (s < before) {
-    auto lb = earliest_common_start_sum(profiles, s, d, n);
-    if (!lb || lb.value() >= before) return kNever;
-    s = lb.value();
+    if (need > 0) {
+      auto lb = earliest_common_start_sum(bounded, s, d, need);
+      if (!lb || lb.value() >= before) return kNever;
+      s = lb.value();
+    } else {
+      Time o = 0;
+      for (const Profile* p : profiles) o = std::max(o, p->origin());
+      s = std::max(s, o);
+    }
     for (std::size_t k = 0; k < order.size(); ++k) a[k] = avail(clusters[order[k]], s, d);
     Amount got = 0;
     if (limit < a.size()) {
@@ -306,6 +327,23 @@ Error deadline_error(const char* where, const CoallocRequest& r, Time best_end) 
   what += best_end == kForever ? " (none ever fits)"
                                : " (earliest end " + std::to_string(best_end) + ")";
   return make_error(Errc::kNoFit, where, what);
+}
+
+Time earliest_any(const CoallocRequest& request, const std::vector<ClusterView>& clusters,
+                  const std::vector<std::size_t>& allowed, Time from) {
+  SingleFit single = earliest_single(request, clusters, allowed, from);
+  std::size_t limit = part_limit(request, allowed.size());
+  if (limit < 2) return single.start;
+  Time split = earliest_split(clusters, allowed, request.nodes, split_duration(request), limit,
+                              from, single.start);
+  return std::min(single.start, split);
+}
+
+bool any_offers(const std::vector<ClusterView>& clusters,
+                const std::vector<std::size_t>& allowed) {
+  for (std::size_t c : allowed)
+    if (!clusters[c].offers.empty()) return true;
+  return false;
 }
 
 Usable usable(const ClusterView& c, Time s, Duration d, double derived_p_res) {

@@ -81,6 +81,16 @@ std::optional<CoallocPlan> flexco_best(const CoallocRequest& request,
                                        const std::vector<ClusterView>& clusters,
                                        const std::vector<std::size_t>& order, Time from);
 
+// The earliest start of any plan (one cluster, or a split of at most
+// part_limit clusters with the overhead) on the allowed clusters' free
+// profiles, from `from`; kNever if none.  A lower bound for the offer-based
+// planners, so they need not look at earlier candidates.
+Time earliest_any(const CoallocRequest& request, const std::vector<ClusterView>& clusters,
+                  const std::vector<std::size_t>& allowed, Time from);
+// True when some allowed cluster brings explicit offers.
+bool any_offers(const std::vector<ClusterView>& clusters,
+                const std::vector<std::size_t>& allowed);
+
 // What a cluster can give a part over [s, s + d): with explicit offers the
 // largest offer covering the window (its fit and p_res), else the
 // profile's minimum free with fit 1 and the given p_res.
