@@ -59,7 +59,7 @@ double Metrics::utilization() const {
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   static const char* kWhere = "Engine::create";
   if (config.clusters.empty()) return fail(kWhere, "no clusters");
-  std::unique_ptr<Engine> e(new Engine(config));  // private constructor
+  auto e = std::make_unique<Engine>(Key{}, config);
   for (const ClusterSpec& c : config.clusters) {
     if (c.nodes < 1) return fail(kWhere, "cluster " + c.name + ": nodes must be >= 1");
     auto s = LocalScheduler::create(c.nodes, 0, config.backfill);
