@@ -447,7 +447,8 @@ START_TEST(test_config_errors) {
       {{"Foo=1"}, "command line: unknown key 'Foo'"},
       {{"Nodes=4"}, "Nodes must follow ClusterName="},
       {{"ClusterName=a", "Nodes=0"}, "Nodes: not a positive integer: '0'"},
-      {{"ClusterName=a", "Part=3/2"}, "Part: expected i/n"},
+      {{"ClusterName=a", "Trace=x", "Part=3/2"}, "Part: expected i/n"},
+      {{"ClusterName=a", "Part=1/2"}, "Part must follow a Trace= of its cluster"},
       {{"Reschedule=sometimes"}, "Reschedule: expected rigid, shift or shift+remap"},
       {{"EstimateFactor=0.5"}, "EstimateFactor: not in [1, 100]"},
       {{"PublishInterval=5x"}, "PublishInterval: not a duration"},
@@ -465,6 +466,14 @@ START_TEST(test_config_errors) {
                         "x")
                 .ok());
   EXPECT_EQ(cfg.engine.publish_interval, 900);
+  // Several traces per cluster, each with its own part.
+  ck_assert(apply_words(cfg, {"ClusterName=a", "Nodes=8", "Trace=x.swf", "Part=2/3", "Trace=y.swf"},
+                        "x")
+                .ok());
+  ck_assert(cfg.clusters.size() == 1 && cfg.clusters[0].traces.size() == 2);
+  EXPECT_EQ(cfg.clusters[0].traces[0].part, 1);
+  EXPECT_EQ(cfg.clusters[0].traces[0].parts, 3);
+  EXPECT_EQ(cfg.clusters[0].traces[1].parts, 1);
   ck_assert(cfg.engine.resched == Resched::kShiftRemap);
   ck_assert(cfg.engine.planner == Policy::kCoarp);
 
