@@ -188,7 +188,7 @@ class Engine {
   Status start_jobs();
   Status reschedule_after_early_end(std::size_t cluster);
   void publish();
-  std::vector<ClusterView> views(const std::vector<Profile>& profiles) const;
+  std::vector<ClusterView> views(const std::vector<const Profile*>& profiles) const;
   void finish_record(const JobRecord& r, Duration single_run);
 
   EngineConfig cfg_;
