@@ -72,7 +72,7 @@ Status apply_words(SimConfig& c, const std::vector<std::string>& words, const st
     bool b;
     if (key == "ClusterName") {
       if (v.empty()) return invalid("empty name");
-      c.clusters.push_back(ClusterConfig{v, 0, "", 0, 1});
+      c.clusters.push_back(ClusterConfig{v, 0, {}});
       cluster = &c.clusters.back();
     } else if (key == "Nodes" || key == "Trace" || key == "Part") {
       if (!cluster) return bad(where, key + " must follow ClusterName= on its line");
@@ -80,15 +80,17 @@ Status apply_words(SimConfig& c, const std::vector<std::string>& words, const st
         if (!to_int(v, i) || i < 1) return invalid("not a positive integer");
         cluster->nodes = i;
       } else if (key == "Trace") {
-        cluster->trace = v;
+        if (v.empty()) return invalid("empty path");
+        cluster->traces.push_back(LocalTrace{v, 0, 1});
       } else {
+        if (cluster->traces.empty()) return bad(where, "Part must follow a Trace= of its cluster");
         auto slash = v.find('/');
         std::int64_t p, n;
         if (slash == std::string::npos || !to_int(v.substr(0, slash), p) ||
             !to_int(v.substr(slash + 1), n) || n < 1 || p < 1 || p > n)
           return invalid("expected i/n with 1 <= i <= n");
-        cluster->part = static_cast<int>(p - 1);
-        cluster->parts = static_cast<int>(n);
+        cluster->traces.back().part = static_cast<int>(p - 1);
+        cluster->traces.back().parts = static_cast<int>(n);
       }
     } else if (key == "TraceDir") {
       c.trace_dir = (!v.empty() && v[0] != '/' && !c.base_dir.empty()) ? c.base_dir + "/" + v : v;
@@ -204,7 +206,7 @@ Result<Prepared> prepare(const SimConfig& c) {
   // Scans: the segment bounds and the work, for the load and the horizon.
   std::map<std::string, TraceScan> scans;
   auto scan_of = [&](const std::string& path, const JobRules& rules) -> Result<TraceScan> {
-    std::string key = path + (rules.overhead ? "#meta" : "#local");
+    std::string key = path + (rules.overhead ? "#meta#" : "#local#") + std::to_string(rules.max_nodes);
     if (auto it = scans.find(key); it != scans.end()) return it->second;
     auto s = scan_trace(path, rules);
     if (!s) return bad(path, s.error().message);
@@ -213,19 +215,25 @@ Result<Prepared> prepare(const SimConfig& c) {
   };
   double local_rate = 0;  // node-seconds per second, as traced
   Time local_len = 0;
-  std::vector<std::pair<std::size_t, TraceScan>> local_scans;
+  struct LocalScan {
+    std::size_t cluster;
+    const LocalTrace* trace;
+    TraceScan scan;
+  };
+  std::vector<LocalScan> local_scans;
   for (std::size_t i = 0; i < c.clusters.size(); ++i) {
     const ClusterConfig& cl = c.clusters[i];
-    if (cl.trace.empty()) continue;
-    JobRules r = c.local_rules;
-    r.max_nodes = cl.nodes;
-    auto s = scan_of(resolve(c, cl.trace), r);
-    if (!s) return s.error();
-    const TraceScan& ts = s.value();
-    double span = static_cast<double>(ts.last_submit - ts.first_submit + 1);
-    local_rate += ts.work / span;  // a part's rate ~ the trace's
-    local_len = std::max<Time>(local_len, static_cast<Time>(span / cl.parts));
-    local_scans.push_back({i, ts});
+    for (const LocalTrace& lt : cl.traces) {
+      JobRules r = c.local_rules;
+      r.max_nodes = cl.nodes;
+      auto s = scan_of(resolve(c, lt.path), r);
+      if (!s) return s.error();
+      const TraceScan& ts = s.value();
+      double span = static_cast<double>(ts.last_submit - ts.first_submit + 1);
+      local_rate += ts.work / span;  // a part's rate ~ the trace's
+      local_len = std::max<Time>(local_len, static_cast<Time>(span / lt.parts));
+      local_scans.push_back({i, &lt, ts});
+    }
   }
   JobRules mr = c.meta_rules;
   mr.overhead = true;
@@ -269,12 +277,14 @@ Result<Prepared> prepare(const SimConfig& c) {
   out.horizon = horizon;
 
   int index = 0;
-  for (const auto& [i, ts] : local_scans) {
+  for (const LocalScan& ls : local_scans) {
+    const std::size_t i = ls.cluster;
     const ClusterConfig& cl = c.clusters[i];
+    const TraceScan& ts = ls.scan;
     StreamSpec sp;
-    sp.path = resolve(c, cl.trace);
-    sp.part = cl.part;
-    sp.parts = cl.parts;
+    sp.path = resolve(c, ls.trace->path);
+    sp.part = ls.trace->part;
+    sp.parts = ls.trace->parts;
     sp.time_scale = lscale;
     sp.horizon = horizon;
     sp.loop = true;

@@ -15,11 +15,15 @@
 
 namespace flexco::sim {
 
+struct LocalTrace {
+  std::string path;
+  int part = 0, parts = 1;  // Part=i/n: the i-th of n periods (0-based here)
+};
+
 struct ClusterConfig {
   std::string name;
   Amount nodes = 0;
-  std::string trace;  // local load; empty: none
-  int part = 0, parts = 1;
+  std::vector<LocalTrace> traces;  // local load, each Trace= one stream
 };
 
 struct SimConfig {
@@ -42,7 +46,8 @@ struct SimConfig {
 
 // Parses words into `config` ("Key=Value"); a ClusterName word starts a
 // cluster and the Nodes/Trace/Part words after it on the same line belong
-// to it.  Errors name the source and the word.
+// to it; a cluster may have several Trace words, each Part applying to the
+// Trace before it.  Errors name the source and the word.
 Status apply_words(SimConfig& config, const std::vector<std::string>& words,
                    const std::string& where);
 Status load_config_file(SimConfig& config, const std::string& path);

@@ -59,7 +59,7 @@ double Metrics::utilization() const {
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   static const char* kWhere = "Engine::create";
   if (config.clusters.empty()) return fail(kWhere, "no clusters");
-  std::unique_ptr<Engine> e(new Engine(config));  // private constructor
+  auto e = std::make_unique<Engine>(Key{}, config);
   for (const ClusterSpec& c : config.clusters) {
     if (c.nodes < 1) return fail(kWhere, "cluster " + c.name + ": nodes must be >= 1");
     auto s = LocalScheduler::create(c.nodes, 0, config.backfill);
@@ -78,12 +78,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   return e;
 }
 
-std::vector<ClusterView> Engine::views(const std::vector<Profile>& profiles) const {
+std::vector<ClusterView> Engine::views(const std::vector<const Profile*>& profiles) const {
   std::vector<ClusterView> v(cfg_.clusters.size());
   for (std::size_t c = 0; c < v.size(); ++c) {
     v[c].name = cfg_.clusters[c].name;
     v[c].capacity = cfg_.clusters[c].nodes;
-    v[c].free = &profiles[c];
+    v[c].free = profiles[c];
     // HPCM's M/M/c inputs, as observed so far on the cluster's local load.
     if (arrivals_[c] > 0 && now_ > 0) {
       v[c].arrival_rate = static_cast<double>(arrivals_[c]) / static_cast<double>(now_);
@@ -165,26 +165,27 @@ Status Engine::submit_meta(const Job& j) {
   m.request.overhead = j.overhead_pct / 100.0;
   const std::int64_t k = static_cast<std::int64_t>(sched_.size());
 
+  // The clusters' current plans, read in place (the planner only reads).
   auto fresh = [&]() {
-    std::vector<Profile> p;
+    std::vector<const Profile*> p;
     for (LocalScheduler& s : sched_) {
       (void)s.replan();
-      p.push_back(s.profile());
+      p.push_back(&s.profile());
     }
     m_.messages += 2 * k;  // ask, answer
     return p;
   };
-  auto plan_with = [&](const std::vector<Profile>& profiles) {
+  auto plan_with = [&](const std::vector<const Profile*>& profiles) {
     return plan_coalloc(cfg_.planner, m.request, views(profiles), planner_state_);
   };
 
-  std::vector<Profile> avail;
-  const std::vector<Profile>* used = &published_;
+  std::vector<const Profile*> avail;
   if (cfg_.publish_interval == 0) {
     avail = fresh();
-    used = &avail;
+  } else {
+    for (const Profile& p : published_) avail.push_back(&p);
   }
-  auto plan = plan_with(*used);
+  auto plan = plan_with(avail);
   if (plan && cfg_.publish_interval > 0) {
     // Stale information: the slot must still be free when reserved.
     bool ok = true;
@@ -235,17 +236,17 @@ Status Engine::reschedule_after_early_end(std::size_t c) {
   std::vector<std::uint64_t> ids;
   for (auto it = waiting_[c].begin(); it != waiting_[c].end() && ids.size() < cfg_.head; ++it)
     if (it->first > now_) ids.push_back(it->second);
+  if (ids.empty()) return {};
   RescheduleOptions opt;
   opt.mode = cfg_.resched == Resched::kShift ? RescheduleMode::kShift : RescheduleMode::kShiftRemap;
   opt.margin = cfg_.margin;
   const std::size_t k = sched_.size();
-  // One copy of every cluster's plan per early end, refreshed only where a
-  // move changed it.
-  std::vector<Profile> snap;
-  snap.reserve(k);
+  // Every cluster's current plan, read in place; re-planned where a move
+  // changed it.
+  std::vector<const Profile*> live(k);
   for (std::size_t q = 0; q < k; ++q) {
     if (auto st = sched_[q].replan(); !st) return st;
-    snap.push_back(sched_[q].profile());
+    live[q] = &sched_[q].profile();
   }
   std::vector<Profile> avail;
   for (std::uint64_t id : ids) {
@@ -256,8 +257,7 @@ Status Engine::reschedule_after_early_end(std::size_t c) {
     // own reservation's nodes are added back over [start, end).
     avail.clear();
     avail.reserve(k);
-    std::vector<const Profile*> free(k);
-    for (std::size_t q = 0; q < k; ++q) free[q] = &snap[q];
+    std::vector<const Profile*> free = live;
     for (const PlanPart& part : m.plan.parts) {
       std::size_t q = part.cluster;
       Amount own = part.nodes;
@@ -267,13 +267,12 @@ Status Engine::reschedule_after_early_end(std::size_t c) {
         if (auto sp = mine.value().add_span(now_, m.plan.start - now_, own); !sp) return sp.error();
       if (m.plan.end() < kForever)
         if (auto sp = mine.value().add_span(m.plan.end(), kForever, own); !sp) return sp.error();
-      auto sum = Profile::sum({&snap[q], &mine.value()});
+      auto sum = Profile::sum({live[q], &mine.value()});
       if (!sum) return sum.error();
       avail.push_back(std::move(sum).value());
     }
     for (std::size_t i = 0; i < m.plan.parts.size(); ++i) free[m.plan.parts[i].cluster] = &avail[i];
-    std::vector<ClusterView> v = views(snap);
-    for (std::size_t q = 0; q < k; ++q) v[q].free = free[q];
+    std::vector<ClusterView> v = views(free);
     auto d = reschedule_coalloc(m.request, m.plan, v, now_, opt);
     if (!d) return wrap("metajob " + std::to_string(id), d.error());
     const RescheduleDecision& dec = d.value();
@@ -293,10 +292,8 @@ Status Engine::reschedule_after_early_end(std::size_t c) {
     m.plan = dec.plan;
     if (auto st = book(m); !st) return st;
     for (const PlanPart& p : dec.plan.parts) touched.insert(p.cluster);
-    for (std::size_t q : touched) {
+    for (std::size_t q : touched)
       if (auto st = sched_[q].replan(); !st) return st;
-      snap[q] = sched_[q].profile();
-    }
     if (dec.kind == RescheduleKind::kShift) {
       ++m_.shifts;
     } else {

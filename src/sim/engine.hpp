@@ -143,8 +143,11 @@ struct MoveRecord {
 };
 
 class Engine {
+  struct Key {};  // only create() constructs an Engine
+
  public:
   static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
+  Engine(Key, const EngineConfig& c) : cfg_(c) {}
 
   // Runs to the end of every source and every job.  Errors are the core's
   // (a scheduler refusing an operation) or the sources' (a trace error).
@@ -177,7 +180,6 @@ class Engine {
   };
   using MinHeap = std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>>;
 
-  explicit Engine(const EngineConfig& c) : cfg_(c) {}
   Status step(Time t);
   Status submit_local(const Job& j);
   Status submit_meta(const Job& j);
@@ -186,7 +188,7 @@ class Engine {
   Status start_jobs();
   Status reschedule_after_early_end(std::size_t cluster);
   void publish();
-  std::vector<ClusterView> views(const std::vector<Profile>& profiles) const;
+  std::vector<ClusterView> views(const std::vector<const Profile*>& profiles) const;
   void finish_record(const JobRecord& r, Duration single_run);
 
   EngineConfig cfg_;

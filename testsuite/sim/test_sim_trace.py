@@ -122,6 +122,20 @@ def main():
         t.ok(strip(a) and strip(a) == strip(b), "the same seed gives the same output")
         t.ok(strip(a) != strip(c), "another seed gives another output (model estimates, overheads)")
 
+        # Two traces on one cluster: their jobs add up.
+        counts = []
+        for names in (["KTH-SP2-1996-2.1-cln.swf.gz"], ["DAS2-fs1-2003-1.swf.gz"],
+                       ["KTH-SP2-1996-2.1-cln.swf.gz", "DAS2-fs1-2003-1.swf.gz"]):
+            conf2 = os.path.join(tmp, "two.conf")
+            with open(conf2, "w") as f:
+                f.write("ClusterName=m Nodes=128 %s\nTargetLoad=0\nHorizon=3d\n"
+                        % " ".join("Trace=%s Part=1/8" % x for x in names))
+            p, kv = run(conf2, tmp)
+            t.ok(p.returncode == 0, "traces %s: exit 0" % "+".join(names), p.stderr)
+            counts.append(int(kv.get("local_jobs", "0")))
+        t.ok(counts[0] > 0 and counts[1] > 0 and counts[2] == counts[0] + counts[1],
+             "two traces on one cluster run both traces' jobs", counts)
+
         p, _ = run(conf, tmp, "Reschedule=sometimes")
         t.ok(p.returncode == 2 and "Reschedule: expected rigid, shift or shift+remap" in p.stderr,
              "a bad value is one line on stderr and exit code 2", p.stderr)

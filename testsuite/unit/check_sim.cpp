@@ -132,6 +132,29 @@ START_TEST(test_conservative_backfilling) {
 }
 END_TEST
 
+// EASY against conservative, 10 nodes: J1 6 nodes [0, 100); J2 6 nodes
+// (estimate 50) waits for J1 (the head, reserved at 100); J3 7 nodes
+// (estimate 100) goes after J2 at 150.  J4 4 nodes (estimate 1000) fits
+// now beside J1 and does not delay the head J2, so EASY starts it at 3,
+// which pushes J3 back to J4's end at 1003; conservative protects J3's
+// reservation and starts J4 only at J3's end, 250.
+START_TEST(test_easy_vs_conservative) {
+  for (Backfill b : {Backfill::kConservative, Backfill::kEasy}) {
+    EngineConfig cfg = clusters({10});
+    cfg.backfill = b;
+    auto out = simulate(cfg,
+                        {local(1, 0, 0, 6, 100, 100), local(2, 0, 1, 6, 50, 50),
+                         local(3, 0, 2, 7, 100, 100), local(4, 0, 3, 4, 1000, 1000)},
+                        {});
+    bool easy = b == Backfill::kEasy;
+    EXPECT_EQ(out.jobs.at(1).start, 0);
+    EXPECT_EQ(out.jobs.at(2).start, 100);
+    EXPECT_EQ(out.jobs.at(3).start, easy ? 1003 : 150);
+    EXPECT_EQ(out.jobs.at(4).start, easy ? 3 : 250);
+  }
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // Shift: an early end lets a split metajob start exactly 40 s earlier.
 //
@@ -424,7 +447,8 @@ START_TEST(test_config_errors) {
       {{"Foo=1"}, "command line: unknown key 'Foo'"},
       {{"Nodes=4"}, "Nodes must follow ClusterName="},
       {{"ClusterName=a", "Nodes=0"}, "Nodes: not a positive integer: '0'"},
-      {{"ClusterName=a", "Part=3/2"}, "Part: expected i/n"},
+      {{"ClusterName=a", "Trace=x", "Part=3/2"}, "Part: expected i/n"},
+      {{"ClusterName=a", "Part=1/2"}, "Part must follow a Trace= of its cluster"},
       {{"Reschedule=sometimes"}, "Reschedule: expected rigid, shift or shift+remap"},
       {{"EstimateFactor=0.5"}, "EstimateFactor: not in [1, 100]"},
       {{"PublishInterval=5x"}, "PublishInterval: not a duration"},
@@ -442,6 +466,14 @@ START_TEST(test_config_errors) {
                         "x")
                 .ok());
   EXPECT_EQ(cfg.engine.publish_interval, 900);
+  // Several traces per cluster, each with its own part.
+  ck_assert(apply_words(cfg, {"ClusterName=a", "Nodes=8", "Trace=x.swf", "Part=2/3", "Trace=y.swf"},
+                        "x")
+                .ok());
+  ck_assert(cfg.clusters.size() == 1 && cfg.clusters[0].traces.size() == 2);
+  EXPECT_EQ(cfg.clusters[0].traces[0].part, 1);
+  EXPECT_EQ(cfg.clusters[0].traces[0].parts, 3);
+  EXPECT_EQ(cfg.clusters[0].traces[1].parts, 1);
   ck_assert(cfg.engine.resched == Resched::kShiftRemap);
   ck_assert(cfg.engine.planner == Policy::kCoarp);
 
@@ -466,6 +498,7 @@ Suite* sim_suite() {
   TCase* engine = tcase_create("engine");
   tcase_add_loop_test(engine, test_conservative_backfilling, 0,
                       sizeof kBackfill / sizeof kBackfill[0]);
+  tcase_add_test(engine, test_easy_vs_conservative);
   tcase_add_loop_test(engine, test_shift_exact, 0, sizeof kShift / sizeof kShift[0]);
   tcase_add_loop_test(engine, test_remap_to_one_cluster, 0, sizeof kRemap / sizeof kRemap[0]);
   tcase_add_test(engine, test_published_availability);
