@@ -105,34 +105,39 @@ std::optional<Error> validate(const char* where, const CoallocRequest& r,
   std::set<const Profile*> seen;
   for (std::size_t i = 0; i < clusters.size(); ++i) {
     const ClusterView& c = clusters[i];
-    std::string id = "cluster " + std::to_string(i) + " (" + c.name + ")";
-    if (c.free == nullptr) return bad(id + ": free profile is null");
+    // Built only for a message: validation runs on every plan.
+    struct Id {
+      std::size_t i;
+      const std::string& name;
+      operator std::string() const { return "cluster " + std::to_string(i) + " (" + name + ")"; }
+    } id{i, c.name};
+    if (c.free == nullptr) return bad(std::string(id) + ": free profile is null");
     if (!seen.insert(c.free).second)
-      return bad(id + ": free profile is shared with another cluster");
+      return bad(std::string(id) + ": free profile is shared with another cluster");
     if (c.capacity < 0 || c.capacity > kMaxAmount)
-      return bad(id + ": capacity must be in [0, 2^52] (got " + std::to_string(c.capacity) +
+      return bad(std::string(id) + ": capacity must be in [0, 2^52] (got " + std::to_string(c.capacity) +
                  ")");
     if (!(c.arrival_rate >= 0.0 && std::isfinite(c.arrival_rate)))
-      return bad(id + ": arrival_rate must be finite and >= 0 (got " + num(c.arrival_rate) +
+      return bad(std::string(id) + ": arrival_rate must be finite and >= 0 (got " + num(c.arrival_rate) +
                  ")");
     if (!(c.service_rate >= 0.0 && std::isfinite(c.service_rate)))
-      return bad(id + ": service_rate must be finite and >= 0 (got " + num(c.service_rate) +
+      return bad(std::string(id) + ": service_rate must be finite and >= 0 (got " + num(c.service_rate) +
                  ")");
     if (c.arrival_rate > 0.0 && c.service_rate == 0.0)
-      return bad(id + ": arrival_rate " + num(c.arrival_rate) + " needs service_rate > 0");
+      return bad(std::string(id) + ": arrival_rate " + num(c.arrival_rate) + " needs service_rate > 0");
     if (!(c.speed > 0.0 && std::isfinite(c.speed)))
-      return bad(id + ": speed must be finite and > 0 (got " + num(c.speed) + ")");
+      return bad(std::string(id) + ": speed must be finite and > 0 (got " + num(c.speed) + ")");
     for (std::size_t k = 0; k < c.offers.size(); ++k) {
       const CoallocOffer& o = c.offers[k];
-      std::string oid = id + ": offer " + std::to_string(k);
+      auto oid = [&]() { return std::string(id) + ": offer " + std::to_string(k); };
       if (o.start < 0 || o.start >= o.end)
-        return bad(oid + ": needs 0 <= start < end (start " + std::to_string(o.start) +
+        return bad(oid() + ": needs 0 <= start < end (start " + std::to_string(o.start) +
                    ", end " + time_str(o.end) + ")");
       if (o.nodes < 1 || o.nodes > kMaxAmount)
-        return bad(oid + ": nodes must be in [1, 2^52] (got " + std::to_string(o.nodes) + ")");
-      if (!is_unit(o.fit)) return bad(oid + ": fit must be in [0, 1] (got " + num(o.fit) + ")");
+        return bad(oid() + ": nodes must be in [1, 2^52] (got " + std::to_string(o.nodes) + ")");
+      if (!is_unit(o.fit)) return bad(oid() + ": fit must be in [0, 1] (got " + num(o.fit) + ")");
       if (!is_unit(o.p_res))
-        return bad(oid + ": p_res must be in [0, 1] (got " + num(o.p_res) + ")");
+        return bad(oid() + ": p_res must be in [0, 1] (got " + num(o.p_res) + ")");
     }
   }
   if (options != nullptr) {
@@ -237,13 +242,34 @@ Time earliest_split(const std::vector<ClusterView>& clusters,
                     std::size_t limit, Time from, Time before) {
   if (order.empty() || limit == 0) return kNever;
   std::vector<const Profile*> profiles;
-  for (std::size_t i : order) profiles.push_back(clusters[i].free);
+  // The summed-free bound holds only for profiles that never go negative
+  // (forced spans can over-subscribe a cluster): a cluster that does is
+  // counted at its capacity instead, which no clipped minimum exceeds.
+  std::vector<const Profile*> bounded;
+  Amount unbounded = 0;
+  for (std::size_t i : order) {
+    const Profile* p = clusters[i].free;
+    profiles.push_back(p);
+    auto lowest = p->min_over(std::max(from, p->origin()), kForever);
+    if (lowest && lowest.value() >= 0) {
+      bounded.push_back(p);
+    } else {
+      unbounded += std::max<Amount>(0, p->capacity());
+    }
+  }
+  Amount need = n - std::min(n, unbounded);
   std::vector<Amount> a(order.size());
   Time s = from;
   while (s < before) {
-    auto lb = earliest_common_start_sum(profiles, s, d, n);
-    if (!lb || lb.value() >= before) return kNever;
-    s = lb.value();
+    if (need > 0) {
+      auto lb = earliest_common_start_sum(bounded, s, d, need);
+      if (!lb || lb.value() >= before) return kNever;
+      s = lb.value();
+    } else {
+      Time o = 0;
+      for (const Profile* p : profiles) o = std::max(o, p->origin());
+      s = std::max(s, o);
+    }
     for (std::size_t k = 0; k < order.size(); ++k) a[k] = avail(clusters[order[k]], s, d);
     Amount got = 0;
     if (limit < a.size()) {
@@ -255,8 +281,15 @@ Time earliest_split(const std::vector<ClusterView>& clusters,
       for (Amount x : a) got += x;
     }
     if (got >= n) return s;
+    // A later start can only do better if some cluster gives more there:
+    // jump to the earliest start at which any cluster has one node more
+    // than now free over a whole window.
     Time next = kNever;
-    for (const Profile* p : profiles) next = std::min(next, p->next_change_point(s));
+    for (std::size_t k = 0; k < profiles.size(); ++k) {
+      if (a[k] >= profiles[k]->capacity()) continue;
+      auto e = profiles[k]->earliest_fit(s + 1, d, a[k] + 1);
+      if (e) next = std::min(next, e.value());
+    }
     if (next == kNever) return kNever;
     s = next;
   }
@@ -306,6 +339,23 @@ Error deadline_error(const char* where, const CoallocRequest& r, Time best_end) 
   what += best_end == kForever ? " (none ever fits)"
                                : " (earliest end " + std::to_string(best_end) + ")";
   return make_error(Errc::kNoFit, where, what);
+}
+
+Time earliest_any(const CoallocRequest& request, const std::vector<ClusterView>& clusters,
+                  const std::vector<std::size_t>& allowed, Time from) {
+  SingleFit single = earliest_single(request, clusters, allowed, from);
+  std::size_t limit = part_limit(request, allowed.size());
+  if (limit < 2) return single.start;
+  Time split = earliest_split(clusters, allowed, request.nodes, split_duration(request), limit,
+                              from, single.start);
+  return std::min(single.start, split);
+}
+
+bool any_offers(const std::vector<ClusterView>& clusters,
+                const std::vector<std::size_t>& allowed) {
+  for (std::size_t c : allowed)
+    if (!clusters[c].offers.empty()) return true;
+  return false;
 }
 
 Usable usable(const ClusterView& c, Time s, Duration d, double derived_p_res) {

@@ -53,10 +53,11 @@ SingleFit earliest_single(const CoallocRequest& request,
 
 // The earliest s in [from, before) at which the `limit` largest minimum
 // free counts of the `order` clusters over [s, s + d) add up to n; kNever
-// if there is none.  Candidates are `from` and the clusters' change points
-// (only a change point entering the window's left edge can raise a
-// minimum), with the summed-profile bound of earliest_common_start_sum to
-// jump over hopeless stretches.
+// if there is none.  Two bounds leap over hopeless stretches: the summed
+// profile (earliest_common_start_sum; the summed free bounds the sum of
+// the minima) and, after a failed start s with minima m_i, the earliest
+// start at which any cluster has m_i + 1 free for a window (a later start
+// can only do better where some minimum rises).
 Time earliest_split(const std::vector<ClusterView>& clusters,
                     const std::vector<std::size_t>& order, Amount n,
                     Duration d, std::size_t limit, Time from, Time before);
@@ -80,6 +81,16 @@ Error deadline_error(const char* where, const CoallocRequest& request,
 std::optional<CoallocPlan> flexco_best(const CoallocRequest& request,
                                        const std::vector<ClusterView>& clusters,
                                        const std::vector<std::size_t>& order, Time from);
+
+// The earliest start of any plan (one cluster, or a split of at most
+// part_limit clusters with the overhead) on the allowed clusters' free
+// profiles, from `from`; kNever if none.  A lower bound for the offer-based
+// planners, so they need not look at earlier candidates.
+Time earliest_any(const CoallocRequest& request, const std::vector<ClusterView>& clusters,
+                  const std::vector<std::size_t>& allowed, Time from);
+// True when some allowed cluster brings explicit offers.
+bool any_offers(const std::vector<ClusterView>& clusters,
+                const std::vector<std::size_t>& allowed);
 
 // What a cluster can give a part over [s, s + d): with explicit offers the
 // largest offer covering the window (its fit and p_res), else the

@@ -11,13 +11,18 @@
 //     whole-job slot ends the walk on its cluster; otherwise each slot
 //     adds its cluster to the composition, and the composition is taken at
 //     the slot's start as soon as its clusters, in the order they joined,
-//     can hold every node there for the whole (split) duration.  Our job
+//     can hold every node there for the whole (split) duration (if that
+//     takes more than max_parts clusters: the largest first).  Our job
 //     is one parallel program, so unlike the paper the parts share one
 //     start; a cluster that joined with an earlier slot gives what it has
 //     free at the later start;
 //   * if the slots run out (the paper's global waiting queue) the walk is
 //     repeated with four times as many slots per cluster, until no cluster
-//     has more.
+//     has more;
+//   * cost: with free profiles, the earliest start of any plan (FlexCo's
+//     search) bounds the walk from below: compositions are tried only from
+//     there and every cluster offers a slot there, so the walk rarely
+//     looks at more than a few starts: O(C K log(C K) + C log P).
 
 #include <algorithm>
 #include <tuple>
@@ -39,6 +44,32 @@ struct Slot {
   bool whole;  // takes the whole job alone (duration runtime)
 };
 
+// Takes n nodes from the offered parts (nodes = what each can give) in
+// their order; if that needs more than `limit` parts, largest first (ties:
+// the order).  Empty if n cannot be met.
+std::vector<PlanPart> take_in_order(std::vector<PlanPart> offered, Amount n, std::size_t limit) {
+  auto fill = [&]() {
+    std::vector<PlanPart> parts;
+    Amount left = n;
+    for (const PlanPart& o : offered) {
+      if (left == 0 || parts.size() == limit) break;
+      PlanPart p = o;
+      p.nodes = std::min(left, o.nodes);
+      parts.push_back(p);
+      left -= p.nodes;
+    }
+    if (left > 0) parts.clear();
+    return parts;
+  };
+  std::vector<PlanPart> parts = fill();
+  if (parts.empty()) {
+    std::stable_sort(offered.begin(), offered.end(),
+                     [](const PlanPart& a, const PlanPart& b) { return a.nodes > b.nodes; });
+    parts = fill();
+  }
+  return parts;
+}
+
 std::optional<CoallocPlan> compose(const CoallocRequest& r,
                                    const std::vector<ClusterView>& clusters,
                                    const std::vector<std::size_t>& allowed, std::size_t k,
@@ -48,10 +79,20 @@ std::optional<CoallocPlan> compose(const CoallocRequest& r,
   *truncated = false;
   std::vector<Slot> slots;
   auto finish = [](Time s, Duration d) { return d >= kForever - s ? kForever : s + d; };
+  // Without explicit offers no plan starts before `low`: compositions are
+  // only tried from there, and every cluster offers a slot at `low`.
+  Time low = r.ready;
+  bool offers = cd::any_offers(clusters, allowed);
+  if (!offers) {
+    low = cd::earliest_any(r, clusters, allowed, r.ready);
+    if (low == kNever) return std::nullopt;
+  }
   for (std::size_t c : allowed) {
     const ClusterView& v = clusters[c];
     bool more = false;
-    for (Time s : cd::candidate_starts(v, r.ready, dm, k, &more)) {
+    std::vector<Time> starts = cd::candidate_starts(v, r.ready, dm, k, &more);
+    if (!offers) starts.push_back(low);
+    for (Time s : starts) {
       Amount n = std::min(cd::usable(v, s, dm, 1.0).nodes, r.nodes);
       if (n > 0) slots.push_back(Slot{finish(s, dm), n, c, s, false});
     }
@@ -82,18 +123,14 @@ std::optional<CoallocPlan> compose(const CoallocRequest& r,
     }
     if (std::find(joined.begin(), joined.end(), x.cluster) == joined.end())
       joined.push_back(x.cluster);
-    if (limit < 2) continue;
-    std::vector<PlanPart> parts;
-    Amount left = r.nodes;
+    if (limit < 2 || x.start < low) continue;
+    std::vector<PlanPart> offered;
     for (std::size_t c : joined) {
-      if (left == 0 || parts.size() == limit) break;
       cd::Usable u = cd::usable(clusters[c], x.start, dm, 1.0);
-      Amount take = std::min(left, u.nodes);
-      if (take <= 0) continue;
-      parts.push_back(PlanPart{c, take, u.fit, u.p_res});
-      left -= take;
+      if (u.nodes > 0) offered.push_back(PlanPart{c, u.nodes, u.fit, u.p_res});
     }
-    if (left == 0 && parts.size() >= 2) {
+    std::vector<PlanPart> parts = take_in_order(std::move(offered), r.nodes, limit);
+    if (parts.size() >= 2) {
       CoallocPlan plan;
       plan.start = x.start;
       plan.duration = dm;
@@ -104,6 +141,70 @@ std::optional<CoallocPlan> compose(const CoallocRequest& r,
   return std::nullopt;
 }
 
+// The same walk over free profiles without materialising the slots.  All
+// part slots last runtime + overhead, so finish order is start order: a
+// cluster joins at its first event start, compositions are tried at the
+// merged event starts from `low` on, and the whole-job slot (earliest
+// single start s1) comes first as soon as s1 + runtime <= S + overhead'd
+// duration (it has at least as many nodes as any part slot).
+std::optional<CoallocPlan> compose_profiles(const CoallocRequest& r,
+                                            const std::vector<ClusterView>& clusters,
+                                            const std::vector<std::size_t>& allowed) {
+  Duration dm = cd::split_duration(r);
+  std::size_t limit = cd::part_limit(r, allowed.size());
+  Time low = cd::earliest_any(r, clusters, allowed, r.ready);
+  if (low == kNever) return std::nullopt;
+  cd::SingleFit single = cd::earliest_single(r, clusters, allowed, r.ready);
+  Time single_end = single.start == kNever ? kForever : single.start + r.runtime;
+  auto whole = [&]() {
+    CoallocPlan plan;
+    plan.start = single.start;
+    plan.duration = r.runtime;
+    plan.parts.push_back(PlanPart{single.cluster, r.nodes, 1.0, 1.0});
+    return plan;
+  };
+  // Join order: first slot's start, then more nodes, then index.
+  struct First {
+    Time start;
+    Amount nodes;
+    std::size_t cluster;
+  };
+  std::vector<First> firsts;
+  for (std::size_t c : allowed) {
+    auto s = clusters[c].free->earliest_fit(r.ready, dm, 1);
+    if (!s || s.value() == kNever) continue;
+    firsts.push_back(First{s.value(), std::min(cd::avail(clusters[c], s.value(), dm), r.nodes), c});
+  }
+  std::sort(firsts.begin(), firsts.end(), [](const First& a, const First& b) {
+    return std::tie(a.start, b.nodes, a.cluster) < std::tie(b.start, a.nodes, b.cluster);
+  });
+  Time s = low;
+  while (limit >= 2 && s != kNever && (dm >= kForever - s || s + dm < single_end)) {
+    std::vector<PlanPart> offered;
+    for (const First& f : firsts) {
+      if (f.start > s) break;
+      Amount a = cd::avail(clusters[f.cluster], s, dm);
+      if (a > 0) offered.push_back(PlanPart{f.cluster, a, 1.0, 1.0});
+    }
+    std::vector<PlanPart> parts = take_in_order(std::move(offered), r.nodes, limit);
+    if (parts.size() >= 2) {
+      CoallocPlan plan;
+      plan.start = s;
+      plan.duration = dm;
+      plan.parts = std::move(parts);
+      return plan;
+    }
+    Time next = kNever;
+    for (std::size_t c : allowed) {
+      auto n = clusters[c].free->next_fit(s, dm, 1);
+      if (n) next = std::min(next, n.value());
+    }
+    s = next;
+  }
+  if (single.start == kNever) return std::nullopt;
+  return whole();
+}
+
 }  // namespace
 
 Result<CoallocPlan> plan_coarp(const CoallocRequest& request,
@@ -112,6 +213,12 @@ Result<CoallocPlan> plan_coarp(const CoallocRequest& request,
   static const char* kWhere = "plan_coarp";
   if (auto e = cd::validate(kWhere, request, clusters, &options)) return *e;
   std::vector<std::size_t> allowed = cd::allowed_indices(request, clusters.size());
+  if (!cd::any_offers(clusters, allowed)) {
+    auto plan = compose_profiles(request, clusters, allowed);
+    if (!plan) return cd::deadline_error(kWhere, request, kForever);
+    if (plan->end() > request.deadline) return cd::deadline_error(kWhere, request, plan->end());
+    return std::move(*plan);
+  }
   std::size_t k = options.max_offers;
   for (;;) {
     bool truncated = false;

@@ -5,17 +5,23 @@
 //     derived from the free profiles (first options.max_offers per cluster
 //     for a part and for the whole job) with fit 1 and the static
 //     p_res = 1 - e^(-(start - now)/h);
+//   * with free profiles only, the candidate starts are the earliest start
+//     of any plan (FlexCo's search; nothing starts earlier) and the event
+//     starts after it, the first options.max_offers distinct ones in all;
+//     with explicit offers, every offer start from `ready`;
 //   * at every candidate start S: one candidate per cluster that holds the
 //     whole job for `runtime`, and one split (duration runtime + overhead)
 //     filling clusters by decreasing w_fit*fit + w_pres*p_res (ties: lower
-//     index), at least two parts, at most max_parts;
+//     index; if that needs more than max_parts, largest first), at least
+//     two parts;
 //   * objective (ch. 10's weighted sum, normalised as eq. 10.2), minimised:
 //        w_end * (end - ready) / (latest candidate end - ready)
 //      - w_fit * mean fit of the parts - w_pres * product of their p_res
 //     ties: earlier end, fewer parts, lower first cluster;
 //   * allocation order (ch. 11.3): the parts smallest p_res first (ties:
 //     lower index), the order in which to send the reserve messages.
-// Cost: O(C K) candidate starts x O(C log P) each.
+// Cost: O(C K log P) to find the starts, then O(C log P) for each of the
+// K starts (with explicit offers: O(C K) starts x O(C K) offer scans).
 
 #include <algorithm>
 #include <cmath>
@@ -43,16 +49,55 @@ void gather(const CoallocRequest& r, const std::vector<ClusterView>& clusters,
   std::size_t limit = cd::part_limit(r, allowed.size());
   std::vector<Time> starts;
   *truncated = false;
-  for (std::size_t c : allowed) {
-    bool more = false;
-    for (Duration d : {r.runtime, dm}) {
-      auto s = cd::candidate_starts(clusters[c], r.ready, d, k, &more);
-      starts.insert(starts.end(), s.begin(), s.end());
-      *truncated = *truncated || more;
+  // Without explicit offers no candidate starts before `low`, and there is
+  // one at `low`: the first k distinct starts from there suffice.
+  Time low = r.ready;
+  bool offers = cd::any_offers(clusters, allowed);
+  if (!offers) {
+    low = cd::earliest_any(r, clusters, allowed, r.ready);
+    if (low == kNever) return;
+    starts.push_back(low);
+  }
+  if (offers) {
+    for (std::size_t c : allowed) {
+      bool more = false;
+      for (Duration d : {r.runtime, dm}) {
+        auto s = cd::candidate_starts(clusters[c], low, d, k, &more);
+        starts.insert(starts.end(), s.begin(), s.end());
+        *truncated = *truncated || more;
+      }
+    }
+    std::sort(starts.begin(), starts.end());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  } else {
+    // Merge the clusters' event starts (for a whole job and for a part)
+    // lazily until k distinct ones: O((k + C) log P).
+    struct Stream {
+      Time next;
+      const Profile* p;
+      Duration d;
+    };
+    auto later = [](const Stream& a, const Stream& b) { return a.next > b.next; };
+    std::vector<Stream> heap;
+    for (std::size_t c : allowed)
+      for (Duration d : {r.runtime, dm}) {
+        auto s = clusters[c].free->next_fit(low, d, 1);
+        if (s && s.value() != kNever) heap.push_back(Stream{s.value(), clusters[c].free, d});
+      }
+    std::make_heap(heap.begin(), heap.end(), later);
+    while (!heap.empty() && starts.size() < k) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      Stream& x = heap.back();
+      if (x.next != starts.back()) starts.push_back(x.next);
+      auto n = x.p->next_fit(x.next, x.d, 1);
+      if (n && n.value() != kNever) {
+        x.next = n.value();
+        std::push_heap(heap.begin(), heap.end(), later);
+      } else {
+        heap.pop_back();
+      }
     }
   }
-  std::sort(starts.begin(), starts.end());
-  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
   for (Time s : starts) {
     double pres = cd::static_p_res(s, now, o.p_res_h);
     std::vector<std::pair<std::size_t, cd::Usable>> parts_avail;
@@ -80,14 +125,24 @@ void gather(const CoallocRequest& r, const std::vector<ClusterView>& clusters,
     Candidate cand;
     cand.plan.start = s;
     cand.plan.duration = dm;
-    Amount left = r.nodes;
-    for (const auto& [c, u] : parts_avail) {
-      if (left == 0 || cand.plan.parts.size() == limit) break;
-      Amount take = std::min(left, u.nodes);
-      cand.plan.parts.push_back(PlanPart{c, take, u.fit, u.p_res});
-      left -= take;
+    auto fill = [&]() {
+      cand.plan.parts.clear();
+      Amount left = r.nodes;
+      for (const auto& [c, u] : parts_avail) {
+        if (left == 0 || cand.plan.parts.size() == limit) break;
+        Amount take = std::min(left, u.nodes);
+        cand.plan.parts.push_back(PlanPart{c, take, u.fit, u.p_res});
+        left -= take;
+      }
+      return left == 0;
+    };
+    if (!fill()) {
+      // Too many parts in score order: largest first (ties: score order).
+      std::stable_sort(parts_avail.begin(), parts_avail.end(),
+                       [](const auto& a, const auto& b) { return a.second.nodes > b.second.nodes; });
+      if (!fill()) continue;
     }
-    if (left > 0 || cand.plan.parts.size() < 2) continue;
+    if (cand.plan.parts.size() < 2) continue;
     double sum_fit = 0.0;
     for (const PlanPart& p : cand.plan.parts) {
       sum_fit += p.fit;

@@ -3,9 +3,11 @@
 // cases multiply, and the rescheduling pass on real profiles.  Every grid
 // starts at origin 0; "busy [s, e) n" is a span of n nodes.
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -339,9 +341,11 @@ START_TEST(coarp_explicit_offers) {
 }
 END_TEST
 
-// Derived slots are enumerated lazily: with max_offers 1 the first slots
-// (A@0 1 node, B@0 1 node) cannot compose, the retry with more finds 100.
-START_TEST(coarp_more_slots_on_demand) {
+// Both clusters have 1 node free until 100, then 10.  15 nodes x 10 s,
+// overhead 0.5 (15 s split): nothing composes at 0; at 100 A (joined
+// first, lower index) gives 10 and B 5.  max_offers does not limit the
+// walk over profiles.
+START_TEST(coarp_profiles_change_point) {
   Grid g({{10, {{0, 100, 9}}}, {10, {{0, 100, 9}}}});
   CoallocOptions o;
   o.max_offers = 1;
@@ -716,6 +720,126 @@ START_TEST(reschedule_pass_order) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// Randomized properties against brute force (fixed seed)
+//
+// Small grids, every integer start tried: the earliest possible end is
+// min over t of t + runtime where one allowed cluster holds every node
+// over [t, t + runtime), and t + runtime + overhead where the max_parts
+// largest free counts over [t, t + runtime + overhead) add up.  FlexCo
+// must end exactly there (Algorithm 1 minimises completion); COARP too
+// without a part limit; every plan must fit its profiles, use allowed
+// distinct clusters, at most max_parts, and the right duration.
+
+std::uint64_t g_rand = 0x9e3779b97f4a7c15ULL;
+std::int64_t rnd(std::int64_t lo, std::int64_t hi) {  // [lo, hi]
+  g_rand ^= g_rand << 13;
+  g_rand ^= g_rand >> 7;
+  g_rand ^= g_rand << 17;
+  return lo + static_cast<std::int64_t>(g_rand % static_cast<std::uint64_t>(hi - lo + 1));
+}
+
+void check_feasible(const char* who, int round, const CoallocPlan& p, const CoallocRequest& r,
+                    const std::vector<ClusterView>& v) {
+  ck_assert_msg(p.start >= r.ready, "round %d %s: start %" PRId64 " before ready", round, who,
+                p.start);
+  std::size_t limit = r.max_parts == 0 ? v.size() : r.max_parts;
+  ck_assert_msg(!p.parts.empty() && p.parts.size() <= limit, "round %d %s: %zu parts", round,
+                who, p.parts.size());
+  EQ(p.duration, p.parts.size() > 1 ? r.runtime + coalloc_overhead(r) : r.runtime);
+  Amount total = 0;
+  std::vector<bool> used(v.size(), false);
+  for (const PlanPart& x : p.parts) {
+    ck_assert(x.cluster < v.size() && !used[x.cluster]);
+    used[x.cluster] = true;
+    ck_assert(r.allowed.empty() || r.allowed[x.cluster]);
+    ck_assert_msg(v[x.cluster].free->min_over(p.start, p.duration).value() >= x.nodes,
+                  "round %d %s: part on %zu does not fit", round, who, x.cluster);
+    total += x.nodes;
+  }
+  EQ(total, r.nodes);
+}
+
+START_TEST(random_against_brute_force) {
+  int found = 0, split = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::size_t n = static_cast<std::size_t>(rnd(1, 4));
+    std::vector<ClusterSpec> specs;
+    Amount capsum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ClusterSpec c{rnd(1, 8), {}};
+      capsum += c.capacity;
+      int spans = static_cast<int>(rnd(0, 6));
+      for (int k = 0; k < spans; ++k)
+        c.busy.push_back({rnd(0, 99), rnd(0, 9) == 0 ? kForever : rnd(1, 50), rnd(1, c.capacity)});
+      specs.push_back(c);
+    }
+    Grid g(specs);
+    CoallocRequest r = req(rnd(1, capsum), rnd(1, 30));
+    r.ready = rnd(0, 50);
+    const double overheads[] = {0.0, 0.1, 0.5, 1.0};
+    r.overhead = overheads[rnd(0, 3)];
+    r.max_parts = static_cast<std::size_t>(rnd(0, static_cast<std::int64_t>(n)));
+    if (rnd(0, 3) == 0) {
+      r.allowed.assign(n, true);
+      r.allowed[static_cast<std::size_t>(rnd(0, static_cast<std::int64_t>(n) - 1))] = false;
+      if (n == 1) r.allowed[0] = true;
+    }
+    Duration dm = r.runtime + coalloc_overhead(r);
+    std::size_t limit = r.max_parts == 0 ? n : r.max_parts;
+    Time best = kForever;
+    for (Time t = r.ready; t <= 300 && t < best; ++t) {
+      std::vector<Amount> m;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!r.allowed.empty() && !r.allowed[i]) continue;
+        if (g.profiles[i].min_over(t, r.runtime).value() >= r.nodes)
+          best = std::min(best, t + r.runtime);
+        m.push_back(std::max<Amount>(0, g.profiles[i].min_over(t, dm).value()));
+      }
+      std::sort(m.rbegin(), m.rend());
+      Amount top = 0;
+      for (std::size_t k = 0; k < m.size() && k < limit; ++k) top += m[k];
+      if (limit >= 2 && top >= r.nodes) best = std::min(best, t + dm);
+    }
+    PlannerState st;
+    auto f = plan_flexco(r, g.views, st);
+    if (best == kForever) {
+      ck_assert_msg(!f.ok(), "round %d: flexco found a plan where none exists", round);
+      EQ(static_cast<int>(f.error().code), static_cast<int>(Errc::kNoFit));
+      continue;
+    }
+    ++found;
+    ck_assert_msg(f.ok(), "round %d: flexco: %s", round,
+                  f.ok() ? "" : f.error().message.c_str());
+    check_feasible("flexco", round, f.value(), r, g.views);
+    ck_assert_msg(f.value().end() == best, "round %d: flexco ends %" PRId64 ", best %" PRId64,
+                  round, f.value().end(), best);
+    if (f.value().split()) ++split;
+    for (Policy pol : {Policy::kCoarp, Policy::kHpcm, Policy::kCores}) {
+      auto p = plan_coalloc(pol, r, g.views, st);
+      if (pol == Policy::kHpcm && !p.ok()) continue;  // capacity-filled schemes may never fit
+      ck_assert_msg(p.ok(), "round %d: %s: %s", round, policy_name(pol),
+                    p.ok() ? "" : p.error().message.c_str());
+      check_feasible(policy_name(pol), round, p.value(), r, g.views);
+      ck_assert(p.value().end() >= best);
+      if (pol == Policy::kCoarp && r.max_parts == 0)
+        ck_assert_msg(p.value().end() == best, "round %d: coarp ends %" PRId64 ", best %" PRId64,
+                      round, p.value().end(), best);
+    }
+    // Rescheduling a plan an hour late finds the best end again.
+    CoallocPlan late = f.value();
+    late.start += 3600;
+    auto d = reschedule_coalloc(r, late, g.views, r.ready);
+    OK(d);
+    ck_assert(d.value().kind != RescheduleKind::kNone);
+    EQ(d.value().plan.end(), best);
+    check_feasible("reschedule", round, d.value().plan, r, g.views);
+  }
+  // The generator must exercise both outcomes.
+  ck_assert_msg(found > 1000 && split > 150, "found %d, split %d", found, split);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // Validation, through every policy
 
 struct BadCase {
@@ -832,7 +956,7 @@ Suite* coalloc_suite() {
   tcase_add_test(tc, coarp_composition_order);
   tcase_add_test(tc, coarp_whole_slot_and_split);
   tcase_add_test(tc, coarp_explicit_offers);
-  tcase_add_test(tc, coarp_more_slots_on_demand);
+  tcase_add_test(tc, coarp_profiles_change_point);
   tcase_add_loop_test(tc, hpcm_site_values, 0, N(kSiteCases));
   tcase_add_test(tc, hpcm_plan_probability_is_product);
   tcase_add_test(tc, hpcm_choice);
@@ -845,6 +969,7 @@ Suite* coalloc_suite() {
   tcase_add_loop_test(tc, reschedule_decision, 0, N(kReschedCases));
   tcase_add_test(tc, reschedule_no_gain_and_errors);
   tcase_add_test(tc, reschedule_pass_order);
+  tcase_add_test(tc, random_against_brute_force);
   tcase_add_loop_test(tc, invalid_inputs, 0, N(kBadCases));
   tcase_add_loop_test(tc, invalid_options, 0, N(kBadOptionCases));
   suite_add_tcase(s, tc);
