@@ -35,6 +35,9 @@ struct Engine::Cluster {
   std::string cached_profile;  // publish mode
   std::int64_t cached_at = 0;
   std::int64_t event_seq = 0;
+  // Reconciled with the database since this flexcod started; until then
+  // the cluster is not planned on (its orphans are not known yet).
+  std::atomic<bool> reconciled{false};
 
   void note(bool answered, const std::string& error) {
     std::lock_guard<std::mutex> lock(m);
@@ -508,6 +511,10 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
       if (!clusters_[i]->client) continue;
       if (std::find(spec.clusters.begin(), spec.clusters.end(), n) == spec.clusters.end()) continue;
       if (excluded.count(n)) continue;
+      if (!clusters_[i]->reconciled) {
+        if (round == 0) reasons += (reasons.empty() ? "" : "; ") + n + " not reconciled yet";
+        continue;
+      }
       which.push_back(i);
     }
     if (which.empty()) {
@@ -926,8 +933,9 @@ bool Engine::reconcile_cluster(std::size_t ci) {
     lock.unlock();
     finish_if_done(p.co_id);
   }
-  // Orphans: live flexco reservations made before this flexcod started
-  // that no part of ours holds.
+  // Orphans: live flexco reservations that no part of ours holds.  Nothing
+  // is planned on this cluster before this pass ends, so every reservation
+  // of ours is in the database already.
   bump("messages.list");
   auto list = c.client->list_reservations();
   if (!list.ok()) {
@@ -942,7 +950,7 @@ bool Engine::reconcile_cluster(std::size_t ci) {
   }
   for (const auto& r : list.value()) {
     if (r.state != "tentative" && r.state != "confirmed" && r.state != "creating") continue;
-    if (known.count(r.id) || (r.created != 0 && r.created >= started_)) continue;
+    if (known.count(r.id)) continue;
     bump("orphans");
     bump("messages.delete");
     auto d = c.client->delete_reservation(r.id, "flexcod-" + store_.instance() + "-orphan-" +
@@ -976,6 +984,7 @@ bool Engine::reconcile_cluster(std::size_t ci) {
     std::string err;
     store_.update_part(p, "part job " + st + " at recovery", &err);
   }
+  c.reconciled = true;
   fc_info("cluster %s: reconciled", c.conf.name.c_str());
   return true;
 }
@@ -1351,7 +1360,7 @@ ApiResult Engine::submit(const Caller& who, const json_t* body) {
   if (s.dry_run) {
     std::vector<std::size_t> which;
     for (std::size_t i = 0; i < clusters_.size(); ++i) {
-      if (clusters_[i]->client &&
+      if (clusters_[i]->client && clusters_[i]->reconciled &&
           std::find(s.clusters.begin(), s.clusters.end(), clusters_[i]->conf.name) != s.clusters.end()) {
         which.push_back(i);
       }
@@ -1578,6 +1587,7 @@ ApiResult Engine::clusters() {
     set_opt_int(o, "last_contact", c->last_contact);
     set_opt_str(o, "last_error", c->last_error);
     set_int(o, "event_seq", c->event_seq);
+    set(o, "reconciled", json_boolean(c->reconciled.load()));
     set_opt_int(o, "nodes", c->nodes, -1);
     json_array_append_new(a, o);
   }

@@ -46,9 +46,11 @@ class Flexcod:
         return r.status, r.json
 
     def listening(self):
+        """It answers, and has reconciled every cluster with its database."""
         try:
-            return self.client().get("/v1/clusters").status == 200
-        except OSError:
+            r = self.client().get("/v1/clusters")
+            return r.status == 200 and all(c.get("reconciled") for c in r.json["clusters"])
+        except (OSError, KeyError, TypeError):
             return False
 
     def restart(self, kill9=True, env=None, while_down=None):

@@ -30,10 +30,11 @@ def main():
         # -- clusters ------------------------------------------------------
         def all_reachable():
             cl = (c.get("/v1/clusters").json or {}).get("clusters", [])
-            return len(cl) == 3 and all(x.get("reachable") for x in cl) and cl
+            return len(cl) == 3 and all(x.get("reachable") and x.get("reconciled")
+                                        for x in cl) and cl
         cl = t.wait_for(all_reachable, 30, "flexcod to reach every cluster") or []
         t.ok([x["name"] for x in cl] == ["alpha", "beta", "gamma"],
-             "GET /v1/clusters: alpha, beta, gamma, all reachable", "%r" % cl)
+             "GET /v1/clusters: alpha, beta, gamma, all reachable and reconciled", "%r" % cl)
 
         # -- dry run ---------------------------------------------------------
         st, doc = fc.submit({"nodes": 10, "duration": 300, "dry_run": True})
@@ -66,6 +67,13 @@ def main():
         t.ok(t.wait_for(lambda: nothing_left(grid), 30, "its reservation to go"),
              "its reservation was released when its part job ended",
              "%r" % slurm_reservations(grid))
+
+        # Slurm starts a job only on idle nodes: a node still cleaning up
+        # after the last job would delay one part for reasons of its own.
+        def all_idle():
+            return all(set(grid.run(c, ["sinfo", "-h", "-o", "%t"]).stdout.split()) == {"idle"}
+                       for c in ("alpha", "beta", "gamma"))
+        t.wait_for(all_idle, 60, "every node to be idle")
 
         # -- larger than any cluster -------------------------------------------
         t0 = time.monotonic()

@@ -160,6 +160,18 @@ START_TEST(read_file_and_path_choice) {
 }
 END_TEST
 
+// The example shipped in contrib/ must parse (FLEXCO_SRCDIR from make check).
+START_TEST(contrib_example_parses) {
+  const char* src = std::getenv("FLEXCO_SRCDIR");
+  const std::string path = std::string(src != nullptr ? src : ".") + "/contrib/flexcod.conf.example";
+  auto r = conf::read_file(path);
+  ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+  ck_assert_int_eq(r.value().clusters.size(), 2);
+  ck_assert(r.value().clusters[1].partition == "batch");
+  ck_assert_int_eq(r.value().listen_port, 26990);
+}
+END_TEST
+
 START_TEST(debug_levels) {
   for (int i = 0; i <= 9; ++i) {
     ck_assert_int_eq(conf::debug_level_from_name(conf::debug_level_name(i)), i);
@@ -176,6 +188,7 @@ Suite* make_suite() {
   tcase_add_test(tc, defaults_and_case);
   tcase_add_loop_test(tc, bad_inputs, 0, static_cast<int>(sizeof(kBad) / sizeof(kBad[0])));
   tcase_add_test(tc, read_file_and_path_choice);
+  tcase_add_test(tc, contrib_example_parses);
   tcase_add_test(tc, debug_levels);
   suite_add_tcase(s, tc);
   return s;

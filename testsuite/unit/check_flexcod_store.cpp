@@ -1,0 +1,270 @@
+// Unit tests of src/flexcod/store (real SQLite files in a mkdtemp folder):
+// schema creation, the instance id kept across reopenings, WAL mode,
+// co-allocations and parts written with one transition per state change,
+// list filters, parts by state, moves, event sequence numbers, and that a
+// second connection (another process after a crash) sees every committed
+// change.
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "flexcod/store.hpp"
+
+#include <check.h>
+
+using flexcod::CoRecord;
+using flexcod::PartRecord;
+using flexcod::Store;
+
+namespace {
+
+std::string g_dir;
+
+std::string fresh_path(const char* name) {
+  const std::string p = g_dir + "/" + name;
+  std::remove(p.c_str());
+  std::remove((p + "-wal").c_str());
+  std::remove((p + "-shm").c_str());
+  return p;
+}
+
+CoRecord sample_co() {
+  CoRecord c;
+  c.uid = 1000;
+  c.user = "alice";
+  c.state = "planning";
+  c.policy = "flexco";
+  c.nodes = 10;
+  c.duration = 600;
+  c.overhead = 0.25;
+  c.ready = 100;
+  c.clusters = {"alpha", "beta"};
+  c.max_parts = 4;
+  c.request = "{\"nodes\":10}";
+  return c;
+}
+
+PartRecord sample_part(std::int64_t co, int attempt, int idx, const char* cluster, const char* state) {
+  PartRecord p;
+  p.co_id = co;
+  p.attempt = attempt;
+  p.idx = idx;
+  p.cluster = cluster;
+  p.nodes = 5;
+  p.state = state;
+  p.resv_key = "k-" + std::to_string(idx);
+  p.planned_start = 200;
+  p.planned_end = 860;
+  return p;
+}
+
+START_TEST(open_creates_and_keeps_instance) {
+  const std::string path = fresh_path("a.db");
+  std::string err, inst;
+  {
+    auto s = Store::open(path, &err);
+    ck_assert_msg(s != nullptr, "%s", err.c_str());
+    inst = s->instance();
+    ck_assert_int_eq(inst.size(), 16);
+  }
+  auto s2 = Store::open(path, &err);
+  ck_assert(s2 != nullptr);
+  ck_assert(s2->instance() == inst);
+  // WAL mode is persistent in the file.
+  sqlite3* db = nullptr;
+  ck_assert(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr);
+  ck_assert(sqlite3_step(st) == SQLITE_ROW);
+  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+END_TEST
+
+START_TEST(open_fails_with_reason) {
+  std::string err;
+  auto s = Store::open(g_dir + "/no/such/dir/x.db", &err);
+  ck_assert(s == nullptr);
+  ck_assert_msg(err.find("no/such/dir") != std::string::npos, "%s", err.c_str());
+}
+END_TEST
+
+START_TEST(coalloc_round_trip_and_transitions) {
+  std::string err;
+  auto s = Store::open(fresh_path("b.db"), &err);
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "submitted", &err));
+  ck_assert_int_eq(c.id, 1);
+  auto got = s->get_coalloc(1);
+  ck_assert(got.has_value());
+  ck_assert(got->user == "alice" && got->nodes == 10 && got->overhead == 0.25);
+  ck_assert(got->clusters.size() == 2 && got->clusters[1] == "beta");
+  ck_assert(got->request == "{\"nodes\":10}");
+
+  // planning -> committing with two parts, one transaction.
+  c.state = "committing";
+  c.attempt = 1;
+  std::vector<PartRecord> parts = {sample_part(1, 1, 0, "alpha", "reserving"),
+                                   sample_part(1, 1, 1, "beta", "reserving")};
+  ck_assert(s->write(c, parts, "attempt 1", &err));
+  // One part changes, the other does not: one transition only.
+  parts[0].state = "tentative";
+  parts[0].reservation_id = 7;
+  ck_assert(s->write(c, parts, "reserved", &err));
+  parts[1].state = "released";
+  ck_assert(s->update_part(parts[1], "refused", &err));
+  auto tr = s->transitions(1);
+  std::vector<std::string> tos;
+  for (const auto& t : tr) tos.push_back(t.what + ":" + t.to);
+  const std::vector<std::string> want = {
+      "coallocation:planning", "coallocation:committing",
+      "part 0 (attempt 1, alpha):reserving", "part 1 (attempt 1, beta):reserving",
+      "part 0 (attempt 1, alpha):tentative", "part 1 (attempt 1, beta):released"};
+  ck_assert_int_eq(tos.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ck_assert_msg(tos[i] == want[i], "%zu: %s != %s", i, tos[i].c_str(), want[i].c_str());
+  }
+  ck_assert(tr[1].from == "planning" && tr[1].reason == "attempt 1");
+  auto ps = s->parts(1, true);
+  ck_assert_int_eq(ps.size(), 2);
+  ck_assert(ps[0].reservation_id == 7 && ps[0].resv_key == "k-0");
+}
+END_TEST
+
+START_TEST(attempts_and_states) {
+  std::string err;
+  auto s = Store::open(fresh_path("c.db"), &err);
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "x", &err));
+  c.state = "committing";
+  auto old = sample_part(c.id, 1, 0, "alpha", "released");
+  old.current = false;
+  ck_assert(s->write(c, {old, sample_part(c.id, 2, 0, "beta", "cancelling")}, "attempt 2", &err));
+  ck_assert_int_eq(s->parts(c.id, true).size(), 1);
+  ck_assert_int_eq(s->parts(c.id, false).size(), 2);
+  auto canc = s->parts_in_states({"cancelling"});
+  ck_assert_int_eq(canc.size(), 1);
+  ck_assert(canc[0].cluster == "beta" && canc[0].attempt == 2);
+  ck_assert_int_eq(s->in_states({"committing"}).size(), 1);
+  ck_assert_int_eq(s->in_states({"planning", "scheduled"}).size(), 0);
+}
+END_TEST
+
+START_TEST(list_filters) {
+  std::string err;
+  auto s = Store::open(fresh_path("d.db"), &err);
+  const char* states[] = {"scheduled", "completed", "failed", "running"};
+  for (int i = 0; i < 4; ++i) {
+    CoRecord c = sample_co();
+    c.uid = i % 2 ? 1000 : 2000;
+    c.state = states[i];
+    ck_assert(s->insert_coalloc(&c, "x", &err));
+  }
+  ck_assert_int_eq(s->list_coallocs(-1, "", 100).size(), 4);
+  ck_assert_int_eq(s->list_coallocs(1000, "", 100).size(), 2);
+  ck_assert_int_eq(s->list_coallocs(-1, "active", 100).size(), 2);
+  ck_assert_int_eq(s->list_coallocs(-1, "failed", 100).size(), 1);
+  ck_assert_int_eq(s->list_coallocs(-1, "", 3).size(), 3);
+  ck_assert_int_eq(s->list_coallocs(-1, "", 100)[0].id, 4);  // newest first
+  auto counts = s->count_by_state();
+  ck_assert_int_eq(counts["scheduled"], 1);
+  ck_assert_int_eq(counts.size(), 4);
+}
+END_TEST
+
+START_TEST(moves_and_event_seq) {
+  std::string err;
+  auto s = Store::open(fresh_path("e.db"), &err);
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "x", &err));
+  flexcod::MoveRecord m;
+  m.time = 5;
+  m.kind = "shift";
+  m.from_start = 100;
+  m.to_start = 50;
+  m.from_parts = "[{\"cluster\":\"alpha\",\"nodes\":5}]";
+  m.to_parts = m.from_parts;
+  m.reason = "early end on alpha";
+  ck_assert(s->add_move(c.id, m, &err));
+  auto ms = s->moves(c.id);
+  ck_assert_int_eq(ms.size(), 1);
+  ck_assert(ms[0].kind == "shift" && ms[0].to_start == 50 && ms[0].reason == m.reason);
+  ck_assert_int_eq(s->event_seq("alpha"), 0);
+  ck_assert(s->set_event_seq("alpha", 42, &err));
+  ck_assert(s->set_event_seq("alpha", 43, &err));
+  ck_assert_int_eq(s->event_seq("alpha"), 43);
+  ck_assert_int_eq(s->event_seq("beta"), 0);
+}
+END_TEST
+
+START_TEST(committed_changes_survive_for_another_connection) {
+  const std::string path = fresh_path("f.db");
+  std::string err;
+  auto s = Store::open(path, &err);
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "x", &err));
+  c.state = "committing";
+  ck_assert(s->write(c, {sample_part(c.id, 1, 0, "alpha", "reserving")}, "attempt 1", &err));
+  // Without closing the first (as after a crash), a second opening sees it.
+  auto other = Store::open(path, &err);
+  ck_assert_msg(other != nullptr, "%s", err.c_str());
+  auto got = other->get_coalloc(c.id);
+  ck_assert(got && got->state == "committing");
+  auto ps = other->parts_in_states({"reserving"});
+  ck_assert_int_eq(ps.size(), 1);
+  ck_assert(ps[0].resv_key == "k-0");
+}
+END_TEST
+
+START_TEST(unknown_coalloc_write_fails) {
+  std::string err;
+  auto s = Store::open(fresh_path("g.db"), &err);
+  CoRecord c = sample_co();
+  c.id = 99;
+  ck_assert(!s->write(c, {}, "x", &err));
+  ck_assert_msg(err.find("99") != std::string::npos, "%s", err.c_str());
+  ck_assert(!s->get_coalloc(99).has_value());
+  ck_assert_int_eq(s->transitions(99).size(), 0);
+}
+END_TEST
+
+Suite* make_suite() {
+  Suite* s = suite_create("flexcod_store");
+  TCase* tc = tcase_create("sqlite");
+  tcase_add_test(tc, open_creates_and_keeps_instance);
+  tcase_add_test(tc, open_fails_with_reason);
+  tcase_add_test(tc, coalloc_round_trip_and_transitions);
+  tcase_add_test(tc, attempts_and_states);
+  tcase_add_test(tc, list_filters);
+  tcase_add_test(tc, moves_and_event_seq);
+  tcase_add_test(tc, committed_changes_survive_for_another_connection);
+  tcase_add_test(tc, unknown_coalloc_write_fails);
+  tcase_set_timeout(tc, 30);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+}  // namespace
+
+int main() {
+  char dir[] = "/tmp/check_flexcod_store.XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    std::printf("Bail out! mkdtemp failed\n");
+    return 1;
+  }
+  g_dir = dir;
+  SRunner* sr = srunner_create(make_suite());
+  srunner_set_tap(sr, "-");
+  srunner_run_all(sr, CK_SILENT);
+  const int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  std::string cmd = "rm -rf '" + g_dir + "'";
+  if (std::system(cmd.c_str()) != 0) std::printf("# could not remove %s\n", g_dir.c_str());
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
