@@ -474,7 +474,7 @@ void render_show(const Options& o, const json_t* ex, Output* out) {
   if (!rows.empty()) {
     FormatSpec spec;
     std::string err;
-    parse_format("%19t %20w %12f %12o %r", hist, &spec, &err);
+    parse_format("%19t %26w %12f %12o %r", hist, &spec, &err);
     out->out += o.noheader ? "" : "\nHISTORY\n";
     out->out += render_table(spec, hist, rows, o.noheader);
   }
