@@ -27,6 +27,7 @@
 
 #include "agent.h"
 #include "events.h"
+#include "history.h"
 #include "http.h"
 #include "resv.h"
 
@@ -84,6 +85,7 @@ static void *_agent(void *arg)
 		if (!http_running())
 			(void) http_start(agent_conf);	/* retried each period */
 		flexco_resv_tick();	/* deadlines, orphans, state file */
+		history_tick();		/* idle nodes per partition, state file */
 
 		slurm_mutex_lock(&agent_lock);
 		summary = s;
@@ -126,6 +128,11 @@ extern int flexco_agent_start(const flexco_conf_t *conf)
 	if (events_start(conf) != SLURM_SUCCESS)
 		return SLURM_ERROR;
 
+	if (history_start(conf) != SLURM_SUCCESS) {
+		events_stop();
+		return SLURM_ERROR;
+	}
+
 	slurm_mutex_lock(&agent_lock);
 	agent_conf = conf;
 	agent_stop = false;
@@ -134,6 +141,7 @@ extern int flexco_agent_start(const flexco_conf_t *conf)
 		slurm_mutex_unlock(&agent_lock);
 		error("%s: cannot create agent thread: %s",
 		      plugin_type, strerror(rc));
+		history_stop();
 		events_stop();
 		return SLURM_ERROR;
 	}
@@ -161,6 +169,7 @@ extern void flexco_agent_stop(void)
 	info("%s: agent thread joined", plugin_type);
 
 	http_stop();	/* answers the long polls still waiting */
+	history_stop();	/* saves the idle-node history a last time */
 	events_stop();	/* saves the events' state a last time */
 }
 

@@ -7,6 +7,7 @@
 #include "src/common/slurm_xlator.h"	/* must be first */
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,14 +36,19 @@ static s_p_options_t flexco_options[] = {
 	{.key = "ListenPort", .type = S_P_UINT16},
 	{.key = "MaxConnections", .type = S_P_UINT32},
 	{.key = "MaxRequestSize", .type = S_P_UINT32},
+	{.key = "MinFit", .type = S_P_STRING},
 	{.key = "MungeSocket", .type = S_P_STRING},
+	{.key = "PResHistoryInterval", .type = S_P_UINT32},
+	{.key = "PResHistoryPeriod", .type = S_P_UINT32},
 	{.key = "PublishedShare", .type = S_P_UINT16},
+	{.key = "QueryUsers", .type = S_P_STRING},
 	{.key = NULL}
 };
 
 #define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
 	"EventBufferSize, ListenAddress, ListenPort, MaxConnections, " \
-	"MaxRequestSize, MungeSocket, PublishedShare"
+	"MaxRequestSize, MinFit, MungeSocket, PResHistoryInterval, " \
+	"PResHistoryPeriod, PublishedShare, QueryUsers"
 
 /* Read an optional uint32 key with a default and an inclusive range. */
 static int _get_u32(s_p_hashtbl_t *tbl, const char *path, const char *key,
@@ -67,31 +73,37 @@ static int _valid_address(const char *addr)
 }
 
 /* "root,slurm,1234" -> uids; every name must exist. */
-static int _parse_users(flexco_conf_t *conf)
+static int _parse_user_list(const char *path, const char *key,
+			    const char *list, uid_t **uids, int *cnt)
 {
 	char *copy, *tok, *save = NULL;
 	int rc = SLURM_SUCCESS;
 
-	if (!conf->daemon_users || !conf->daemon_users[0])
+	if (!list || !list[0])
 		return SLURM_SUCCESS;
 
-	copy = xstrdup(conf->daemon_users);
+	copy = xstrdup(list);
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		uid_t uid;
 
 		if (uid_from_string(tok, &uid) != SLURM_SUCCESS) {
-			error("%s: %s: DaemonUsers: unknown user '%s'",
-			      plugin_type, conf->path, tok);
+			error("%s: %s: %s: unknown user '%s'",
+			      plugin_type, path, key, tok);
 			rc = SLURM_ERROR;
 			break;
 		}
-		xrealloc(conf->daemon_uids,
-			 sizeof(uid_t) * (conf->daemon_uid_cnt + 1));
-		conf->daemon_uids[conf->daemon_uid_cnt++] = uid;
+		xrealloc(*uids, sizeof(uid_t) * (*cnt + 1));
+		(*uids)[(*cnt)++] = uid;
 	}
 	xfree(copy);
 	return rc;
+}
+
+static int _parse_users(flexco_conf_t *conf)
+{
+	return _parse_user_list(conf->path, "DaemonUsers", conf->daemon_users,
+				&conf->daemon_uids, &conf->daemon_uid_cnt);
 }
 
 extern flexco_conf_t *flexco_conf_read_file(const char *path)
@@ -149,8 +161,42 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	    _get_u32(tbl, path, "EventBufferSize", &conf->event_buffer_size,
 		     FLEXCO_DEFAULT_EVENT_BUFFER_SIZE,
 		     FLEXCO_MIN_EVENT_BUFFER_SIZE,
-		     FLEXCO_MAX_EVENT_BUFFER_SIZE))
+		     FLEXCO_MAX_EVENT_BUFFER_SIZE) ||
+	    _get_u32(tbl, path, "PResHistoryPeriod", &conf->history_period,
+		     FLEXCO_DEFAULT_HISTORY_PERIOD, 60, 7 * 86400) ||
+	    _get_u32(tbl, path, "PResHistoryInterval",
+		     &conf->history_interval,
+		     FLEXCO_DEFAULT_HISTORY_INTERVAL, 5, 86400))
 		goto fail;
+	if (conf->history_interval > conf->history_period) {
+		error("%s: %s: PResHistoryInterval=%u is longer than PResHistoryPeriod=%u",
+		      plugin_type, path, conf->history_interval,
+		      conf->history_period);
+		goto fail;
+	}
+
+	s_p_get_string(&conf->query_users, "QueryUsers", tbl);
+	if (_parse_user_list(path, "QueryUsers", conf->query_users,
+			     &conf->query_uids, &conf->query_uid_cnt))
+		goto fail;
+
+	conf->min_fit = 0.0;
+	{
+		char *mf = NULL, *end = NULL;
+
+		if (s_p_get_string(&mf, "MinFit", tbl)) {
+			errno = 0;
+			conf->min_fit = strtod(mf, &end);
+			if (errno || (end == mf) || *end ||
+			    !(conf->min_fit >= 0.0) || (conf->min_fit > 1.0)) {
+				error("%s: %s: MinFit=%s is not a number in [0, 1]",
+				      plugin_type, path, mf);
+				xfree(mf);
+				goto fail;
+			}
+			xfree(mf);
+		}
+	}
 
 	if (!s_p_get_uint16(&conf->published_share, "PublishedShare", tbl))
 		conf->published_share = FLEXCO_DEFAULT_PUBLISHED_SHARE;
@@ -199,6 +245,8 @@ extern void flexco_conf_free(flexco_conf_t *conf)
 	xfree(conf->daemon_users);
 	xfree(conf->daemon_uids);
 	xfree(conf->munge_socket);
+	xfree(conf->query_users);
+	xfree(conf->query_uids);
 	xfree(conf);
 }
 
@@ -230,7 +278,14 @@ extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list)
 		  xstrdup_printf("%u", conf->max_connections));
 	_add_pair(list, "MaxRequestSize",
 		  xstrdup_printf("%u", conf->max_request_size));
+	_add_pair(list, "MinFit", xstrdup_printf("%.2f", conf->min_fit));
 	_add_pair(list, "MungeSocket", xstrdup(conf->munge_socket));
+	_add_pair(list, "PResHistoryInterval",
+		  xstrdup_printf("%u sec", conf->history_interval));
+	_add_pair(list, "PResHistoryPeriod",
+		  xstrdup_printf("%u sec", conf->history_period));
 	_add_pair(list, "PublishedShare",
 		  xstrdup_printf("%u%%", conf->published_share));
+	_add_pair(list, "QueryUsers",
+		  xstrdup(conf->query_users ? conf->query_users : "(any)"));
 }

@@ -24,6 +24,8 @@
 #define FLEXCO_DEFAULT_EVENT_BUFFER_SIZE 4096
 #define FLEXCO_MIN_EVENT_BUFFER_SIZE 8
 #define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
+#define FLEXCO_DEFAULT_HISTORY_INTERVAL 300
+#define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
 
 /* Read-only after flexco_conf_read(); safe to share between threads. */
 typedef struct {
@@ -41,6 +43,12 @@ typedef struct {
 	uint32_t auth_max_skew;		/* AuthMaxSkew, seconds */
 	uint32_t event_buffer_size;	/* EventBufferSize, events retained */
 	char *munge_socket;	/* MungeSocket, else slurm.conf AuthInfo */
+	uint32_t history_interval;	/* PResHistoryInterval, seconds (L) */
+	uint32_t history_period;	/* PResHistoryPeriod, seconds (ap) */
+	char *query_users;	/* QueryUsers as written, NULL: anyone */
+	uid_t *query_uids;	/* ... resolved */
+	int query_uid_cnt;
+	double min_fit;		/* MinFit: admission threshold, 0 = off */
 } flexco_conf_t;
 
 /*

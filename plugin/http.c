@@ -41,9 +41,11 @@
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "events.h"
+#include "history.h"
 #include "http.h"
 #include "resv.h"
 #include "snapshot.h"
+#include "willrun.h"
 
 extern const char plugin_type[];
 
@@ -72,6 +74,7 @@ static const uint64_t lat_bounds[] = { 1000, 10000, 100000, 1000000 };
 #define N_LAT (sizeof(lat_bounds) / sizeof(lat_bounds[0]) + 1)
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static const flexco_conf_t *hconf = NULL;	/* set by http_start() */
 static uint64_t stat_count[EP_COUNT][N_CODES + 1];	/* +1: other codes */
 static uint64_t stat_lat[EP_COUNT][N_LAT];
 static time_t started_at;
@@ -116,6 +119,8 @@ struct req {
 	uint64_t t0;
 	int ep;
 	int status;
+	uid_t uid;		/* authenticated caller */
+	gid_t gid;
 	/* a long poll (GET /v1/events?wait=N), authenticated and suspended */
 	bool longpoll;
 	struct MHD_Connection *conn;
@@ -631,6 +636,9 @@ static json_t *_stats_json(void)
 		"timed_out", (json_int_t) waits_timed_out));
 	slurm_mutex_unlock(&wait_lock);
 	json_object_set_new(root, "events", events_stats_json());
+	json_object_set_new(root, "reservations", flexco_resv_stats_json());
+	json_object_set_new(root, "history_samples",
+			    json_integer((json_int_t) history_samples()));
 	json_object_set_new(root, "started", json_integer(started_at));
 	json_object_set_new(root, "now", json_integer(time(NULL)));
 	json_object_set_new(root, "requests", reqs);
@@ -761,15 +769,27 @@ static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 	static const char *const allowed[] = { NULL };
 	char code[64], err[512], *json = NULL;
 	flexco_snapshot_t *snap;
+	flexco_histories_t *hist;
+	flexco_will_run_params_t wp;
+	flexco_will_run_answer_t wa;
+	bool asked;
 	int status;
 
 	if (_unknown_arg(c, allowed))
 		return _error(c, req, 400, "bad_parameter",
 			      "probe takes no query parameters");
+	asked = flexco_probe_will_run_params(req->body, req->body_len, &wp);
+	hist = history_copy();
 	snap = snapshot_take();
-	status = flexco_probe_json(snap, req->body, req->body_len,
-				   published_share, PROBE_VALID_FOR, &json,
-				   code, sizeof(code), err, sizeof(err));
+	if (asked)	/* after the snapshot: offers see the state before it */
+		willrun_ask(req->uid, req->gid, &wp, &wa);
+	status = flexco_probe_json_ex(snap, req->body, req->body_len,
+				      published_share, PROBE_VALID_FOR, hist,
+				      asked ? &wa : NULL, &json, code,
+				      sizeof(code), err, sizeof(err));
+	if (asked)
+		willrun_free(&wa);
+	flexco_histories_free(hist);
 	snapshot_free(snap);
 	return _send(c, req, status, json, NULL);
 }
@@ -783,6 +803,23 @@ static const route_t routes[] = {
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* ---------------------------------------------------------------------- */
+
+/* QueryUsers: who may read profiles, probes, events and stats (daemon
+ * users always may); none listed means any authenticated user. */
+static bool _may_query(uid_t uid)
+{
+	int i;
+
+	if (!hconf || !hconf->query_uid_cnt)
+		return true;
+	for (i = 0; i < hconf->query_uid_cnt; i++)
+		if (hconf->query_uids[i] == uid)
+			return true;
+	for (i = 0; i < hconf->daemon_uid_cnt; i++)
+		if (hconf->daemon_uids[i] == uid)
+			return true;
+	return false;
+}
 
 static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 				 const char *url, const char *method)
@@ -839,7 +876,15 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 		}
 		return _error(c, req, 404, "not_found", "no such endpoint");
 	}
+	if (!_may_query(uid)) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "uid %u is not in QueryUsers", uid);
+		return _error(c, req, 403, "forbidden", msg);
+	}
 	debug2("%s: %s %s uid=%u", plugin_type, method, req->uri, uid);
+	req->uid = uid;
+	req->gid = gid;
 	return route->fn(c, req);
 }
 
@@ -943,6 +988,7 @@ extern int http_start(const flexco_conf_t *conf)
 	}
 	max_body = conf->max_request_size;
 	published_share = conf->published_share;
+	hconf = conf;
 
 	memset(&sin, 0, sizeof(sin));
 	memset(&sin6, 0, sizeof(sin6));

@@ -46,11 +46,13 @@
 #include "src/slurmctld/reservation.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "events.h"
 #include "jobs.h"
 #include "resv.h"
 #include "snapshot.h"
+#include "statefile.h"
 
 extern const char plugin_type[];
 
@@ -112,6 +114,7 @@ static int rv_cnt = 0;
 static idem_t idem[IDEM_MAX];
 static int idem_next = 0;
 static uint64_t next_id = 1;
+static uint64_t refused_busy = 0, refused_fit = 0;	/* under resv_lock */
 
 /* ---------------------------------------------------------------------- */
 /* helpers */
@@ -292,9 +295,8 @@ static int _replay(idem_t *e, char **json_out)
 static int _save(void)
 {
 	json_t *root = json_object(), *list = json_array(), *keys = json_array();
-	char *tmp = NULL, *text;
-	int fd, i, rc = SLURM_SUCCESS;
-	size_t len, off = 0;
+	char *text;
+	int i, rc;
 
 	for (i = 0; i < rv_cnt; i++)
 		json_array_append_new(list, _rv_json(&rvs[i]));
@@ -316,38 +318,8 @@ static int _save(void)
 	if (!text)
 		return SLURM_ERROR;
 
-	tmp = xstrdup_printf("%s.new", state_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		error("%s: cannot write %s: %m", plugin_type, tmp);
-		rc = SLURM_ERROR;
-		goto out;
-	}
-	len = strlen(text);
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if ((n < 0) && (errno == EINTR))
-			continue;
-		if (n <= 0) {
-			error("%s: cannot write %s: %m", plugin_type, tmp);
-			rc = SLURM_ERROR;
-			break;
-		}
-		off += n;
-	}
-	if ((rc == SLURM_SUCCESS) && fsync(fd)) {
-		error("%s: fsync %s: %m", plugin_type, tmp);
-		rc = SLURM_ERROR;
-	}
-	close(fd);
-	if ((rc == SLURM_SUCCESS) && rename(tmp, state_path)) {
-		error("%s: rename %s: %m", plugin_type, tmp);
-		rc = SLURM_ERROR;
-	}
-out:
+	rc = statefile_write("reservations", state_path, text);
 	free(text);
-	xfree(tmp);
 	return rc;
 }
 
@@ -719,6 +691,40 @@ static int _check_free(const char *partition, int64_t start, int64_t dur,
 	return 200;
 }
 
+/*
+ * MinFit: the what-if fitness of the exact slot (how much it would delay
+ * the planned local queue, thesis eq. 9.8) must reach the configured
+ * threshold.  Computed on a fresh snapshot, after its locks are released.
+ */
+static int _check_fit(const char *partition, int64_t start, int64_t dur,
+		      uint32_t nodes, char **json_out)
+{
+	flexco_snapshot_t *snap;
+	char code[64], err[512], verdict[32];
+	double fit = 0.0;
+	int status;
+
+	if (!(rconf->min_fit > 0.0))
+		return 200;
+	snap = snapshot_take();
+	status = flexco_slot_fit(snap, partition, start, dur, nodes,
+				 rconf->published_share, &fit, verdict,
+				 sizeof(verdict), code, sizeof(code), err,
+				 sizeof(err));
+	snapshot_free(snap);
+	if (status != 200) {
+		*json_out = flexco_error_json(code, err);
+		return status;
+	}
+	if (fit < rconf->min_fit) {
+		*json_out = _err("low_fit",
+				 "the slot's fitness %.3f (%s) is below MinFit %.2f: it would delay planned local jobs",
+				 fit, verdict, rconf->min_fit);
+		return 409;
+	}
+	return 200;
+}
+
 /* ---------------------------------------------------------------------- */
 /* requests */
 
@@ -790,8 +796,18 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		start = now;
 
 	status = _check_free(partition, start, dur, nodes, json_out);
-	if (status != 200)
+	if (status == 200)
+		status = _check_fit(partition, start, dur, nodes, json_out);
+	if (status != 200) {
+		slurm_mutex_lock(&resv_lock);
+		if ((status == 409) && *json_out &&
+		    strstr(*json_out, "\"low_fit\""))
+			refused_fit++;
+		else if (status == 409)
+			refused_busy++;
+		slurm_mutex_unlock(&resv_lock);
 		goto out;
+	}
 
 	slurm_mutex_lock(&resv_lock);
 	if ((seen = _idem_find(request_id, uid))) {	/* raced with itself */
@@ -1383,4 +1399,26 @@ extern void flexco_resv_fini(void)
 	xfree(state_path);
 	rconf = NULL;
 	slurm_mutex_unlock(&resv_lock);
+}
+
+extern json_t *flexco_resv_stats_json(void)
+{
+	json_t *by_state = json_object(), *root;
+	int counts[ST_COUNT] = { 0 };
+	int i;
+
+	slurm_mutex_lock(&resv_lock);
+	for (i = 0; i < rv_cnt; i++)
+		if ((rvs[i].state >= 0) && (rvs[i].state < ST_COUNT))
+			counts[rvs[i].state]++;
+	for (i = 0; i < ST_COUNT; i++)
+		json_object_set_new(by_state, st_names[i],
+				    json_integer(counts[i]));
+	root = json_pack("{s:o, s:{s:I, s:I}, s:I}",
+			 "by_state", by_state,
+			 "refused", "not_available", (json_int_t) refused_busy,
+			 "low_fit", (json_int_t) refused_fit,
+			 "next_id", (json_int_t) next_id);
+	slurm_mutex_unlock(&resv_lock);
+	return root;
 }

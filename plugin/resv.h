@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 #include <sys/types.h>
 
 #include "flexco_conf.h"
@@ -55,5 +56,8 @@ extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_id,
  * behind our back, save the state when it changed.
  */
 extern void flexco_resv_tick(void);
+
+/* Reservation records by state and admission refusals, for /v1/stats. */
+extern json_t *flexco_resv_stats_json(void);
 
 #endif

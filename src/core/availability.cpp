@@ -163,10 +163,16 @@ bool Builder::collect() {
       case FLEXCO_JOB_RUNNING:
         if (!range_ok(j.node_off, j.node_cnt, "job " + num(j.job_id)))
           return false;
-        // A job past its limit (end <= when) still holds its nodes now;
-        // Slurm is about to end it, so it is busy for the current second.
+        // Slurm keeps a running job's nodes out of a new reservation while
+        // the job's end_time >= the reservation's start (reservation.c,
+        // _pick_node_cnt), so the nodes are busy through the end second
+        // itself: free from end + 1.  A job past its limit (end <= when)
+        // still holds its nodes now; Slurm is about to end it, so it is
+        // busy for the current second.
         add_busy(j.node_off, j.node_cnt, when_,
-                 j.end > when_ ? j.end : when_ + 1);
+                 j.end == FLEXCO_SNAP_FOREVER ? j.end
+                 : j.end >= when_             ? j.end + 1
+                                              : when_ + 1);
         break;
       case FLEXCO_JOB_PLANNED:
         if (!range_ok(j.node_off, j.node_cnt, "job " + num(j.job_id)))

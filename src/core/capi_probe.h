@@ -34,6 +34,85 @@ int flexco_probe_json(const flexco_snapshot_t *snap, const char *body,
 		      char **json_out, char *code, size_t codelen, char *err,
 		      size_t errlen);
 
+/*
+ * Idle-node histories per partition, for p_res_method "history" (thesis
+ * §9.4.1; core/idle_history.hpp).  The plugin records every partition's
+ * idle nodes every `interval` seconds, averaged per time of day over
+ * `period` seconds, and saves the text form under StateSaveLocation.  An
+ * object is used by one thread at a time (the plugin guards it).
+ */
+typedef struct flexco_histories flexco_histories_t;
+
+/* NULL on bad shape or out of memory (err says which). */
+flexco_histories_t *flexco_histories_create(int64_t period, int64_t interval,
+					    char *err, size_t errlen);
+/* From saved text; text saved with another period/interval yields an
+ * empty set.  NULL if malformed (err names the line). */
+flexco_histories_t *flexco_histories_load(const char *text, size_t len,
+					  int64_t period, int64_t interval,
+					  char *err, size_t errlen);
+void flexco_histories_free(flexco_histories_t *h);
+/* A deep copy, NULL if out of memory. */
+flexco_histories_t *flexco_histories_copy(const flexco_histories_t *h);
+/* 0 on success, -1 with err set. */
+int flexco_histories_record(flexco_histories_t *h, const char *partition,
+			    int64_t t, int64_t idle, char *err, size_t errlen);
+/* The text form, malloc'd (free()), NULL if out of memory. */
+char *flexco_histories_save(const flexco_histories_t *h);
+
+/*
+ * What a probe request asks of Slurm's will_run: returns 1 and fills *out
+ * when the body is a valid probe request with "will_run": true, else 0
+ * (not asked, or invalid: flexco_probe_json_ex reports why).  nodes is the
+ * smallest node count asked, duration its duration in seconds; partition
+ * is "" for the default one.
+ */
+typedef struct {
+	uint32_t nodes;
+	int64_t duration;
+	int64_t earliest_start;	/* 0: now */
+	char partition[256];
+} flexco_will_run_params_t;
+
+int flexco_probe_will_run_params(const char *body, size_t len,
+				 flexco_will_run_params_t *out);
+
+/* Slurm's answer, as obtained by the plugin. */
+typedef struct {
+	int ok;			/* 1: start/node_list valid; 0: error */
+	int64_t start;
+	uint32_t nodes;
+	uint32_t job_id;	/* the job id the test used up, 0 if none */
+	const char *node_list;	/* may be NULL */
+	const char *error;	/* may be NULL */
+} flexco_will_run_answer_t;
+
+/*
+ * As flexco_probe_json, with the plugin's idle-node histories (may be
+ * NULL) and Slurm's will_run answer (NULL: not asked; it is reported in
+ * the response as "will_run").
+ */
+int flexco_probe_json_ex(const flexco_snapshot_t *snap, const char *body,
+			 size_t len, int share_percent, int64_t valid_for,
+			 const flexco_histories_t *histories,
+			 const flexco_will_run_answer_t *will_run,
+			 char **json_out, char *code, size_t codelen,
+			 char *err, size_t errlen);
+
+/*
+ * The what-if fitness of one exact slot (nodes over [start, start +
+ * duration)) on the snapshot, as a probe would score it (the reservation
+ * admission check of MinFit).  Returns 200 with *fit in [0, 1] and the
+ * verdict ("placed", "collision", "head-delayed", or "unavailable" when
+ * the published availability does not hold the slot: fit 0), else an
+ * error status with code and message as flexco_probe_json.
+ */
+int flexco_slot_fit(const flexco_snapshot_t *snap, const char *partition,
+		    int64_t start, int64_t duration, int64_t nodes,
+		    int share_percent, double *fit, char *verdict,
+		    size_t verdictlen, char *code, size_t codelen, char *err,
+		    size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -110,6 +110,14 @@ Duration ProbeRequest::duration_for(Amount n) const {
   return r < 1 ? 1 : r;
 }
 
+const char* p_res_method_name(PResMethod m) noexcept {
+  switch (m) {
+    case PResMethod::kStatic: return "static";
+    case PResMethod::kHistory: return "history";
+  }
+  return "?";
+}
+
 double p_res_static(Time start, Time now, double h) noexcept {
   double bat = start > now ? static_cast<double>(start - now) : 0.0;
   return 1.0 - std::exp(-bat / h);
@@ -122,7 +130,7 @@ std::variant<ProbeRequest, ProbeError> parse_probe_request(std::string_view body
   if (!json_is_object(root.get())) return bad("the body must be a JSON object");
   if (auto e = check_keys(root.get(), "",
                           {"nodes", "duration", "earliest_start", "latest_end", "max_offers",
-                           "distribution", "p_res_method", "partition"}))
+                           "distribution", "p_res_method", "partition", "will_run"}))
     return *e;
 
   ProbeRequest r;
@@ -219,11 +227,13 @@ std::variant<ProbeRequest, ProbeError> parse_probe_request(std::string_view body
   if (json_t* v = json_object_get(root.get(), "p_res_method")) {
     if (!json_is_string(v)) return bad("p_res_method: must be a string");
     std::string m = json_string_value(v);
-    if (m == "history")
-      return ProbeError{400, "not_implemented",
-                        "probe: p_res_method: \"history\" is not implemented (the snapshot "
-                        "carries no idle-processor history)"};
-    if (m != "static") return bad("p_res_method: \"" + utf8_sanitize(m) + "\" is not one of static, history");
+    if (m == "history") r.p_res_method = PResMethod::kHistory;
+    else if (m != "static")
+      return bad("p_res_method: \"" + utf8_sanitize(m) + "\" is not one of static, history");
+  }
+  if (json_t* v = json_object_get(root.get(), "will_run")) {
+    if (!json_is_boolean(v)) return bad("will_run: must be true or false");
+    r.will_run = json_is_true(v);
   }
   if (json_t* v = json_object_get(root.get(), "partition")) {
     if (!json_is_string(v)) return bad("partition: must be a string");
@@ -234,7 +244,8 @@ std::variant<ProbeRequest, ProbeError> parse_probe_request(std::string_view body
 
 std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
                                             const ProbeRequest& req, int share_percent,
-                                            Duration valid_for, const ProbePolicy& policy) {
+                                            Duration valid_for, const ProbePolicy& policy,
+                                            const IdleHistories* histories) {
   const Time now = snap.when;
   if (req.nodes.empty()) return bad("nodes: required");
   if (valid_for < 0) return ProbeError{500, "internal", "probe: valid_for must be >= 0"};
@@ -411,6 +422,13 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
   out.queue_truncated = queue.size() > policy.max_queue;
   if (out.queue_truncated) queue.resize(policy.max_queue);
   out.queue_considered = queue.size();
+  out.p_res_method = req.p_res_method;
+  const IdleHistory* history = histories != nullptr ? histories->find(av.partition) : nullptr;
+  if (req.p_res_method == PResMethod::kHistory && history != nullptr) {
+    out.history_records = history->records();
+    out.history_first = history->first();
+    out.history_last = history->last();
+  }
   for (auto& e : queue) in.queue.push_back(e.job);
 
   // --- the P^JOB reference (thesis §9.4.2)
@@ -438,6 +456,13 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
     o.verdict = f.verdict;
     o.head_delay = f.head_delay;
     o.p_res = p_res_static(o.start, now, policy.p_res_h);
+    o.p_res_source = PResMethod::kStatic;
+    if (req.p_res_method == PResMethod::kHistory && history != nullptr) {
+      if (auto mean = history->mean_idle(o.start, o.end - o.start)) {
+        o.p_res = p_res_history(o.nodes, *mean);
+        o.p_res_source = PResMethod::kHistory;
+      }
+    }
     o.valid_until = sat_add(now, valid_for);
     out.offers.push_back(o);
   }
@@ -459,7 +484,14 @@ std::string probe_result_to_json(const ProbeResult& r) {
   set(root.get(), "share_percent", json_integer(r.share_percent));
   set(root.get(), "horizon_end", json_integer(r.horizon_end));
   set(root.get(), "distribution", json_string(distribution_name(r.distribution)));
-  set(root.get(), "p_res_method", json_string("static"));
+  set(root.get(), "p_res_method", json_string(p_res_method_name(r.p_res_method)));
+  if (r.p_res_method == PResMethod::kHistory) {
+    json_t* h = json_object();
+    set(h, "records", json_integer(static_cast<json_int_t>(r.history_records)));
+    set(h, "first", r.history_first >= 0 ? json_integer(r.history_first) : json_null());
+    set(h, "last", r.history_last >= 0 ? json_integer(r.history_last) : json_null());
+    set(root.get(), "history", h);
+  }
   json_t* qu = json_object();
   set(qu, "considered", json_integer(static_cast<json_int_t>(r.queue_considered)));
   set(qu, "truncated", json_boolean(r.queue_truncated));
@@ -477,12 +509,28 @@ std::string probe_result_to_json(const ProbeResult& r) {
     set(j, "nodes", json_integer(o.nodes));
     set(j, "fit", json_real(o.fit));
     set(j, "p_res", json_real(o.p_res));
+    if (r.p_res_method == PResMethod::kHistory)
+      set(j, "p_res_source", json_string(p_res_method_name(o.p_res_source)));
     set(j, "valid_until", json_integer(o.valid_until));
     set(j, "verdict", json_string(fit_verdict_name(o.verdict)));
     set(j, "head_delay", json_integer(o.head_delay));
     json_array_append_new(offers, j);
   }
   set(root.get(), "offers", offers);
+  if (r.will_run) {
+    const WillRunAnswer& w = *r.will_run;
+    json_t* wr = json_object();
+    set(wr, "nodes", json_integer(w.nodes));
+    if (w.ok) {
+      set(wr, "start", json_integer(w.start));
+      set(wr, "node_list", json_string(utf8_sanitize(w.node_list).c_str()));
+    } else {
+      set(wr, "start", json_null());
+      set(wr, "error", json_string(utf8_sanitize(w.error).c_str()));
+    }
+    set(wr, "job_id", w.job_id ? json_integer(w.job_id) : json_null());
+    set(root.get(), "will_run", wr);
+  }
   char* s = json_dumps(root.get(), JSON_COMPACT | JSON_REAL_PRECISION(17));
   if (s == nullptr) throw std::bad_alloc();
   std::string text(s);

@@ -20,7 +20,11 @@
 //   4. each kept slot gets the thesis' what-if fitness (eq. 9.6-9.8, via
 //      whatif_fitness over the partition's running jobs, reservations and
 //      pending queue), p_res by the static method (1 - e^(-bat/h), §9.4.1)
-//      and valid_until = snapshot time + valid_for.
+//      or the history method (eq. 9.1-9.4, from the partition's recorded
+//      idle nodes; see idle_history.hpp) and valid_until = snapshot time +
+//      valid_for.
+//   5. on request ("will_run": true) the caller adds Slurm's own will_run
+//      answer (the plugin asks slurmctld; this module only reports it).
 //
 // Details, the JSON schema and the decisions are in doc/probe.md.  No
 // logging, no globals; only std::bad_alloc can escape.
@@ -35,6 +39,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/idle_history.hpp"
 #include "core/local_sched.hpp"
 #include "core/profile.hpp"
 #include "core/snapshot.h"
@@ -52,7 +57,9 @@ enum class Distribution { kEvent, kEven, kCorner };
 // "event", "even", "corner".
 const char* distribution_name(Distribution d) noexcept;
 
-enum class PResMethod { kStatic };  // "history" is rejected (doc/probe.md)
+enum class PResMethod { kStatic, kHistory };
+// "static", "history".
+const char* p_res_method_name(PResMethod m) noexcept;
 
 // Amdahl (thesis eq. 4.1, 4.3): dur(n) = base_duration * S(base_nodes)/S(n),
 // S(n) = 1 / (s + (1 - s)/n), rounded to the nearest second, at least 1.
@@ -73,6 +80,7 @@ struct ProbeRequest {
   Distribution distribution = Distribution::kEvent;
   PResMethod p_res_method = PResMethod::kStatic;
   std::string partition;  // empty: the default partition
+  bool will_run = false;  // also ask Slurm's will_run (the caller does it)
 
   // The duration for n nodes.
   Duration duration_for(Amount n) const;
@@ -106,6 +114,20 @@ struct Offer {
   Time valid_until = 0;
   FitVerdict verdict = FitVerdict::kPlaced;
   Duration head_delay = 0;
+  // The method p_res came from: the requested one, or kStatic when the
+  // history method has no record covering the slot's time of day.
+  PResMethod p_res_source = PResMethod::kStatic;
+};
+
+// Slurm's own answer for the same request (job_allocate in will_run mode,
+// i.e. `sbatch --test-only`), obtained by the plugin.
+struct WillRunAnswer {
+  bool ok = false;
+  Time start = 0;             // when Slurm says the job would start
+  std::string node_list;      // where
+  std::uint32_t job_id = 0;   // the job id Slurm used up for the test
+  Amount nodes = 0;           // node count asked
+  std::string error;          // Slurm's error when !ok
 };
 
 struct ProbeResult {
@@ -126,14 +148,25 @@ struct ProbeResult {
   Amount job_nodes = 0;
   Time job_start = kNever;
   std::vector<Offer> offers;         // by start, then nodes
+  PResMethod p_res_method = PResMethod::kStatic;  // as requested
+  // The history used by the history method (records, first, last); 0/-1/-1
+  // when there was none.
+  std::uint64_t history_records = 0;
+  Time history_first = -1;
+  Time history_last = -1;
+  std::optional<WillRunAnswer> will_run;  // set by the caller on request
 };
 
 // static p_res (thesis §9.4.1): 1 - exp(-max(0, start - now) / h).
 double p_res_static(Time start, Time now, double h) noexcept;
 
+// histories: idle-node histories by partition (nullptr or none for the
+// probed partition: the history method falls back to static for every
+// offer, and says so per offer).
 std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
                                             const ProbeRequest& request, int share_percent,
-                                            Duration valid_for, const ProbePolicy& policy = {});
+                                            Duration valid_for, const ProbePolicy& policy = {},
+                                            const IdleHistories* histories = nullptr);
 
 // Compact JSON of a result (doc/probe.md).
 std::string probe_result_to_json(const ProbeResult& r);

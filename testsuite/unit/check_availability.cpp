@@ -596,11 +596,12 @@ START_TEST(test_capi_round_trip) {
   EQ(json_integer_value(json_object_get(json_object_get(d, "cpus"), "total")), 32);
   EQ(json_integer_value(json_object_get(json_object_get(d, "cpus"), "available")), 16);
   EQ(json_integer_value(json_object_get(json_object_get(d, "cpus"), "published")), 32);
-  // n3 down; n1 busy until +600; n2 reserved [+300, +900).
+  // n3 down; n1 runs until +600 (busy through that second); n2 reserved
+  // [+300, +900).
   json_t* steps = json_object_get(d, "steps");
   ck_assert(json_is_array(steps));
   const std::int64_t want[][4] = {
-      {0, 300, 1, 8}, {300, 600, 0, 0}, {600, 900, 1, 8}, {900, 3600, 2, 16}};
+      {0, 300, 1, 8}, {300, 601, 0, 0}, {601, 900, 1, 8}, {900, 3600, 2, 16}};
   EQ(json_array_size(steps), 4);
   for (std::size_t i = 0; i < 4; ++i) {
     json_t* st = json_array_get(steps, i);
@@ -648,7 +649,7 @@ START_TEST(test_profile_use) {
   const Availability& a = built.value();
   EQ(a.nodes.earliest_fit(a.when, 100, 1).value(), a.when);
   EQ(a.nodes.earliest_fit(a.when, 100, 2).value(), a.when + 900);
-  EQ(a.cpus.earliest_fit(a.when, 400, 8).value(), a.when + 600);
+  EQ(a.cpus.earliest_fit(a.when, 400, 8).value(), a.when + 601);
   EQ(a.nodes.earliest_fit(a.when, 100, 3).value(), kNever);  // n3 is down
   // Windows that cross the horizon cannot fit: nothing is promised there.
   EQ(a.nodes.earliest_fit(a.when, 3000, 2).value(), kNever);
@@ -1141,7 +1142,10 @@ std::vector<std::pair<Amount, Amount>> brute_force(const OwnedSnapshot& s, const
       for (const SnapJob& j : s.jobs) {
         if (!on(j.nodes, n)) continue;
         if (j.kind == FLEXCO_JOB_RUNNING) {
-          Time end = j.end > s.when ? j.end : s.when + 1;
+          // busy through its end second (Slurm's reservation rule)
+          Time end = j.end == FLEXCO_SNAP_FOREVER ? j.end
+                     : j.end >= s.when         ? j.end + 1
+                                               : s.when + 1;
           busy |= t < end;
         } else if (j.kind == FLEXCO_JOB_PLANNED) {
           busy |= j.start <= t && t < j.end;

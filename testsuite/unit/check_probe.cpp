@@ -176,16 +176,18 @@ START_TEST(idle_cluster) {
 END_TEST
 
 START_TEST(running_job_event_starts) {
-  // Job 1 holds n0,n1 until T+300.  4 nodes x 100 s: only from T+300.
-  // 2 nodes: at T (2 free) and at the change point T+300 (4 free).
+  // Job 1 holds n0,n1 until T+300, and through that second (Slurm
+  // refuses a reservation starting at a running job's end_time).
+  // 4 nodes x 100 s: only from T+301.  2 nodes: at T (2 free) and at the
+  // change point T+301 (4 free).
   Snap s(4);
   s.running(1, 0, 2, T - 50, T + 300);
   auto r4 = run(s, R"({"nodes":4,"duration":100})");
-  expect_offers(r4, {{300, 400, 4}}, __LINE__);
+  expect_offers(r4, {{301, 401, 4}}, __LINE__);
   NEAR(r4.offers[0].fit, 1.0);  // nothing queued: every plan equal
-  NEAR(r4.offers[0].p_res, 1.0 - std::exp(-300.0 / 11386.0));
+  NEAR(r4.offers[0].p_res, 1.0 - std::exp(-301.0 / 11386.0));
   auto r2 = run(s, R"({"nodes":2,"duration":100})");
-  expect_offers(r2, {{0, 100, 2}, {300, 400, 2}}, __LINE__);
+  expect_offers(r2, {{0, 100, 2}, {301, 401, 2}}, __LINE__);
 }
 END_TEST
 
@@ -313,20 +315,21 @@ END_TEST
 
 START_TEST(max_offers_and_latest_end) {
   // Four 1-node jobs end at T+100..T+400, so the 1-node change points are
-  // T+100, T+200, T+300, T+400.
+  // T+101, T+201, T+301, T+401 (each node is free after its job's end
+  // second).
   Snap s(4);
   for (std::uint32_t i = 0; i < 4; ++i) s.running(50 + i, i, 1, T - 10, T + 100 * (i + 1));
   auto all = run(s, R"({"nodes":1,"duration":50})");
-  expect_offers(all, {{100, 150, 1}, {200, 250, 1}, {300, 350, 1}, {400, 450, 1}}, __LINE__);
+  expect_offers(all, {{101, 151, 1}, {201, 251, 1}, {301, 351, 1}, {401, 451, 1}}, __LINE__);
   auto two = run(s, R"({"nodes":1,"duration":50,"max_offers":2})");
-  expect_offers(two, {{100, 150, 1}, {200, 250, 1}}, __LINE__);
-  // latest_end T+300: a start at T+300 would end at T+350.
+  expect_offers(two, {{101, 151, 1}, {201, 251, 1}}, __LINE__);
+  // latest_end T+300: a start at T+301 would end at T+351.
   auto le = run(s, R"({"nodes":1,"duration":50,"latest_end":1000300})");
-  expect_offers(le, {{100, 150, 1}, {200, 250, 1}}, __LINE__);
-  // earliest_start T+250: 1 node is free from T+100, so the first offer is
-  // T+250 itself, then the change points T+300 and T+400.
+  expect_offers(le, {{101, 151, 1}, {201, 251, 1}}, __LINE__);
+  // earliest_start T+250: 1 node is free from T+101, so the first offer is
+  // T+250 itself, then the change points T+301 and T+401.
   auto es = run(s, R"({"nodes":1,"duration":50,"earliest_start":1000250})");
-  expect_offers(es, {{250, 300, 1}, {300, 350, 1}, {400, 450, 1}}, __LINE__);
+  expect_offers(es, {{250, 300, 1}, {301, 351, 1}, {401, 451, 1}}, __LINE__);
 }
 END_TEST
 
@@ -367,8 +370,8 @@ const BadCase kBad[] = {
     {R"({"nodes":1,"duration":0})", "bad_request", "duration: 0 is out of range"},
     {R"({"nodes":1,"duration":10,"distribution":"weird"})", "bad_request",
      "distribution: \"weird\" is not one of"},
-    {R"({"nodes":1,"duration":10,"p_res_method":"history"})", "not_implemented",
-     "not implemented"},
+    {R"({"nodes":1,"duration":10,"will_run":"yes"})", "bad_request",
+     "will_run: must be true or false"},
     {R"({"nodes":1,"duration":10,"p_res_method":"magic"})", "bad_request", "p_res_method"},
     {R"({"nodes":{"min":3,"max":2},"duration":10})", "bad_request", "max 2 is less than min 3"},
     {R"({"nodes":{"min":1,"max":2,"step":1},"duration":10})", "bad_request",
@@ -425,6 +428,95 @@ START_TEST(published_share) {
 }
 END_TEST
 
+START_TEST(p_res_history_values) {
+  // 4 idle nodes; the history says 4 nodes were idle at this time of day
+  // (two records a day apart), so H = 4 for a slot starting at T:
+  //   1 node: 2*1 <= 4 -> 1;  3 nodes: 2 - 6/4 = 0.5;  4 nodes: 2 - 8/4 = 0.
+  Snap s(4);
+  auto hs = IdleHistories::create(86400, 300).value();
+  ck_assert(hs.record("batch", T - 86400, 4).ok());
+  ck_assert(hs.record("batch", T - 2 * 86400, 4).ok());
+  auto r = probe(s.get(), parse_ok(R"({"nodes":[1,3,4],"duration":100,"p_res_method":"history"})"),
+                 100, 60, ProbePolicy{}, &hs);
+  const auto& res = std::get<ProbeResult>(r);
+  ck_assert(res.p_res_method == PResMethod::kHistory);
+  EQ(static_cast<std::int64_t>(res.history_records), 2);
+  EQ(res.history_first, T - 2 * 86400);
+  EQ(static_cast<std::int64_t>(res.offers.size()), 3);
+  NEAR(res.offers[0].p_res, 1.0);
+  NEAR(res.offers[1].p_res, 0.5);
+  NEAR(res.offers[2].p_res, 0.0);
+  for (const auto& o : res.offers) ck_assert(o.p_res_source == PResMethod::kHistory);
+
+  // Records only half a day away from T's time of day: no bucket covers the
+  // slot, so p_res falls back to static (0 for a slot starting now).
+  auto other = IdleHistories::create(86400, 300).value();
+  ck_assert(other.record("batch", T + 43200, 4).ok());
+  auto r2 = probe(s.get(), parse_ok(R"({"nodes":1,"duration":100,"p_res_method":"history"})"),
+                  100, 60, ProbePolicy{}, &other);
+  const auto& res2 = std::get<ProbeResult>(r2);
+  ck_assert(res2.offers[0].p_res_source == PResMethod::kStatic);
+  NEAR(res2.offers[0].p_res, 0.0);
+  // No histories at all: the same fallback, and the JSON says so.
+  auto r3 = probe(s.get(), parse_ok(R"({"nodes":1,"duration":100,"p_res_method":"history"})"),
+                  100, 60);
+  const auto& res3 = std::get<ProbeResult>(r3);
+  EQ(static_cast<std::int64_t>(res3.history_records), 0);
+  std::string js = probe_result_to_json(res3);
+  HAS(js, "\"p_res_method\":\"history\"");
+  HAS(js, "\"p_res_source\":\"static\"");
+  HAS(js, "\"history\":{\"records\":0,\"first\":null,\"last\":null}");
+}
+END_TEST
+
+START_TEST(will_run_params_and_answer) {
+  flexco_will_run_params_t wp{};
+  std::string no = R"({"nodes":2,"duration":100})";
+  EQ(flexco_probe_will_run_params(no.data(), no.size(), &wp), 0);
+  std::string bad = R"({"nodes":2,"duration":100,"will_run":1})";
+  EQ(flexco_probe_will_run_params(bad.data(), bad.size(), &wp), 0);
+  std::string yes =
+      R"({"nodes":[3,2],"duration":125,"will_run":true,"partition":"batch","earliest_start":7})";
+  EQ(flexco_probe_will_run_params(yes.data(), yes.size(), &wp), 1);
+  EQ(wp.nodes, 2);  // the smallest node count asked
+  EQ(wp.duration, 125);
+  EQ(wp.earliest_start, 7);
+  ck_assert_str_eq(wp.partition, "batch");
+
+  Snap s(4);
+  std::string body = R"({"nodes":2,"duration":100,"will_run":true})";
+  flexco_will_run_answer_t wa{};
+  wa.ok = 1;
+  wa.start = T + 50;
+  wa.nodes = 2;
+  wa.job_id = 42;
+  wa.node_list = "n[0-1]";
+  char* out = nullptr;
+  char code[32], err[256];
+  int st = flexco_probe_json_ex(&s.get(), body.data(), body.size(), 100, 60, nullptr, &wa, &out,
+                                code, sizeof code, err, sizeof err);
+  EQ(st, 200);
+  HAS(out, "\"will_run\":{\"nodes\":2,\"start\":1000050,\"node_list\":\"n[0-1]\",\"job_id\":42}");
+  std::free(out);
+  flexco_will_run_answer_t wf{};
+  wf.ok = 0;
+  wf.nodes = 2;
+  wf.error = "Requested node configuration is not available";
+  st = flexco_probe_json_ex(&s.get(), body.data(), body.size(), 100, 60, nullptr, &wf, &out, code,
+                            sizeof code, err, sizeof err);
+  EQ(st, 200);
+  HAS(out, "\"error\":\"Requested node configuration is not available\"");
+  HAS(out, "\"start\":null");
+  std::free(out);
+  // Not asked: no "will_run" member.
+  st = flexco_probe_json_ex(&s.get(), no.data(), no.size(), 100, 60, nullptr, nullptr, &out, code,
+                            sizeof code, err, sizeof err);
+  EQ(st, 200);
+  ck_assert(std::string(out).find("will_run") == std::string::npos);
+  std::free(out);
+}
+END_TEST
+
 struct JsonFree {
   void operator()(json_t* j) const { json_decref(j); }
 };
@@ -455,12 +547,12 @@ START_TEST(capi_round_trip) {
   json_t* offers = json_object_get(j.get(), "offers");
   EQ(static_cast<std::int64_t>(json_array_size(offers)), 1);
   json_t* o = json_array_get(offers, 0);
-  EQ(json_integer_value(json_object_get(o, "start")), T + 300);
-  EQ(json_integer_value(json_object_get(o, "end")), T + 400);
+  EQ(json_integer_value(json_object_get(o, "start")), T + 301);
+  EQ(json_integer_value(json_object_get(o, "end")), T + 401);
   EQ(json_integer_value(json_object_get(o, "nodes")), 4);
   EQ(json_integer_value(json_object_get(o, "valid_until")), T + 120);
   NEAR(json_real_value(json_object_get(o, "fit")), 1.0);
-  NEAR(json_real_value(json_object_get(o, "p_res")), pres(300));
+  NEAR(json_real_value(json_object_get(o, "p_res")), pres(301));
   ck_assert_str_eq(json_string_value(json_object_get(o, "verdict")), "placed");
   json_t* ref = json_object_get(j.get(), "job_reference");
   EQ(json_integer_value(json_object_get(ref, "start")), T + 300);
@@ -514,6 +606,8 @@ Suite* probe_suite() {
   tcase_add_test(tc, max_offers_and_latest_end);
   tcase_add_test(tc, queue_cap);
   tcase_add_test(tc, p_res_static_values);
+  tcase_add_test(tc, p_res_history_values);
+  tcase_add_test(tc, will_run_params_and_answer);
   tcase_add_test(tc, bad_requests);
   tcase_add_test(tc, bad_probe_values);
   tcase_add_test(tc, published_share);
