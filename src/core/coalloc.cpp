@@ -237,61 +237,71 @@ SingleFit earliest_single(const CoallocRequest& request,
   return best;
 }
 
+namespace {
+
+// Sum of the `limit` largest entries.
+Amount top_sum(const std::vector<Amount>& a, std::size_t limit, std::vector<Amount>& scratch) {
+  Amount got = 0;
+  if (limit < a.size()) {
+    scratch = a;
+    std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(limit - 1),
+                     scratch.end(), std::greater<Amount>());
+    for (std::size_t k = 0; k < limit; ++k) got += scratch[k];
+  } else {
+    for (Amount x : a) got += x;
+  }
+  return got;
+}
+
+}  // namespace
+
 Time earliest_split(const std::vector<ClusterView>& clusters,
                     const std::vector<std::size_t>& order, Amount n, Duration d,
                     std::size_t limit, Time from, Time before) {
   if (order.empty() || limit == 0) return kNever;
   std::vector<const Profile*> profiles;
-  // The summed-free bound holds only for profiles that never go negative
-  // (forced spans can over-subscribe a cluster): a cluster that does is
-  // counted at its capacity instead, which no clipped minimum exceeds.
-  std::vector<const Profile*> bounded;
-  Amount unbounded = 0;
+  Time origin = 0;
   for (std::size_t i : order) {
-    const Profile* p = clusters[i].free;
-    profiles.push_back(p);
-    auto lowest = p->min_over(std::max(from, p->origin()), kForever);
-    if (lowest && lowest.value() >= 0) {
-      bounded.push_back(p);
-    } else {
-      unbounded += std::max<Amount>(0, p->capacity());
-    }
+    profiles.push_back(clusters[i].free);
+    origin = std::max(origin, clusters[i].free->origin());
   }
-  Amount need = n - std::min(n, unbounded);
-  std::vector<Amount> a(order.size());
-  Time s = from;
+  std::vector<Amount> a(order.size()), level(order.size()), scratch;
+  std::vector<Time> next(order.size());
+  Time s = std::max(from, origin);
   while (s < before) {
-    if (need > 0) {
-      auto lb = earliest_common_start_sum(bounded, s, d, need);
-      if (!lb || lb.value() >= before) return kNever;
-      s = lb.value();
-    } else {
-      Time o = 0;
-      for (const Profile* p : profiles) o = std::max(o, p->origin());
-      s = std::max(s, o);
-    }
     for (std::size_t k = 0; k < order.size(); ++k) a[k] = avail(clusters[order[k]], s, d);
-    Amount got = 0;
-    if (limit < a.size()) {
-      std::vector<Amount> top(a);
-      std::nth_element(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(limit - 1),
-                       top.end(), std::greater<Amount>());
-      for (std::size_t k = 0; k < limit; ++k) got += top[k];
-    } else {
-      for (Amount x : a) got += x;
+    if (top_sum(a, limit, scratch) >= n) return s;
+    // No later start does better before the `limit` largest of the best
+    // minima each cluster can reach by then add up to n.  A cluster's best
+    // minimum over the starts in (s, t] rises only at t = earliest_fit(s +
+    // 1, d, level + 1), where it becomes the minimum at t.  Merge these
+    // rises in time order until the levels suffice: the first start worth
+    // testing.
+    level = a;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      next[k] = kNever;
+      if (level[k] < profiles[k]->capacity()) {
+        auto e = profiles[k]->earliest_fit(s + 1, d, level[k] + 1);
+        if (e) next[k] = e.value();
+      }
     }
-    if (got >= n) return s;
-    // A later start can only do better if some cluster gives more there:
-    // jump to the earliest start at which any cluster has one node more
-    // than now free over a whole window.
-    Time next = kNever;
-    for (std::size_t k = 0; k < profiles.size(); ++k) {
-      if (a[k] >= profiles[k]->capacity()) continue;
-      auto e = profiles[k]->earliest_fit(s + 1, d, a[k] + 1);
-      if (e) next = std::min(next, e.value());
+    Time t = kNever;
+    for (;;) {
+      std::size_t k = static_cast<std::size_t>(
+          std::min_element(next.begin(), next.end()) - next.begin());
+      t = next[k];
+      if (t >= before) return kNever;
+      level[k] = std::max(level[k] + 1, avail(clusters[order[k]], t, d));
+      next[k] = kNever;
+      if (level[k] < profiles[k]->capacity()) {
+        auto e = profiles[k]->earliest_fit(t + 1, d, level[k] + 1);
+        if (e) next[k] = e.value();
+      }
+      // Rises at the same t all count before the test.
+      if (*std::min_element(next.begin(), next.end()) == t) continue;
+      if (top_sum(level, limit, scratch) >= n) break;
     }
-    if (next == kNever) return kNever;
-    s = next;
+    s = t;
   }
   return kNever;
 }

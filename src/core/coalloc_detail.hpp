@@ -52,12 +52,13 @@ SingleFit earliest_single(const CoallocRequest& request,
                           const std::vector<std::size_t>& order, Time from);
 
 // The earliest s in [from, before) at which the `limit` largest minimum
-// free counts of the `order` clusters over [s, s + d) add up to n; kNever
-// if there is none.  Two bounds leap over hopeless stretches: the summed
-// profile (earliest_common_start_sum; the summed free bounds the sum of
-// the minima) and, after a failed start s with minima m_i, the earliest
-// start at which any cluster has m_i + 1 free for a window (a later start
-// can only do better where some minimum rises).
+// free counts (clipped at 0) of the `order` clusters over [s, s + d) add up
+// to n; kNever if there is none.  After a failed start s, a cluster's best
+// window minimum over the starts in (s, t] rises only at t =
+// earliest_fit(s + 1, d, best + 1); merging these rises in time order
+// until the `limit` largest bests reach n gives the next start worth
+// testing, so runs of starts where some cluster gains a node but the sum
+// stays short are skipped: O(C log P) per rise.
 Time earliest_split(const std::vector<ClusterView>& clusters,
                     const std::vector<std::size_t>& order, Amount n,
                     Duration d, std::size_t limit, Time from, Time before);
