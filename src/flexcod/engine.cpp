@@ -359,8 +359,10 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
             std::max<std::int64_t>(1, std::min<std::int64_t>(spec.nodes, one.avail->nodes_published));
         set(q.get(), "nodes", json_pack("{s:I,s:I}", "min", static_cast<json_int_t>(1), "max",
                                         static_cast<json_int_t>(maxn)));
-        const std::int64_t d =
-            spec.duration + static_cast<std::int64_t>(std::ceil(spec.overhead * spec.duration));
+        // As long as the planner's request (with the start slack), with the
+        // overhead since the offers may be composed into a split plan.
+        const std::int64_t run = spec.duration + kStartSlack;
+        const std::int64_t d = run + static_cast<std::int64_t>(std::ceil(spec.overhead * run));
         set_int(q.get(), "duration", d);
         set_int(q.get(), "earliest_start", std::max(spec.ready, now_seconds()));
         if (spec.deadline > 0) set_int(q.get(), "latest_end", spec.deadline);
@@ -1015,6 +1017,17 @@ void Engine::finish_if_done(std::int64_t co_id) {
       any_failed |= p.state == "failed";
       any_running |= p.state == "running" || p.state == "completed" || p.state == "failed";
     }
+    if (any_failed && !all_ended) {
+      // All or nothing also once scheduled: a part that failed (its job
+      // cancelled, its reservation deleted behind flexcod's back) makes
+      // the others useless.  Release them.
+      co->state = "failed";
+      co->reason = "a part failed; the other parts were released";
+      store_.update_coalloc(*co, co->reason, &err);
+      fc_info("co-%ld: %s", (long)co_id, co->reason.c_str());
+      release(*co, parts, "cancelled", co->reason);
+      return;
+    }
     if (all_ended) {
       co->state = any_failed ? "failed" : "completed";
       co->reason = any_failed ? "a part job failed" : "every part job completed";
@@ -1081,7 +1094,6 @@ void Engine::follow_events(std::size_t ci) {
   int backoff_ms = 1000;
   while (!stopping_) {
     bump("messages.events");
-    std::atomic<bool> cancel{false};
     auto r = c.client->events(c.event_seq, 10, 200, &stopping_);
     if (!r.ok()) {
       if (stopping_) return;
