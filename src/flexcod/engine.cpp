@@ -1346,6 +1346,22 @@ void Engine::resched_loop() {
           go = json_is_integer(lc) && json_integer_value(lc) > t.event_time;
         }
       }
+      if (!go) {
+        // Slurm's backfill runs no cycle while nothing is pending: then no
+        // local job is waiting for the freed nodes, and there is nothing to
+        // wait for.  A minimal probe says how many are pending.
+        JsonPtr q(json_object());
+        set(q.get(), "nodes", json_pack("{s:I,s:I}", "min", (json_int_t)1, "max", (json_int_t)1));
+        set_int(q.get(), "duration", 60);
+        set_int(q.get(), "max_offers", 1);
+        if (!c.conf.partition.empty()) set_str(q.get(), "partition", c.conf.partition);
+        bump("messages.probe");
+        auto r = c.client->probe(q.get());
+        if (r.ok()) {
+          const json_t* n = json_object_get(json_object_get(r.value().get(), "queue"), "considered");
+          go = json_is_integer(n) && json_integer_value(n) == 0;
+        }
+      }
       if (!go) continue;
       ready.push_back(ci);
       trigger += (trigger.empty() ? "" : "; ") + t.what;
