@@ -1,6 +1,7 @@
 // engine.hpp - flexcod's co-allocation engine: availability from the
 // clusters, planning (core/coalloc.hpp), the all-or-nothing commit protocol,
-// cancellation, recovery and the clusters' event streams.
+// cancellation, recovery, the clusters' event streams and rescheduling on
+// early completion (make-before-break moves).
 //
 // Every operation on one co-allocation holds that co-allocation's mutex;
 // background work (recovery, the reaper of released parts, event followers)

@@ -7,7 +7,8 @@ runs and completes.  (b) Shift+Remap: a split co-allocation moves onto one
 cluster that became free, without the multi-site overhead, and completes.
 (c) kill -9 of flexcod in the middle of a move, before and after its
 switch: after the restart exactly one complete set of reservations and
-part jobs exists.  (d) PATCH excluding a cluster a part is on moves the
+part jobs exists.  (e) A local job queued behind the freed nodes gets them
+first; the co-allocation is shifted beside it.  (d) PATCH excluding a cluster a part is on moves the
 co-allocation off it."""
 
 import os
@@ -222,6 +223,37 @@ def main():
             t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"), "nothing left",
                  "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
 
+        # -- (e) local jobs first ------------------------------------------------------
+        jobs = [block("alpha", 4, 10)]
+        running(jobs)
+        st, doc = fc.submit(dict(body, nodes=4, clusters=["alpha"]))
+        coid = doc.get("id")
+        from_start = doc.get("planned_start") or 0
+        # A local job queued after it, short enough to run before it.
+        local = grid.submit("alpha", ["-N2", "-t", "5", "-o", "/dev/null", "--wrap", "sleep 300"])
+        cancel(jobs)
+
+        def local_end():
+            r = grid.run("alpha", ["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-j", local,
+                                   "-o", "%T %e"])
+            w = r.stdout.split()
+            return w and w[0] == "RUNNING" and int(w[1])
+        end = t.wait_for(local_end, 60, "the local job to start") or 0
+        x = t.wait_for(lambda: get(coid).get("moves", 0) >= 1 and get(coid), 60,
+                       "co-%s to move" % coid) or {}
+        m = (x.get("move_history") or [{}])[0]
+        t.ok(st == 201 and end and m.get("kind") == "shift"
+             and end <= m.get("to_start", 0) < from_start,
+             "the local job queued behind it runs on the freed nodes at once; co-%s is "
+             "shifted to its end, not onto its nodes" % coid,
+             "local end %r, %r" % (end, m))
+        t.ok(t.wait_for(lambda: one_set(get(coid)), 30, "one set"),
+             "... one set left", "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
+        fc.client().request("DELETE", "/v1/coallocations/%s" % coid)
+        cancel([("alpha", local)])
+        t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"), "nothing left",
+             "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
+
         # -- (d) PATCH moves off an excluded cluster -----------------------------
         st, doc = fc.submit(dict(body, nodes=2, ready=int(time.time()) + 600))
         coid = doc.get("id")
@@ -243,8 +275,8 @@ def main():
              "a deadline no placement meets: 409, nothing changed", "%s %r" % (r.status, r.json))
         fc.client().request("DELETE", "/v1/coallocations/%s" % coid)
         s = fc.client().get("/v1/stats").json or {}
-        t.ok(s.get("moves") == 5 and s.get("early_ends_seen", 0) >= 1,
-             "GET /v1/stats: 5 moves (from the database, across restarts), early ends seen",
+        t.ok(s.get("moves") == 6 and s.get("early_ends_seen", 0) >= 1,
+             "GET /v1/stats: 6 moves (from the database, across restarts), early ends seen",
              "%r" % s)
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"), "nothing left at the end",
              "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
