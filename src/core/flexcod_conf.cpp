@@ -259,6 +259,15 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "reschedulemargin") {
         if (!need_int(0, 86400)) return range(0, 86400);
         c.reschedule_margin = static_cast<int>(n);
+      } else if (k == "reschedulemode") {
+        const std::string l = lower(v);
+        if (l != "off" && l != "shift" && l != "remap") {
+          return parser.err(line, "RescheduleMode: '" + v + "' is not off, shift or remap");
+        }
+        c.reschedule_mode = l;
+      } else if (k == "reschedulewait") {
+        if (!need_int(0, 3600)) return range(0, 3600);
+        c.reschedule_wait = static_cast<int>(n);
       } else if (k == "maxmoves") {
         if (!need_int(0, 1000)) return range(0, 1000);
         c.max_moves = static_cast<int>(n);

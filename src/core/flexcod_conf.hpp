@@ -15,7 +15,9 @@
 //     DefaultPolicy=flexco                    (flexco|coarp|hpcm|cores)
 //     AvailabilityMode=probe                  (probe | publish)
 //     PublishInterval=300
+//     RescheduleMode=remap                    (off | shift | remap)
 //     RescheduleMargin=60
+//     RescheduleWait=60
 //     MaxMoves=5
 //     Cluster=alpha URL=http://127.0.0.1:26001 [Partition=batch]
 //     Cluster=beta  URL=http://127.0.0.1:26101
@@ -69,7 +71,9 @@ struct FlexcodConf {
   std::string default_policy = "flexco";     // flexco | coarp | hpcm | cores
   std::string availability_mode = "probe";   // probe | publish
   int publish_interval = 300;   // s, 1 .. 86400
+  std::string reschedule_mode = "remap";  // off | shift | remap (Shift+Remap)
   int reschedule_margin = 60;   // s, 0 .. 86400
+  int reschedule_wait = 60;     // s, 0 .. 3600: longest wait for a backfill pass
   int max_moves = 5;            // 0 .. 1000
   int connect_timeout = 2;      // s, 1 .. 600
   int request_timeout = 10;     // s, 1 .. 3600

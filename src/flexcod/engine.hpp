@@ -1,6 +1,7 @@
 // engine.hpp - flexcod's co-allocation engine: availability from the
 // clusters, planning (core/coalloc.hpp), the all-or-nothing commit protocol,
-// cancellation, recovery and the clusters' event streams.
+// cancellation, recovery, the clusters' event streams and rescheduling on
+// early completion (make-before-break moves).
 //
 // Every operation on one co-allocation holds that co-allocation's mutex;
 // background work (recovery, the reaper of released parts, event followers)
@@ -99,6 +100,25 @@ class Engine {
                const std::string& reason);
   bool release_part(const CoRecord& co, PartRecord& p);
 
+  // Rescheduling (doc/flexcod.md, "Rescheduling"): after an early end and
+  // the cluster's next backfill pass, every scheduled co-allocation is
+  // offered Shift or Shift+Remap; PATCH moves through the same path.
+  void resched_loop();
+  // true if some move was abandoned (worth another pass soon).
+  bool resched_pass(const std::string& trigger);
+  // On a locked, scheduled co-allocation.  constraints=false: move only if
+  // the end comes `margin` s earlier; true (PATCH): to any placement that
+  // satisfies co's deadline and clusters.  true when moved (co updated).
+  bool try_move(CoRecord& co, const std::string& mode, std::int64_t margin,
+                const std::string& trigger, bool constraints, std::string* why);
+  // Make-before-break: the new set reserved, confirmed and given its part
+  // jobs, then the switch (one transaction, with the move record), then
+  // the old set released.  plan's clusters are our indices.
+  bool move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_parts,
+            const flexco::CoallocPlan& plan, const std::string& kind, const std::string& reason,
+            std::string* why);
+  Spec spec_from(const CoRecord& co);
+
   // Background.
   void recover_db();
   void cluster_loop(std::size_t ci);
@@ -132,6 +152,14 @@ class Engine {
   std::map<int, std::int64_t> requests_;
   std::int64_t commit_count_ = 0, commit_ms_sum_ = 0, commit_ms_max_ = 0;
   std::int64_t started_ = 0;
+
+  struct Trigger {
+    std::int64_t event_time = 0;  // the latest early end's event time
+    std::int64_t seen = 0;        // when the first one arrived here
+    std::string what;             // for the move's reason
+  };
+  std::mutex resched_mutex_;
+  std::map<std::size_t, Trigger> resched_pending_;  // by cluster index
 
   std::atomic<bool> stopping_{false};
   std::mutex stop_mutex_;

@@ -166,7 +166,16 @@ int main(int argc, char** argv) {
   };
   const std::string log_why = flexcod::log_init(o.foreground, conf.log_file, conf.debug_level);
   if (!log_why.empty()) return fail("LogFile " + log_why);
-  if (!o.foreground && !conf.log_file.empty()) dup2(fileno(stderr), STDERR_FILENO);
+  if (!o.foreground) {
+    // Let go of the caller's stderr (a pipe would stay open for our whole
+    // life): stray writes go to the log file, or nowhere with syslog.
+    const int err_fd = conf.log_file.empty() ? open("/dev/null", O_WRONLY)
+                                             : open(conf.log_file.c_str(), O_WRONLY | O_APPEND);
+    if (err_fd >= 0) {
+      dup2(err_fd, STDERR_FILENO);
+      if (err_fd != STDERR_FILENO) close(err_fd);
+    }
+  }
 
   std::string why;
   const int pid_fd = take_pid_file(conf.pid_file, &why);

@@ -349,7 +349,7 @@ bool Store::update_coalloc(const CoRecord& c, const std::string& reason, std::st
 }
 
 bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
-                  const std::string& reason, std::string* error) {
+                  const std::string& reason, std::string* error, const MoveRecord* move) {
   std::lock_guard<std::mutex> lock(mutex_);
   Txn t(db_);
   if (!t.ok()) {
@@ -377,6 +377,7 @@ bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
       return false;
     }
   }
+  if (move != nullptr && !insert_move(c.id, *move, error)) return false;
   return t.commit(error);
 }
 
@@ -466,6 +467,10 @@ std::vector<Transition> Store::transitions(std::int64_t co_id) {
 
 bool Store::add_move(std::int64_t co_id, const MoveRecord& m, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return insert_move(co_id, m, error);
+}
+
+bool Store::insert_move(std::int64_t co_id, const MoveRecord& m, std::string* error) {
   Stmt s(db_,
          "INSERT INTO moves(co_id, time, kind, from_start, to_start, from_end, to_end, from_parts,"
          " to_parts, reason) VALUES(?,?,?,?,?,?,?,?,?,?)");
@@ -476,6 +481,12 @@ bool Store::add_move(std::int64_t co_id, const MoveRecord& m, std::string* error
     return false;
   }
   return true;
+}
+
+std::int64_t Store::count_moves() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, "SELECT COUNT(*) FROM moves");
+  return s.step() == SQLITE_ROW ? s.i64(0) : 0;
 }
 
 std::vector<MoveRecord> Store::moves(std::int64_t co_id) {

@@ -108,9 +108,9 @@ class Store {
   // Writes every column of `co`; records a transition if the state changed.
   bool update_coalloc(const CoRecord& co, const std::string& reason, std::string* error);
   // Writes `co` and inserts/overwrites `parts` in one transaction (with a
-  // transition per changed state).
+  // transition per changed state), and `move` when given.
   bool write(const CoRecord& co, const std::vector<PartRecord>& parts, const std::string& reason,
-             std::string* error);
+             std::string* error, const MoveRecord* move = nullptr);
   // Writes one part (transition if its state changed).
   bool update_part(const PartRecord& part, const std::string& reason, std::string* error);
 
@@ -126,6 +126,7 @@ class Store {
   std::vector<Transition> transitions(std::int64_t co_id);
   bool add_move(std::int64_t co_id, const MoveRecord& m, std::string* error);
   std::vector<MoveRecord> moves(std::int64_t co_id);
+  std::int64_t count_moves();  // every co-allocation's
   std::map<std::string, std::int64_t> count_by_state();
 
   std::int64_t event_seq(const std::string& cluster);
@@ -144,6 +145,7 @@ class Store {
   bool add_transition(std::int64_t co_id, const std::string& what, const std::string& from,
                       const std::string& to, const std::string& reason, std::string* error);
   std::optional<CoRecord> get_co_locked(std::int64_t id);
+  bool insert_move(std::int64_t co_id, const MoveRecord& m, std::string* error);
   std::optional<PartRecord> get_part_locked(std::int64_t co, int attempt, int idx);
 
   std::mutex mutex_;

@@ -7,11 +7,14 @@ cancel a co-allocation, an admin can; a cancel leaves no reservation and no
 part job anywhere; the API's errors and authentication."""
 
 import os
+import signal
+import subprocess
 import tempfile
 import time
 
 import flexcotest as t
-from flexcodtest import Flexcod, nothing_left, script, slurm_jobs, slurm_reservations
+from flexcodtest import HOLD_ENV, Flexcod, nothing_left, script, slurm_jobs, slurm_reservations
+from flexcohttp import Client
 
 NOBODY = 65534
 NODES = [4, 4, 4]
@@ -202,11 +205,71 @@ def main():
              "a GET credential used for DELETE: 401 request_mismatch")
         r = c.get("/v1/coallocations/999")
         t.ok(r.status == 404, "an unknown id: 404")
+        # -- every policy ------------------------------------------------------
+        for pol in ("flexco", "coarp", "hpcm", "cores"):
+            st, doc = fc.submit({"nodes": 7, "duration": 300, "policy": pol, "dry_run": True})
+            plan = (doc or {}).get("plan") or {}
+            t.ok(st == 200 and sum(p["nodes"] for p in plan.get("parts", [])) == 7
+                 and plan.get("policy") == pol,
+                 "dry run with policy %s: a plan for 7 nodes %r" % (
+                     pol, [(p["cluster"], p["nodes"]) for p in plan.get("parts", [])]),
+                 "%s %r" % (st, doc))
+        st, doc = fc.submit({"nodes": 5, "duration": 120, "policy": "cores",
+                             "script": script(tmp), "std_out": "/dev/null"})
+        t.ok(st == 201 and doc.get("policy") == "cores" and doc.get("state") == "scheduled",
+             "policy cores (probed offers): placed", "%s %r" % (st, doc))
+        x = t.wait_for(finished(doc.get("id")), 60, "it to complete") or {}
+        t.ok(x.get("state") == "completed", "... and completed", "%r" % x.get("state"))
+
+        # -- SIGHUP ------------------------------------------------------------
+        os.kill(fc.pid, signal.SIGHUP)
+        t.ok(t.wait_for(lambda: "Reconfigure signal (SIGHUP) received" in fc.log_tail(50),
+                        30, "the reconfigure line"),
+             "SIGHUP: flexcod re-reads its configuration", fc.log_tail(5))
+        t.ok(c.get("/v1/clusters").status == 200, "... and keeps serving")
+
+        # -- a second flexcod, detached, on its own port and database -------------
+        d2 = tempfile.mkdtemp(prefix="flexcod-daemon-")
+        conf2 = os.path.join(d2, "flexcod.conf")
+        port2 = fc.info["port"] + 5
+        with open(fc.info["conf"]) as f:
+            text = f.read()
+        with open(conf2, "w") as f:
+            f.write(text.replace("ListenPort=%d" % fc.info["port"], "ListenPort=%d" % port2)
+                    .replace("StateFile=" + fc.info["state_file"], "StateFile=%s/db" % d2)
+                    .replace("PidFile=", "PidFile=%s/pid\n#" % d2))
+        env = dict(os.environ, FLEXCOD_CONF=conf2)
+        env.pop(HOLD_ENV, None)
+        r = subprocess.run([fc.info["program"], "-L", os.path.join(d2, "log")], env=env,
+                           capture_output=True, text=True, timeout=60)
+        pidfile = os.path.join(d2, "pid")
+        pid2 = int(open(pidfile).read()) if os.path.exists(pidfile) else None
+        c2 = Client("http://127.0.0.1:%d" % port2, fc.socket)
+        t.ok(r.returncode == 0 and pid2 and t.pid_alive(pid2)
+             and c2.get("/v1/clusters").status == 200,
+             "flexcod without -D (FLEXCOD_CONF): detaches, writes its pid file, answers",
+             "%s %r %r" % (r.returncode, r.stderr, pid2))
+        r2 = subprocess.run([fc.info["program"]], env=env, capture_output=True, text=True,
+                            timeout=60)
+        t.ok(r2.returncode == 1, "a second one on the same pid file exits 1",
+             "%s %r" % (r2.returncode, open(os.path.join(d2, "log")).read()[-300:]))
+        if pid2:
+            os.kill(pid2, signal.SIGTERM)
+            t.ok(t.wait_for(lambda: not t.pid_alive(pid2), 30, "it to stop")
+                 and not os.path.exists(pidfile)
+                 and "flexcod stopped" in open(os.path.join(d2, "log")).read(),
+                 "SIGTERM: it stops cleanly and removes its pid file")
+        r3 = subprocess.run([fc.info["program"], "-D", "-f", os.path.join(d2, "nope.conf")],
+                            capture_output=True, text=True, timeout=30)
+        t.ok(r3.returncode == 1 and "nope.conf" in r3.stderr,
+             "a missing configuration: exit 1 with the file named", r3.stderr)
+
         r = c.get("/v1/stats")
         s = r.json or {}
         t.ok(r.status == 200 and s.get("messages", {}).get("reserve", 0) >= 5
              and s.get("coallocations", {}).get("cancelled") == 1
-             and s.get("commit_ms", {}).get("count", 0) >= 3,
+             and s.get("commit_ms", {}).get("count", 0) >= 3
+             and s.get("messages", {}).get("probe", 0) >= 3,
              "GET /v1/stats counts messages, states and commit times", "%r" % s)
         t.note("commit_ms: %r" % s.get("commit_ms"))
 

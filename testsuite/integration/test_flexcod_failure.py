@@ -5,7 +5,8 @@ job took the nodes after planning: everything granted is released, the
 request is re-planned and placed elsewhere; (2) one cluster's slurmctld
 stops after its tentative reservation was granted: the confirmation fails,
 everything is released, the part on the stopped cluster as soon as it is
-back; (3) with every usable cluster refusing, the request is reported
+back; (3) a part deleted on its cluster after scheduling makes flexcod
+release the others; (4) with every usable cluster refusing, the request is reported
 unplaceable and nothing is left anywhere."""
 
 import os
@@ -139,7 +140,29 @@ def main():
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"),
              "cancelled: nothing left", "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
 
-        # -- 3. nowhere to go -----------------------------------------------------
+        # -- 3. a part lost after scheduling: the others are released -----------
+        st, doc = fc.submit(dict(body, ready=int(time.time()) + 1800))
+        t.ok(st == 201 and doc.get("state") == "scheduled" and len(doc.get("parts", [])) >= 2,
+             "a split co-allocation half an hour ahead", "%s %r" % (st, doc))
+        lost = doc["parts"][0]
+        status = grid.status()
+        url = {c["name"]: c["plugin_url"] for c in status["clusters"]}[lost["cluster"]]
+        from flexcohttp import Client
+        r = Client(url, status["munge_socket"]).request(
+            "DELETE", "/v1/reservations/%d" % lost["reservation_id"])
+        t.ok(r.status == 200, "its part on %s is deleted behind flexcod's back" % lost["cluster"])
+
+        def failed():
+            x = fc.get(doc["id"])[1] or {}
+            return x.get("state") == "failed" and x
+        x = t.wait_for(failed, 60, "flexcod to notice") or {}
+        t.ok(x.get("state") == "failed" and "part failed" in (x.get("reason") or "")
+             and all(p["state"] in ("failed", "cancelled") for p in x.get("parts", [])),
+             "the co-allocation fails and its other parts are released", "%r" % x)
+        t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"),
+             "nothing left on any cluster", "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
+
+        # -- 4. nowhere to go -----------------------------------------------------
         jobs = [(c, grid.submit(c, ["-N3", "-t", "30", "-o", "/dev/null", "--wrap", "sleep 900"]))
                 for c in ("alpha", "beta", "gamma")]
         for c, j in jobs:

@@ -29,7 +29,9 @@ const char* kExample =
     "DefaultPolicy=flexco\n"
     "AvailabilityMode=probe\n"
     "PublishInterval=300\n"
+    "RescheduleMode=Shift\n"
     "RescheduleMargin=60\n"
+    "RescheduleWait=30\n"
     "MaxMoves=5\n"
     "Cluster=alpha URL=http://127.0.0.1:26001\n"
     "Cluster=beta  URL=http://127.0.0.1:26101   # second\n";
@@ -50,6 +52,8 @@ START_TEST(example_parses) {
   ck_assert(c.availability_mode == "probe");
   ck_assert_int_eq(c.publish_interval, 300);
   ck_assert_int_eq(c.reschedule_margin, 60);
+  ck_assert(c.reschedule_mode == "shift");
+  ck_assert_int_eq(c.reschedule_wait, 30);
   ck_assert_int_eq(c.max_moves, 5);
   ck_assert_int_eq(c.clusters.size(), 2);
   ck_assert(c.clusters[0].name == "alpha" && c.clusters[0].url == "http://127.0.0.1:26001");
@@ -76,6 +80,8 @@ START_TEST(defaults_and_case) {
   ck_assert(c.state_file == "/var/lib/flexco/flexcod.db");
   ck_assert_int_eq(c.admin_users.size(), 1);
   ck_assert_int_eq(c.max_moves, 5);
+  ck_assert(c.reschedule_mode == "remap");
+  ck_assert_int_eq(c.reschedule_wait, 60);
   ck_assert_int_eq(c.request_timeout, 10);
   ck_assert_int_eq(c.confirm_within, 120);
   ck_assert_int_eq(c.max_replans, 3);
@@ -101,6 +107,8 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\nAvailabilityMode=push\n", 2, "AvailabilityMode"},
     {"Cluster=a URL=http://h:1\nAdminUsers=root,,x\n", 2, "AdminUsers"},
     {"Cluster=a URL=http://h:1\nMaxMoves=1001\n", 2, "MaxMoves"},
+    {"Cluster=a URL=http://h:1\nRescheduleMode=shift+remap\n", 2, "RescheduleMode"},
+    {"Cluster=a URL=http://h:1\nRescheduleWait=3601\n", 2, "RescheduleWait"},
     {"Cluster=a URL=http://h:1\nPublishInterval=0\n", 2, "PublishInterval"},
     {"Cluster=a URL=http://h:1\nDebugLevel=loud\n", 2, "DebugLevel"},
     {"Cluster=a URL=http://h:1\nListenPort\n", 2, "expected Key=Value"},

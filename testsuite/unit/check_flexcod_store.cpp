@@ -203,6 +203,49 @@ START_TEST(moves_and_event_seq) {
 }
 END_TEST
 
+// A move's switch: the new parts current, the old ones not, the move row,
+// all in one transaction; a failing switch writes no move.
+START_TEST(switch_with_move_is_one_transaction) {
+  std::string err;
+  auto s = Store::open(fresh_path("h.db"), &err);
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "x", &err));
+  c.state = "scheduled";
+  c.attempt = 1;
+  ck_assert(s->write(c, {sample_part(c.id, 1, 0, "alpha", "submitted")}, "placed", &err));
+  PartRecord fresh = sample_part(c.id, 2, 0, "beta", "submitted");
+  fresh.current = false;
+  ck_assert(s->write(c, {fresh}, "move planned", &err));
+  ck_assert_int_eq(s->parts(c.id, true).size(), 1);  // the old set is still current
+  flexcod::MoveRecord m;
+  m.time = 7;
+  m.kind = "remap";
+  m.from_start = 200;
+  m.to_start = 100;
+  m.from_parts = "[{\"cluster\":\"alpha\",\"nodes\":5}]";
+  m.to_parts = "[{\"cluster\":\"beta\",\"nodes\":5}]";
+  m.reason = "early end";
+  PartRecord old = sample_part(c.id, 1, 0, "alpha", "cancelling");
+  old.current = false;
+  fresh.current = true;
+  c.attempt = 2;
+  c.moves = 1;
+  ck_assert(s->write(c, {fresh, old}, "moved", &err, &m));
+  auto cur = s->parts(c.id, true);
+  ck_assert_int_eq(cur.size(), 1);
+  ck_assert(cur[0].cluster == "beta" && cur[0].attempt == 2);
+  ck_assert_int_eq(s->parts_in_states({"cancelling"}).size(), 1);
+  ck_assert_int_eq(s->moves(c.id).size(), 1);
+  ck_assert_int_eq(s->count_moves(), 1);
+  ck_assert_int_eq(s->get_coalloc(c.id)->moves, 1);
+  CoRecord gone = c;
+  gone.id = 99;
+  ck_assert(!s->write(gone, {}, "x", &err, &m));
+  ck_assert_int_eq(s->count_moves(), 1);
+  ck_assert_int_eq(s->moves(99).size(), 0);
+}
+END_TEST
+
 START_TEST(committed_changes_survive_for_another_connection) {
   const std::string path = fresh_path("f.db");
   std::string err;
@@ -244,6 +287,7 @@ Suite* make_suite() {
   tcase_add_test(tc, list_filters);
   tcase_add_test(tc, moves_and_event_seq);
   tcase_add_test(tc, committed_changes_survive_for_another_connection);
+  tcase_add_test(tc, switch_with_move_is_one_transaction);
   tcase_add_test(tc, unknown_coalloc_write_fails);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
