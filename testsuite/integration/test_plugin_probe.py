@@ -1,12 +1,58 @@
 #!/usr/bin/env python3
 """POST /v1/probe on a real cluster: offers that follow what the cluster
 really runs, a what-if fitness that drops when an offer would delay a
-pending job, strict request validation, and slurmctld unharmed."""
+pending job, a job_reference that plans the queue in priority order,
+strict request validation, and slurmctld unharmed."""
+
+import datetime
 
 import flexcotest as t
 from flexcohttp import Client
 
 NODES = 4
+
+
+def _secs(limit):
+    """squeue's %l ([days-][hours:]minutes:seconds) in seconds."""
+    days, _, rest = limit.rpartition("-")
+    secs = 0
+    for part in rest.split(":"):
+        secs = secs * 60 + int(part)
+    return secs + int(days or 0) * 86400
+
+
+def _jobs(grid):
+    """Running and pending jobs of alpha: id, state, priority, nodes, time
+    limit (s), end (epoch; running jobs: start + limit)."""
+    r = grid.run("alpha", ["squeue", "-h", "-t", "R,PD", "-o", "%i|%T|%Q|%D|%l|%e"])
+    jobs = []
+    for line in r.stdout.split():
+        jid, state, prio, nodes, limit, end = line.split("|")
+        jobs.append({"id": jid, "state": state, "prio": int(prio),
+                     "nodes": int(nodes.split("-")[0]), "secs": _secs(limit),
+                     "end": (int(datetime.datetime.fromisoformat(end).timestamp())
+                             if state == "RUNNING" else None)})
+    return sorted(jobs, key=lambda j: int(j["id"]))
+
+
+def _reference_model(cap, now, running, queue, duration, nodes):
+    """Conservative backfilling, naively: every queued (nodes, seconds) job in
+    order at its earliest fit from now, then the earliest fit of `nodes` for
+    `duration` behind them (the thesis' P^JOB start), or None."""
+    spans = [(now, max(end, now + 1), n) for end, n in running]
+
+    def fit(d, n):
+        for s in sorted({now} | {e for _, e, _ in spans if e > now}):
+            points = {s} | {a for a, _, _ in spans if s < a < s + d}
+            if all(cap - sum(k for a, e, k in spans if a <= p < e) >= n
+                   for p in points):
+                return s
+        return None
+    for n, d in queue:
+        s = fit(d, n)
+        if s is not None:
+            spans.append((s, s + d, n))
+    return fit(duration, nodes)
 
 
 def main():
@@ -79,7 +125,51 @@ def main():
              "a 4-node offer starts after the running job and the planned "
              "pending job", "%r %r" % ([o["start"] - snap for o in offers],
                                       planned.get("StartTime")))
-        grid.run("alpha", ["scancel", jobid, pend])
+        grid.run("alpha", ["scancel", pend])
+        t.wait_for(lambda: grid.job("alpha", pend).get("JobState") != "PENDING",
+                   30, "the pending job to be cancelled")
+
+        # -- job_reference: the queue in priority order, from the snapshot ----
+        # Four pending jobs (none fits on the one free node) whose priority
+        # order is not their submission order.  The model's answer changes
+        # if the plugin read the queue in job id order or reversed, took
+        # every job as 1 node or 10 minutes, or got the running job's end
+        # wrong (see _reference_model); it must equal job_reference exactly.
+        queued = []
+        for n, minutes, prio in [(2, 5, 2000), (4, 30, 4000), (2, 10, 1000),
+                                 (3, 15, 3000)]:
+            queued.append(grid.submit("alpha", [
+                "-N%d" % n, "-t", str(minutes), "--priority", str(prio),
+                "-o", "/dev/null", "--wrap", "true"]))
+        t.wait_for(lambda: all(j["state"] == "PENDING"
+                               for j in _jobs(grid) if j["id"] in queued),
+                   30, "the four jobs to be pending")
+        for _ in range(5):  # until no job changed state around the probe
+            before = _jobs(grid)
+            r = c.request("POST", "/v1/probe", body={"nodes": 2, "duration": 600})
+            if _jobs(grid) == before:
+                break
+        doc = r.json or {}
+        snap = doc.get("snapshot_time", 0)
+        running = [(j["end"], j["nodes"]) for j in before if j["state"] == "RUNNING"]
+        pending = [j for j in before if j["state"] == "PENDING"]
+        by_prio = sorted(pending, key=lambda j: (-j["prio"], j["id"]))
+        want = _reference_model(NODES, snap, running,
+                                [(j["nodes"], j["secs"]) for j in by_prio], 600, 2)
+        by_id = _reference_model(NODES, snap, running,
+                                 [(j["nodes"], j["secs"]) for j in
+                                  sorted(pending, key=lambda j: j["id"])], 600, 2)
+        got = (doc.get("job_reference") or {})
+        t.ok(r.status == 200 and len(pending) == 4 and len(running) == 1
+             and doc.get("queue", {}).get("considered") == 4
+             and got.get("nodes") == 2 and got.get("start") == want
+             and want != by_id,
+             "job_reference is the conservative plan of the queue in priority "
+             "order (not job id order)",
+             "%s ref %s, model %s (by id %s), running %r, queue %r" % (
+                 r.status, got, want, by_id, running,
+                 [(j["id"], j["prio"], j["nodes"], j["secs"]) for j in by_prio]))
+        grid.run("alpha", ["scancel", jobid, *queued])
 
         # -- bad requests -----------------------------------------------------
         for body, what in [({"nodes": 2}, "missing duration"),
