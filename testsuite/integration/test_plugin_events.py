@@ -143,7 +143,7 @@ class Killer:
 
 def main():
     t.require_grid_tools()
-    with t.Grid(nodes=[NODES]) as grid:
+    with t.Grid(nodes=[NODES], args=["--no-flexcod"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(
             grid.status()), 30, "the plugin to listen")
         t.ok(st, "the plugin listens")

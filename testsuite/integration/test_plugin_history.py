@@ -39,7 +39,7 @@ def main():
     t.require_grid_tools()
     # Record every 5 s, averaged over a 60 s "day": a 60 s slot then covers
     # every bucket of the history.
-    with t.Grid(nodes=[NODES], args=["--plugin-option", "PResHistoryInterval=5",
+    with t.Grid(nodes=[NODES], args=["--no-flexcod", "--plugin-option", "PResHistoryInterval=5",
                                      "--plugin-option", "PResHistoryPeriod=60"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")

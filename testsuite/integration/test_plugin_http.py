@@ -42,7 +42,7 @@ def steps_at(doc, when):
 
 def main():
     t.require_grid_tools()
-    with t.Grid() as grid:
+    with t.Grid(args=["--no-flexcod"]) as grid:
         st = t.wait_for(lambda: (lambda s: all(c.get("plugin_url") for c in s["clusters"]) and s)(grid.status()),
                         30, "every plugin to listen")
         t.ok(st, "every cluster's plugin listens (status --json shows plugin_url)")

@@ -16,7 +16,7 @@ NOBODY = 65534
 
 def main():
     t.require_grid_tools()
-    with t.Grid(nodes=[NODES], args=["--plugin-option", "QueryUsers=root",
+    with t.Grid(nodes=[NODES], args=["--no-flexcod", "--plugin-option", "QueryUsers=root",
                                      "--plugin-option", "MinFit=0.9"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")

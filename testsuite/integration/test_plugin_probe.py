@@ -57,7 +57,7 @@ def _reference_model(cap, now, running, queue, duration, nodes):
 
 def main():
     t.require_grid_tools()
-    with t.Grid(nodes=[NODES]) as grid:
+    with t.Grid(nodes=[NODES], args=["--no-flexcod"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
         c = Client(st["clusters"][0]["plugin_url"], st["munge_socket"])

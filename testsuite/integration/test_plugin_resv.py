@@ -26,7 +26,7 @@ def slurm_time(grid, epoch):
 
 def main():
     t.require_grid_tools()
-    with t.Grid(nodes=[NODES]) as grid:
+    with t.Grid(nodes=[NODES], args=["--no-flexcod"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
         sock = st["munge_socket"]
