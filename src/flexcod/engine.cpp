@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <future>
 #include <iterator>
 #include <utility>
@@ -115,6 +116,16 @@ std::int64_t round_up_minutes(std::int64_t s) { return std::max<std::int64_t>(60
 // scheduler's next pass) still fits before the reservation ends; Slurm never
 // starts a job whose time limit would run past its reservation's end.
 constexpr std::int64_t kStartSlack = 60;
+
+// A time as Slurm's commands print it (local time, ISO 8601 without zone).
+std::string slurm_time(std::int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  struct tm tm_buf;
+  char buf[32];
+  if (!localtime_r(&tt, &tm_buf) || !std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm_buf))
+    return std::to_string(t);
+  return buf;
+}
 
 std::string parts_text(const std::vector<PartRecord>& parts) {
   std::string out;
@@ -606,7 +617,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   co.planned_end = start + length;
   co.run_time = plan.duration - kStartSlack;
   co.reason = "attempt " + std::to_string(co.attempt) + ": " + layout_text + " at " +
-              std::to_string(start);
+              slurm_time(start);
   std::string err;
   if (!store_.write(co, parts, co.reason, &err)) {
     *why = "state database: " + err;
@@ -787,7 +798,8 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     }
   }
   if (ok) {
-    fc_info("co-%ld: scheduled at %ld on %s", (long)co.id, (long)start, parts_text(parts).c_str());
+    fc_info("co-%ld: scheduled at %s on %s", (long)co.id, slurm_time(start).c_str(),
+          parts_text(parts).c_str());
     return true;
   }
   *why = "attempt " + std::to_string(co.attempt) + " (" + parts_text(parts) + "): " + fail;
@@ -1612,8 +1624,8 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
     parts.push_back(std::move(p));
   }
   const std::string what = kind + " " + parts_text(old_parts) + " at " +
-                           std::to_string(stored.planned_start) + " -> " + parts_text(parts) +
-                           " at " + std::to_string(start);
+                           slurm_time(stored.planned_start) + " -> " + parts_text(parts) +
+                           " at " + slurm_time(start);
   std::string err;
   // Write before act: the new set is in the database before any request.
   if (!store_.write(stored, parts, "move planned (" + what + "): " + reason, &err)) {
@@ -1776,7 +1788,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   after.planned_end = start + length;
   after.run_time = plan.duration - kStartSlack;
   after.moves += 1;
-  after.reason = "moved (" + kind + ") to " + parts_text(parts) + " at " + std::to_string(start);
+  after.reason = "moved (" + kind + ") to " + parts_text(parts) + " at " + slurm_time(start);
   std::vector<PartRecord> all = parts;
   for (auto& p : all) p.current = true;
   std::vector<PartRecord> olds = old_parts;
@@ -2213,7 +2225,7 @@ ApiResult Engine::modify(const Caller& who, std::int64_t id, const json_t* body)
   }
   // The part jobs end by planned_start + run_time (planned_end adds the slack).
   if (violated.empty() && next.deadline > 0 && next.planned_start + next.run_time > next.deadline) {
-    violated = "the placement ends at " + std::to_string(next.planned_start + next.run_time) +
+    violated = "the placement ends at " + slurm_time(next.planned_start + next.run_time) +
                ", after the new deadline";
   }
   if (!violated.empty()) {
