@@ -578,6 +578,136 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
   return false;
 }
 
+// The steps of a commit and of a move: one concurrent request per part.
+// Each fills in the parts it succeeded on and returns one error (or none)
+// per part; what a failure means is the caller's to decide.
+
+std::vector<PartRecord> Engine::new_parts(const CoRecord& co, const flexco::CoallocPlan& plan,
+                                          int attempt, std::int64_t start, std::int64_t length) {
+  std::vector<PartRecord> parts;
+  for (std::size_t i = 0; i < plan.parts.size(); ++i) {
+    PartRecord p;
+    p.co_id = co.id;
+    p.attempt = attempt;
+    p.idx = static_cast<int>(i);
+    p.cluster = clusters_[plan.parts[i].cluster]->conf.name;
+    p.nodes = plan.parts[i].nodes;
+    p.state = "reserving";
+    p.resv_key = key(co, attempt, p.idx, "resv");
+    p.planned_start = start;
+    p.planned_end = start + length;
+    parts.push_back(std::move(p));
+  }
+  return parts;
+}
+
+Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRecord>& parts,
+                                         std::int64_t confirm_within, const char* note) {
+  // The first refusal cancels the requests still in flight.
+  std::atomic<bool> abort{false};
+  std::vector<std::future<http::Result<http::Reservation>>> fr;
+  for (auto& p : parts) {
+    Cluster* c = cluster(p.cluster);
+    http::ReservationRequest q;
+    q.user = co.user;
+    q.nodes = p.nodes;
+    q.start = p.planned_start;
+    q.duration = p.planned_end - p.planned_start;
+    q.partition = c->conf.partition;
+    q.confirm_within = confirm_within;
+    bump("messages.reserve");
+    fr.push_back(std::async(std::launch::async, [c, q, k = p.resv_key, &abort]() {
+      auto r = c->client->create_reservation(q, k, &abort);
+      if (!r.ok()) abort = true;
+      return r;
+    }));
+  }
+  StepErrors errors(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto r = fr[i].get();
+    PartRecord& p = parts[i];
+    if (!r.ok()) {
+      errors[i] = r.error();
+      continue;
+    }
+    cluster(p.cluster)->note(true, "");
+    p.state = "tentative";
+    p.reservation_id = r.value().id;
+    p.reservation = r.value().name;
+    p.node_list = r.value().node_list;
+    p.reason = "tentative reservation " + p.reservation + note;
+  }
+  return errors;
+}
+
+Engine::StepErrors Engine::confirm_parts(const CoRecord& co, int attempt,
+                                         std::vector<PartRecord>& parts, const char* note) {
+  std::vector<std::future<http::Result<http::Reservation>>> fc;
+  for (auto& p : parts) {
+    Cluster* c = cluster(p.cluster);
+    bump("messages.confirm");
+    fc.push_back(std::async(std::launch::async,
+                            [c, id = p.reservation_id, k = key(co, attempt, p.idx, "confirm")]() {
+                              return c->client->confirm_reservation(id, k);
+                            }));
+  }
+  StepErrors errors(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto r = fc[i].get();
+    if (r.ok()) {
+      parts[i].state = "confirmed";
+      parts[i].reason = std::string("confirmed") + note;
+    } else {
+      errors[i] = r.error();
+      parts[i].reason = r.error().message;
+    }
+  }
+  return errors;
+}
+
+Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
+                                        std::int64_t time_limit, std::vector<PartRecord>& parts,
+                                        const char* note) {
+  std::vector<std::pair<std::string, std::int64_t>> layout;
+  for (const auto& p : parts) layout.emplace_back(p.cluster, p.nodes);
+  std::vector<std::future<http::Result<std::int64_t>>> fj;
+  for (auto& p : parts) {
+    Cluster* c = cluster(p.cluster);
+    http::PartJobRequest q;
+    q.script = spec.script;
+    q.argv = spec.argv;
+    q.environment = spec.env;
+    q.work_dir = spec.work_dir;
+    q.std_out = spec.std_out;
+    q.std_err = spec.std_err;
+    q.name = spec.name.empty() ? "co-" + std::to_string(co.id) : spec.name;
+    q.coallocation = "co-" + std::to_string(co.id);
+    q.part_index = p.idx;
+    q.parts = layout;
+    q.start = p.planned_start;
+    q.time_limit = time_limit;
+    bump("messages.submit");
+    fj.push_back(std::async(std::launch::async, [c, q, id = p.reservation_id, k = p.job_key]() {
+      return c->client->submit_job(id, q, k);
+    }));
+  }
+  StepErrors errors(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto r = fj[i].get();
+    PartRecord& p = parts[i];
+    if (r.ok()) {
+      p.state = "submitted";
+      p.job_id = r.value();
+      p.job_state = "PENDING";
+      p.reason = "part job " + std::to_string(p.job_id) + note;
+    } else {
+      errors[i] = r.error();
+      p.reason = r.error().message;
+    }
+  }
+  return errors;
+}
+
 bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
                             const std::vector<std::size_t>& which,
                             std::set<std::string>* bad, std::string* why) {
@@ -591,20 +721,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   const std::int64_t start = std::max<std::int64_t>(plan.start, now);
   const std::int64_t length = round_up_minutes(plan.duration);
   co.attempt += 1;
-  std::vector<PartRecord> parts;
-  for (std::size_t i = 0; i < plan.parts.size(); ++i) {
-    PartRecord p;
-    p.co_id = co.id;
-    p.attempt = co.attempt;
-    p.idx = static_cast<int>(i);
-    p.cluster = clusters_[plan.parts[i].cluster]->conf.name;
-    p.nodes = plan.parts[i].nodes;
-    p.state = "reserving";
-    p.resv_key = key(co, co.attempt, p.idx, "resv");
-    p.planned_start = start;
-    p.planned_end = start + length;
-    parts.push_back(std::move(p));
-  }
+  std::vector<PartRecord> parts = new_parts(co, plan, co.attempt, start, length);
   const std::string layout_text = parts_text(parts);
   // Earlier attempts are history now.
   std::vector<PartRecord> all = store_.parts(co.id, true);
@@ -630,42 +747,15 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   test_hold("reserving");
   // 1. Tentative reservations, concurrently.  The first refusal cancels the
   // requests still in flight; their outcome is learned in release().
-  std::atomic<bool> abort{false};
-  std::vector<std::future<http::Result<http::Reservation>>> fr;
-  for (auto& p : parts) {
-    Cluster* c = cluster(p.cluster);
-    http::ReservationRequest q;
-    q.user = co.user;
-    q.nodes = p.nodes;
-    q.start = p.planned_start;
-    q.duration = p.planned_end - p.planned_start;
-    q.partition = c->conf.partition;
-    q.confirm_within = conf.confirm_within;
-    bump("messages.reserve");
-    fr.push_back(std::async(std::launch::async, [c, q, k = p.resv_key, &abort]() {
-      auto r = c->client->create_reservation(q, k, &abort);
-      if (!r.ok()) abort = true;
-      return r;
-    }));
-  }
+  const StepErrors refused = reserve_parts(co, parts, conf.confirm_within, "");
   bool ok = true;
   std::string fail;
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    auto r = fr[i].get();
+    if (!refused[i]) continue;
     PartRecord& p = parts[i];
-    Cluster* c = cluster(p.cluster);
-    if (r.ok()) {
-      c->note(true, "");
-      p.state = "tentative";
-      p.reservation_id = r.value().id;
-      p.reservation = r.value().name;
-      p.node_list = r.value().node_list;
-      p.reason = "tentative reservation " + p.reservation;
-      continue;
-    }
+    const http::Error& e = *refused[i];
     ok = false;
-    const http::Error& e = r.error();
-    c->note(answered(e), e.message);
+    cluster(p.cluster)->note(answered(e), e.message);
     p.state = maybe_done(e) ? "cancelling" : "released";
     p.reason = e.message;
     if (e.code == http::Errc::kCancelled) {
@@ -697,28 +787,14 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     }
   }
   if (ok) {
-    std::vector<std::future<http::Result<http::Reservation>>> fc;
-    for (auto& p : parts) {
-      Cluster* c = cluster(p.cluster);
-      bump("messages.confirm");
-      fc.push_back(std::async(std::launch::async, [c, id = p.reservation_id,
-                                                   k = key(co, co.attempt, p.idx, "confirm")]() {
-        return c->client->confirm_reservation(id, k);
-      }));
-    }
+    const StepErrors failed = confirm_parts(co, co.attempt, parts, "");
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      auto r = fc[i].get();
-      PartRecord& p = parts[i];
-      if (r.ok()) {
-        p.state = "confirmed";
-        p.reason = "confirmed";
-      } else {
-        ok = false;
-        cluster(p.cluster)->note(answered(r.error()), r.error().message);
-        bad->insert(p.cluster);
-        p.reason = r.error().message;
-        fail += (fail.empty() ? "" : "; ") + p.cluster + " did not confirm: " + r.error().message;
-      }
+      if (!failed[i]) continue;
+      ok = false;
+      cluster(parts[i].cluster)->note(answered(*failed[i]), failed[i]->message);
+      bad->insert(parts[i].cluster);
+      fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not confirm: " +
+              failed[i]->message;
     }
     if (!store_.write(co, parts, ok ? "confirmed" : "a confirmation failed", &err)) {
       ok = false;
@@ -738,51 +814,18 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     }
   }
   if (ok) {
-    std::vector<std::pair<std::string, std::int64_t>> layout;
-    for (const auto& p : parts) layout.emplace_back(p.cluster, p.nodes);
-    std::vector<std::future<http::Result<std::int64_t>>> fj;
-    for (auto& p : parts) {
-      Cluster* c = cluster(p.cluster);
-      http::PartJobRequest q;
-      q.script = spec.script;
-      q.argv = spec.argv;
-      q.environment = spec.env;
-      q.work_dir = spec.work_dir;
-      q.std_out = spec.std_out;
-      q.std_err = spec.std_err;
-      q.name = spec.name.empty() ? "co-" + std::to_string(co.id) : spec.name;
-      q.coallocation = "co-" + std::to_string(co.id);
-      q.part_index = p.idx;
-      q.parts = layout;
-      q.start = p.planned_start;
-      q.time_limit = round_up_minutes(plan.duration - kStartSlack);
-      bump("messages.submit");
-      fj.push_back(std::async(std::launch::async, [c, q, id = p.reservation_id, k = p.job_key]() {
-        return c->client->submit_job(id, q, k);
-      }));
-    }
+    const StepErrors failed =
+        submit_parts(co, spec, round_up_minutes(plan.duration - kStartSlack), parts, "");
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      auto r = fj[i].get();
-      PartRecord& p = parts[i];
-      if (r.ok()) {
-        p.state = "submitted";
-        p.job_id = r.value();
-        p.job_state = "PENDING";
-        p.reason = "part job " + std::to_string(p.job_id);
-      } else {
-        ok = false;
-        cluster(p.cluster)->note(answered(r.error()), r.error().message);
-        if (r.error().code == http::Errc::kHttp && r.error().http_status < 500) {
-          // Slurm refused the job itself: another cluster will not help
-          // with a bad script, but a cluster may lack the user; exclude it.
-          bad->insert(p.cluster);
-        } else {
-          bad->insert(p.cluster);
-        }
-        p.reason = r.error().message;
-        fail += (fail.empty() ? "" : "; ") + p.cluster + " did not take the part job: " +
-                r.error().message;
-      }
+      if (!failed[i]) continue;
+      ok = false;
+      // Slurm refusing the job (a bad script, a user unknown there) or the
+      // cluster failing: either way this cluster is excluded from the
+      // re-plan; another cluster may have the user.
+      cluster(parts[i].cluster)->note(answered(*failed[i]), failed[i]->message);
+      bad->insert(parts[i].cluster);
+      fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not take the part job: " +
+              failed[i]->message;
     }
     if (ok) test_hold("submitted");
     if (ok) {
@@ -1608,21 +1651,8 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   int attempt = co.attempt;
   for (const auto& p : store_.parts(co.id, false)) attempt = std::max(attempt, p.attempt);
   attempt += 1;
-  std::vector<PartRecord> parts;
-  for (std::size_t i = 0; i < plan.parts.size(); ++i) {
-    PartRecord p;
-    p.co_id = co.id;
-    p.attempt = attempt;
-    p.idx = static_cast<int>(i);
-    p.cluster = clusters_[plan.parts[i].cluster]->conf.name;
-    p.nodes = plan.parts[i].nodes;
-    p.state = "reserving";
-    p.resv_key = key(co, attempt, p.idx, "resv");
-    p.planned_start = start;
-    p.planned_end = start + length;
-    p.current = false;  // until the switch
-    parts.push_back(std::move(p));
-  }
+  std::vector<PartRecord> parts = new_parts(co, plan, attempt, start, length);
+  for (auto& p : parts) p.current = false;  // until the switch
   const std::string what = kind + " " + parts_text(old_parts) + " at " +
                            slurm_time(stored.planned_start) + " -> " + parts_text(parts) +
                            " at " + slurm_time(start);
@@ -1643,41 +1673,17 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   };
 
   // 1. Tentative reservations.
-  std::atomic<bool> abort{false};
-  std::vector<std::future<http::Result<http::Reservation>>> fr;
-  for (auto& p : parts) {
-    Cluster* c = cluster(p.cluster);
-    http::ReservationRequest q;
-    q.user = co.user;
-    q.nodes = p.nodes;
-    q.start = p.planned_start;
-    q.duration = p.planned_end - p.planned_start;
-    q.partition = c->conf.partition;
-    q.confirm_within = conf.confirm_within;
-    bump("messages.reserve");
-    fr.push_back(std::async(std::launch::async, [c, q, k = p.resv_key, &abort]() {
-      auto r = c->client->create_reservation(q, k, &abort);
-      if (!r.ok()) abort = true;
-      return r;
-    }));
-  }
+  const StepErrors refused = reserve_parts(co, parts, conf.confirm_within, " (move)");
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    auto r = fr[i].get();
+    if (!refused[i]) continue;
     PartRecord& p = parts[i];
-    if (r.ok()) {
-      p.state = "tentative";
-      p.reservation_id = r.value().id;
-      p.reservation = r.value().name;
-      p.node_list = r.value().node_list;
-      p.reason = "tentative reservation " + p.reservation + " (move)";
-      continue;
-    }
-    p.state = maybe_done(r.error()) || r.error().code == http::Errc::kCancelled ? "cancelling" : "released";
-    p.reason = r.error().message;
-    if (r.error().code != http::Errc::kCancelled) {
+    const http::Error& e = *refused[i];
+    const bool cancelled = e.code == http::Errc::kCancelled;
+    p.state = maybe_done(e) || cancelled ? "cancelling" : "released";
+    p.reason = e.message;
+    if (!cancelled)
       fail += (fail.empty() ? "" : "; ") + p.cluster + " refused " + std::to_string(p.nodes) +
-              " nodes: " + r.error().message;
-    }
+              " nodes: " + e.message;
   }
   if (!store_.write(stored, parts, fail.empty() ? "move: reserved" : "move: a reservation failed", &err)) {
     fail += (fail.empty() ? "" : "; ") + std::string("state database: ") + err;
@@ -1689,25 +1695,11 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   for (auto& p : parts) p.state = "confirming";
   if (!store_.write(stored, parts, "move: confirming", &err)) return abandon("state database: " + err);
   {
-    std::vector<std::future<http::Result<http::Reservation>>> fc;
-    for (auto& p : parts) {
-      Cluster* c = cluster(p.cluster);
-      bump("messages.confirm");
-      fc.push_back(std::async(std::launch::async, [c, id = p.reservation_id,
-                                                   k = key(co, attempt, p.idx, "confirm")]() {
-        return c->client->confirm_reservation(id, k);
-      }));
-    }
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      auto r = fc[i].get();
-      if (r.ok()) {
-        parts[i].state = "confirmed";
-        parts[i].reason = "confirmed (move)";
-      } else {
-        parts[i].reason = r.error().message;
-        fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not confirm: " + r.error().message;
-      }
-    }
+    const StepErrors failed = confirm_parts(co, attempt, parts, " (move)");
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      if (failed[i])
+        fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not confirm: " +
+                failed[i]->message;
   }
   if (!store_.write(stored, parts, fail.empty() ? "move: confirmed" : "move: a confirmation failed", &err)) {
     fail += (fail.empty() ? "" : "; ") + std::string("state database: ") + err;
@@ -1721,43 +1713,12 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   }
   if (!store_.write(stored, parts, "move: submitting part jobs", &err)) return abandon("state database: " + err);
   {
-    std::vector<std::pair<std::string, std::int64_t>> layout;
-    for (const auto& p : parts) layout.emplace_back(p.cluster, p.nodes);
-    std::vector<std::future<http::Result<std::int64_t>>> fj;
-    for (auto& p : parts) {
-      Cluster* c = cluster(p.cluster);
-      http::PartJobRequest q;
-      q.script = spec.script;
-      q.argv = spec.argv;
-      q.environment = spec.env;
-      q.work_dir = spec.work_dir;
-      q.std_out = spec.std_out;
-      q.std_err = spec.std_err;
-      q.name = spec.name.empty() ? "co-" + std::to_string(co.id) : spec.name;
-      q.coallocation = "co-" + std::to_string(co.id);
-      q.part_index = p.idx;
-      q.parts = layout;
-      q.start = p.planned_start;
-      q.time_limit = round_up_minutes(plan.duration - kStartSlack);
-      bump("messages.submit");
-      fj.push_back(std::async(std::launch::async, [c, q, id = p.reservation_id, k = p.job_key]() {
-        return c->client->submit_job(id, q, k);
-      }));
-    }
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      auto r = fj[i].get();
-      PartRecord& p = parts[i];
-      if (r.ok()) {
-        p.state = "submitted";
-        p.job_id = r.value();
-        p.job_state = "PENDING";
-        p.reason = "part job " + std::to_string(p.job_id) + " (move)";
-      } else {
-        p.reason = r.error().message;
-        fail += (fail.empty() ? "" : "; ") + p.cluster + " did not take the part job: " +
-                r.error().message;
-      }
-    }
+    const StepErrors failed =
+        submit_parts(co, spec, round_up_minutes(plan.duration - kStartSlack), parts, " (move)");
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      if (failed[i])
+        fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not take the part job: " +
+                failed[i]->message;
   }
   if (!fail.empty()) {
     store_.write(stored, parts, "move: a part job submission failed", &err);

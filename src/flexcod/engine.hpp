@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -94,6 +95,18 @@ class Engine {
   bool commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
                       const std::vector<std::size_t>& which, std::set<std::string>* bad_clusters,
                       std::string* why);
+  // The concurrent steps shared by a commit and a move: one request per
+  // part; the parts that succeed are filled in, the result holds each
+  // part's error (or none).
+  using StepErrors = std::vector<std::optional<flexco::http::Error>>;
+  std::vector<PartRecord> new_parts(const CoRecord& co, const flexco::CoallocPlan& plan,
+                                    int attempt, std::int64_t start, std::int64_t length);
+  StepErrors reserve_parts(const CoRecord& co, std::vector<PartRecord>& parts,
+                           std::int64_t confirm_within, const char* note);
+  StepErrors confirm_parts(const CoRecord& co, int attempt, std::vector<PartRecord>& parts,
+                           const char* note);
+  StepErrors submit_parts(const CoRecord& co, const Spec& spec, std::int64_t time_limit,
+                          std::vector<PartRecord>& parts, const char* note);
   // Releases every part given (reservation and part job); false if some
   // cluster could not be reached (those parts stay "cancelling").
   bool release(CoRecord& co, std::vector<PartRecord>& parts, const std::string& final_state,
