@@ -21,6 +21,7 @@
 
 #include "agent.h"
 #include "flexco_conf.h"
+#include "snapshot.h"
 #include "resv.h"
 
 /* Built with -fvisibility=hidden: only these entry points are exported. */
@@ -47,6 +48,7 @@ FLEXCO_EXPORT extern int init(void)
 	slurm_mutex_unlock(&conf_lock);
 
 	flexco_resv_init(conf);
+	snapshot_set_jobs_per_hold(conf->snapshot_jobs_per_hold);
 
 	if (flexco_agent_start(conf) != SLURM_SUCCESS) {
 		flexco_resv_fini();

@@ -42,13 +42,14 @@ static s_p_options_t flexco_options[] = {
 	{.key = "PResHistoryPeriod", .type = S_P_UINT32},
 	{.key = "PublishedShare", .type = S_P_UINT16},
 	{.key = "QueryUsers", .type = S_P_STRING},
+	{.key = "SnapshotJobsPerHold", .type = S_P_UINT32},
 	{.key = NULL}
 };
 
 #define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
 	"EventBufferSize, ListenAddress, ListenPort, MaxConnections, " \
 	"MaxRequestSize, MinFit, MungeSocket, PResHistoryInterval, " \
-	"PResHistoryPeriod, PublishedShare, QueryUsers"
+	"PResHistoryPeriod, PublishedShare, QueryUsers, SnapshotJobsPerHold"
 
 /* Read an optional uint32 key with a default and an inclusive range. */
 static int _get_u32(s_p_hashtbl_t *tbl, const char *path, const char *key,
@@ -166,7 +167,10 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     FLEXCO_DEFAULT_HISTORY_PERIOD, 60, 7 * 86400) ||
 	    _get_u32(tbl, path, "PResHistoryInterval",
 		     &conf->history_interval,
-		     FLEXCO_DEFAULT_HISTORY_INTERVAL, 5, 86400))
+		     FLEXCO_DEFAULT_HISTORY_INTERVAL, 5, 86400) ||
+	    _get_u32(tbl, path, "SnapshotJobsPerHold",
+		     &conf->snapshot_jobs_per_hold,
+		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000))
 		goto fail;
 	if (conf->history_interval > conf->history_period) {
 		error("%s: %s: PResHistoryInterval=%u is longer than PResHistoryPeriod=%u",
@@ -288,4 +292,6 @@ extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list)
 		  xstrdup_printf("%u%%", conf->published_share));
 	_add_pair(list, "QueryUsers",
 		  xstrdup(conf->query_users ? conf->query_users : "(any)"));
+	_add_pair(list, "SnapshotJobsPerHold",
+		  xstrdup_printf("%u", conf->snapshot_jobs_per_hold));
 }

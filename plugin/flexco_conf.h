@@ -25,6 +25,7 @@
 #define FLEXCO_MIN_EVENT_BUFFER_SIZE 8
 #define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
 #define FLEXCO_DEFAULT_HISTORY_INTERVAL 300
+#define FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD 250
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
 
 /* Read-only after flexco_conf_read(); safe to share between threads. */
@@ -49,6 +50,7 @@ typedef struct {
 	uid_t *query_uids;	/* ... resolved */
 	int query_uid_cnt;
 	double min_fit;		/* MinFit: admission threshold, 0 = off */
+	uint32_t snapshot_jobs_per_hold; /* SnapshotJobsPerHold */
 } flexco_conf_t;
 
 /*

@@ -643,11 +643,15 @@ static json_t *_stats_json(void)
 	json_object_set_new(root, "now", json_integer(time(NULL)));
 	json_object_set_new(root, "requests", reqs);
 	json_object_set_new(root, "snapshot_lock", json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"count", (json_int_t) ls.count,
+		"holds", (json_int_t) ls.holds,
+		"restarts", (json_int_t) ls.restarts,
 		"total_usec", (json_int_t) ls.total_usec,
 		"max_usec", (json_int_t) ls.max_usec,
 		"last_usec", (json_int_t) ls.last_usec,
+		"last_total_usec", (json_int_t) ls.last_total_usec,
+		"last_holds", (json_int_t) ls.last_holds,
 		"wait_total_usec", (json_int_t) ls.wait_total_usec,
 		"wait_max_usec", (json_int_t) ls.wait_max_usec,
 		"wait_last_usec", (json_int_t) ls.wait_last_usec));

@@ -3,7 +3,8 @@
  *****************************************************************************
  *  Everything the plugin computes (profiles, offers, fitness) starts from a
  *  snapshot: a plain-C copy of nodes, partitions, reservations and jobs,
- *  taken in one short critical section under read locks.  Inside it we only
+ *  taken under read locks that are released and taken again every
+ *  SnapshotJobsPerHold jobs, so that no hold is long.  Inside them we only
  *  copy plain fields into arrays allocated before locking; partitions and
  *  reservations of jobs are recorded as record pointers and named after
  *  the locks are released, and the backfill plans' node lists (strings)
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "src/common/bitstring.h"
 #include "src/common/hostlist.h"
@@ -34,6 +36,8 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "snapshot.h"
+
+extern const char plugin_type[];
 
 /* Growable array of node indices. */
 typedef struct {
@@ -52,7 +56,7 @@ static void _push(idx_buf_t *b, uint32_t x)
 
 /* Append the set bits of bitmap (node table indices) as dense indices. */
 static void _add_bitmap(idx_buf_t *b, bitstr_t *bitmap, const int32_t *dense,
-			uint32_t *off, uint32_t *cnt)
+			int64_t dense_n, uint32_t *off, uint32_t *cnt)
 {
 	int64_t i, last;
 
@@ -62,7 +66,7 @@ static void _add_bitmap(idx_buf_t *b, bitstr_t *bitmap, const int32_t *dense,
 		return;
 	last = bit_fls(bitmap);	/* -1 if empty */
 	for (i = bit_ffs(bitmap); (i >= 0) && (i <= last); i++) {
-		if (!bit_test(bitmap, i) || (i >= node_record_count) ||
+		if ((i >= dense_n) || !bit_test(bitmap, i) ||
 		    (dense[i] < 0))
 			continue;
 		_push(b, (uint32_t) dense[i]);
@@ -124,6 +128,7 @@ typedef struct {
 typedef struct {
 	snap_priv_t *priv;
 	const int32_t *dense;
+	int64_t dense_n;		/* node table size the map was made for */
 	idx_buf_t *idx;
 	uint32_t cap;			/* of jobs, jpart, jresv */
 	const void **jpart;		/* job -> part_record_t * (NULL: own string) */
@@ -197,7 +202,7 @@ static int _walk_job(void *x, void *arg)
 		j->kind = FLEXCO_JOB_RUNNING;
 		j->start = job_ptr->start_time;
 		j->end = job_ptr->end_time;
-		_add_bitmap(w->idx, job_ptr->node_bitmap, w->dense,
+		_add_bitmap(w->idx, job_ptr->node_bitmap, w->dense, w->dense_n,
 			    &j->node_off, &j->node_cnt);
 	} else if (job_ptr->start_time && job_ptr->sched_nodes) {
 		j->kind = FLEXCO_JOB_PLANNED;
@@ -330,52 +335,52 @@ static void _resolve_names(flexco_snapshot_t *snap, walk_t *w,
 	}
 }
 
-extern flexco_snapshot_t *snapshot_take(void)
+/* Jobs copied per hold of the read locks (SnapshotJobsPerHold). */
+static uint32_t jobs_per_hold = 250;
+
+/*
+ * Testing only: microseconds to sleep between two holds (with the locks
+ * released), from FLEXCO_TEST_SNAPSHOT_PAUSE_USEC in slurmctld's
+ * environment, so that a test can change records during a walk
+ * (testsuite/integration/test_plugin_snapshot.py).  0 when unset.
+ */
+static useconds_t test_pause_usec = 0;
+
+extern void snapshot_set_jobs_per_hold(uint32_t n)
 {
-	slurmctld_lock_t read_locks = {
-		READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
-	snap_priv_t *priv = xmalloc(sizeof(*priv));
-	flexco_snapshot_t *snap = &priv->pub;
-	idx_buf_t idx = { 0 };
-	walk_t w = { 0 };
-	int32_t *dense = NULL;
+	const char *pause = getenv("FLEXCO_TEST_SNAPSHOT_PAUSE_USEC");
+
+	jobs_per_hold = n ? n : 1;
+	test_pause_usec = pause ? (useconds_t) strtoul(pause, NULL, 10) : 0;
+	if (test_pause_usec > 1000000)
+		test_pause_usec = 1000000;
+	if (test_pause_usec)
+		info("%s: FLEXCO_TEST_SNAPSHOT_PAUSE_USEC=%u: snapshots pause between holds (testing only)",
+		     plugin_type, (unsigned) test_pause_usec);
+}
+
+/* The copies of nodes, partitions and reservations, and their lookups. */
+typedef struct {
+	int32_t *dense;		/* node table index -> index in snap->nodes */
+	int64_t dense_n;	/* node_record_count it was made for */
+	uint32_t node_cap;
 	ref_t *part_refs, *resv_refs;
-	uint32_t node_cap, part_cap, resv_cap;
+	uint32_t part_cap, resv_cap;
+} static_t;
+
+/*
+ * Copy the snapshot time, backfill's state, nodes, partitions and
+ * reservations into the arrays of snap and st (grown if the state grew
+ * since they were allocated).  Read locks held.
+ */
+static void _copy_static(flexco_snapshot_t *snap, static_t *st,
+			 idx_buf_t *idx)
+{
 	node_record_t *node_ptr;
 	part_record_t *part_ptr;
 	slurmctld_resv_t *resv_ptr;
 	ListIterator it;
-	uint64_t t0, t_locked, t_jobs, t_end, held;
 	int i;
-
-	/*
-	 * Allocate before locking, from counts read without the slurmctld
-	 * locks (list_count() takes the list's own lock; node_record_count
-	 * changes only on reconfiguration).  Everything is checked again
-	 * under the locks and grown there if the state grew meanwhile.
-	 */
-	node_cap = node_record_count + 1;
-	part_cap = list_count(part_list) + 8;
-	resv_cap = list_count(resv_list) + 8;
-	w.cap = list_count(job_list);
-	w.cap += w.cap / 8 + 64;
-	dense = xmalloc_nz(sizeof(int32_t) * node_cap);
-	snap->nodes = xmalloc_nz(sizeof(flexco_snap_node_t) * node_cap);
-	snap->parts = xmalloc_nz(sizeof(flexco_snap_part_t) * part_cap);
-	part_refs = xmalloc_nz(sizeof(ref_t) * part_cap);
-	snap->resvs = xmalloc_nz(sizeof(flexco_snap_resv_t) * resv_cap);
-	resv_refs = xmalloc_nz(sizeof(ref_t) * resv_cap);
-	snap->jobs = xmalloc_nz(sizeof(flexco_snap_job_t) * w.cap);
-	w.jpart = xmalloc_nz(sizeof(*w.jpart) * w.cap);
-	w.jresv = xmalloc_nz(sizeof(*w.jresv) * w.cap);
-	idx.cap = 4 * node_cap + 256;
-	idx.v = xmalloc_nz(sizeof(uint32_t) * idx.cap);
-	w.priv = priv;
-	w.idx = &idx;
-
-	t0 = _usec_now();
-	lock_slurmctld(read_locks);
-	t_locked = _usec_now();
 
 	snap->when = time(NULL);
 	snap->cluster = xstrdup(slurm_conf.cluster_name);
@@ -383,13 +388,15 @@ extern flexco_snapshot_t *snapshot_take(void)
 	snap->bf_active = slurmctld_diag_stats.bf_active ? 1 : 0;
 
 	/* nodes: dense indices over the table's non-NULL entries */
-	if ((uint32_t) node_record_count + 1 > node_cap) {
-		node_cap = node_record_count + 1;
-		xrealloc_nz(dense, sizeof(int32_t) * node_cap);
-		xrealloc_nz(snap->nodes, sizeof(flexco_snap_node_t) * node_cap);
+	if ((uint32_t) node_record_count + 1 > st->node_cap) {
+		st->node_cap = node_record_count + 1;
+		xrealloc_nz(st->dense, sizeof(int32_t) * st->node_cap);
+		xrealloc_nz(snap->nodes,
+			    sizeof(flexco_snap_node_t) * st->node_cap);
 	}
+	st->dense_n = node_record_count;
 	for (i = 0; i < node_record_count; i++)
-		dense[i] = -1;
+		st->dense[i] = -1;
 	for (i = 0; (node_ptr = next_node(&i)); i++) {
 		flexco_snap_node_t *n = &snap->nodes[snap->node_count];
 
@@ -399,29 +406,29 @@ extern flexco_snapshot_t *snapshot_take(void)
 		n->available = (avail_node_bitmap &&
 				bit_test(avail_node_bitmap, i) &&
 				!IS_NODE_FUTURE(node_ptr)) ? 1 : 0;
-		dense[i] = snap->node_count++;
+		st->dense[i] = snap->node_count++;
 	}
-	w.dense = dense;
 
 	/* partitions */
 	it = list_iterator_create(part_list);
 	while ((part_ptr = list_next(it))) {
 		flexco_snap_part_t *p;
 
-		if (snap->part_count == part_cap) {
-			part_cap *= 2;
+		if (snap->part_count == st->part_cap) {
+			st->part_cap *= 2;
 			xrealloc_nz(snap->parts,
-				    sizeof(flexco_snap_part_t) * part_cap);
-			xrealloc_nz(part_refs, sizeof(ref_t) * part_cap);
+				    sizeof(flexco_snap_part_t) * st->part_cap);
+			xrealloc_nz(st->part_refs,
+				    sizeof(ref_t) * st->part_cap);
 		}
-		part_refs[snap->part_count].ptr = part_ptr;
-		part_refs[snap->part_count].index = snap->part_count;
+		st->part_refs[snap->part_count].ptr = part_ptr;
+		st->part_refs[snap->part_count].index = snap->part_count;
 		p = &snap->parts[snap->part_count++];
 		p->name = xstrdup(part_ptr->name);
 		p->max_time = _limit_secs(part_ptr->max_time);
 		p->is_default = (part_ptr->flags & PART_FLAG_DEFAULT) ? 1 : 0;
 		p->up = (part_ptr->state_up & PARTITION_SCHED) ? 1 : 0;
-		_add_bitmap(&idx, part_ptr->node_bitmap, dense,
+		_add_bitmap(idx, part_ptr->node_bitmap, st->dense, st->dense_n,
 			    &p->node_off, &p->node_cnt);
 	}
 	list_iterator_destroy(it);
@@ -431,70 +438,213 @@ extern flexco_snapshot_t *snapshot_take(void)
 	while ((resv_ptr = list_next(it))) {
 		flexco_snap_resv_t *r;
 
-		if (snap->resv_count == resv_cap) {
-			resv_cap *= 2;
+		if (snap->resv_count == st->resv_cap) {
+			st->resv_cap *= 2;
 			xrealloc_nz(snap->resvs,
-				    sizeof(flexco_snap_resv_t) * resv_cap);
-			xrealloc_nz(resv_refs, sizeof(ref_t) * resv_cap);
+				    sizeof(flexco_snap_resv_t) * st->resv_cap);
+			xrealloc_nz(st->resv_refs,
+				    sizeof(ref_t) * st->resv_cap);
 		}
-		resv_refs[snap->resv_count].ptr = resv_ptr;
-		resv_refs[snap->resv_count].index = snap->resv_count;
+		st->resv_refs[snap->resv_count].ptr = resv_ptr;
+		st->resv_refs[snap->resv_count].index = snap->resv_count;
 		r = &snap->resvs[snap->resv_count++];
 		r->name = xstrdup(resv_ptr->name);
 		r->start = resv_ptr->start_time;
 		r->end = resv_ptr->end_time;
 		r->flags = resv_ptr->flags;
 		r->users = xstrdup(resv_ptr->users);
-		_add_bitmap(&idx, resv_ptr->node_bitmap, dense,
+		_add_bitmap(idx, resv_ptr->node_bitmap, st->dense, st->dense_n,
 			    &r->node_off, &r->node_cnt);
 	}
 	list_iterator_destroy(it);
+}
 
-	/* jobs: running ones and pending ones (with backfill's plan) */
+/* Undo _copy_static (keeping the arrays) and empty the node index list. */
+static void _free_static(flexco_snapshot_t *snap, idx_buf_t *idx)
+{
+	uint32_t i;
+
+	for (i = 0; i < snap->node_count; i++)
+		xfree(snap->nodes[i].name);
+	for (i = 0; i < snap->part_count; i++)
+		xfree(snap->parts[i].name);
+	for (i = 0; i < snap->resv_count; i++) {
+		xfree(snap->resvs[i].name);
+		xfree(snap->resvs[i].users);
+	}
+	xfree(snap->cluster);
+	snap->node_count = snap->part_count = snap->resv_count = 0;
+	idx->n = 0;
+}
+
+/* Forget the jobs copied so far (the arrays are kept). */
+static void _walk_reset(walk_t *w)
+{
+	snap_priv_t *priv = w->priv;
+	uint32_t i;
+
+	for (i = 0; i < w->plan_n; i++)
+		xfree(w->plans[i].nodes);
+	w->plan_n = 0;
+	for (i = 0; i < priv->owned_n; i++)
+		xfree(priv->owned[i]);
+	priv->owned_n = 0;
+	priv->pub.job_count = 0;
+}
+
+extern flexco_snapshot_t *snapshot_take(void)
+{
+	slurmctld_lock_t read_locks = {
+		READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
+	snap_priv_t *priv = xmalloc(sizeof(*priv));
+	flexco_snapshot_t *snap = &priv->pub;
+	idx_buf_t idx = { 0 };
+	walk_t w = { 0 };
+	static_t st = { 0 };
+	job_record_t *job_ptr;
+	ListIterator it;
+	time_t part_stamp, resv_stamp;
+	bool yield;
+	uint32_t in_hold, holds = 1, restarts = 0;
+	const uint32_t per_hold = jobs_per_hold;
+	uint64_t t0, t_locked, t_jobs, t_now, t_end, hold_start;
+	uint64_t held = 0, held_total = 0, wait;
+	uint32_t i;
+
 	/*
-	 * One pass, list_for_each_ro (the list's lock once, not per node as
-	 * list_next).  With 10k jobs submitted over time the list nodes and
-	 * job records are scattered in memory and this walk is bound by
-	 * memory latency: each node's address is in the one before.  Copying
-	 * in the same pass lets the CPU overlap the record reads with that
-	 * chain; collecting the pointers first and copying in a second pass
-	 * (with or without prefetching) was measured slower (doc/bench-probe.md).
+	 * Allocate before locking, from counts read without the slurmctld
+	 * locks (list_count() takes the list's own lock; node_record_count
+	 * changes only on reconfiguration).  Everything is checked again
+	 * under the locks and grown there if the state grew meanwhile.
 	 */
+	st.node_cap = node_record_count + 1;
+	st.part_cap = list_count(part_list) + 8;
+	st.resv_cap = list_count(resv_list) + 8;
+	w.cap = list_count(job_list);
+	w.cap += w.cap / 8 + 64;
+	st.dense = xmalloc_nz(sizeof(int32_t) * st.node_cap);
+	snap->nodes = xmalloc_nz(sizeof(flexco_snap_node_t) * st.node_cap);
+	snap->parts = xmalloc_nz(sizeof(flexco_snap_part_t) * st.part_cap);
+	st.part_refs = xmalloc_nz(sizeof(ref_t) * st.part_cap);
+	snap->resvs = xmalloc_nz(sizeof(flexco_snap_resv_t) * st.resv_cap);
+	st.resv_refs = xmalloc_nz(sizeof(ref_t) * st.resv_cap);
+	snap->jobs = xmalloc_nz(sizeof(flexco_snap_job_t) * w.cap);
+	w.jpart = xmalloc_nz(sizeof(*w.jpart) * w.cap);
+	w.jresv = xmalloc_nz(sizeof(*w.jresv) * w.cap);
+	idx.cap = 4 * st.node_cap + 256;
+	idx.v = xmalloc_nz(sizeof(uint32_t) * idx.cap);
+	w.priv = priv;
+	w.idx = &idx;
+
+	t0 = _usec_now();
+	lock_slurmctld(read_locks);
+	t_locked = hold_start = _usec_now();
+	wait = t_locked - t0;
+
+	_copy_static(snap, &st, &idx);
+	w.dense = st.dense;
+	w.dense_n = st.dense_n;
+
+	/*
+	 * Jobs: running ones and pending ones (with backfill's plan), at most
+	 * SnapshotJobsPerHold of them per hold of the read locks.  Between holds
+	 * the locks are released, so slurmctld's writers (submissions, job
+	 * ends, its schedulers) wait for one hold at most, not for a walk of
+	 * the whole job list (~0.25 us per job record, bound by memory
+	 * latency): the same idea as backfill's bf_yield_interval.
+	 *
+	 * Why this is safe: the list iterator stays valid while the locks are
+	 * released (Slurm's list fixes registered iterators up on insertion
+	 * and removal, under the list's own lock), every job is copied whole
+	 * within one hold, and nothing read in an earlier hold is
+	 * dereferenced later.  Partition and reservation records are named by
+	 * pointer after unlocking, which is only right if none was created or
+	 * deleted during the walk: slurmctld stamps every such change in
+	 * last_part_update / last_resv_update (seconds).  We yield only if
+	 * both stamps are from an earlier second than this snapshot, so any
+	 * change during the walk moves them; if one moved, or the node table
+	 * changed size, everything is copied again in one hold.  A job that
+	 * changes state between two holds is copied as it was when its hold
+	 * read it: the snapshot is then a few milliseconds older for some
+	 * jobs than for others, which the reservation's admission check at
+	 * reserve time covers like any other staleness.
+	 */
+	part_stamp = last_part_update;
+	resv_stamp = last_resv_update;
+	yield = (part_stamp < snap->when) && (resv_stamp < snap->when);
 	t_jobs = _usec_now();
-	list_for_each_ro(job_list, _walk_job, &w);
+	it = list_iterator_create(job_list);
+	in_hold = 0;
+	while ((job_ptr = list_next(it))) {
+		_walk_job(job_ptr, &w);
+		if (!yield || (++in_hold < per_hold))
+			continue;
+		in_hold = 0;
+		unlock_slurmctld(read_locks);
+		t_now = _usec_now();
+		if (t_now - hold_start > held)
+			held = t_now - hold_start;
+		held_total += t_now - hold_start;
+		if (test_pause_usec)
+			usleep(test_pause_usec);
+		lock_slurmctld(read_locks);
+		hold_start = _usec_now();
+		wait += hold_start - t_now;
+		holds++;
+		if ((last_part_update != part_stamp) ||
+		    (last_resv_update != resv_stamp) ||
+		    ((int64_t) node_record_count != st.dense_n)) {
+			/* records may have been replaced: again, one hold */
+			_walk_reset(&w);
+			_free_static(snap, &idx);
+			_copy_static(snap, &st, &idx);
+			w.dense = st.dense;
+			w.dense_n = st.dense_n;
+			list_iterator_reset(it);
+			yield = false;
+			restarts++;
+		}
+	}
+	list_iterator_destroy(it);
 
 	unlock_slurmctld(read_locks);
 	t_end = _usec_now();
-	held = t_end - t_locked;
+	if (t_end - hold_start > held)
+		held = t_end - hold_start;
+	held_total += t_end - hold_start;
 
-	_resolve_names(snap, &w, part_refs, resv_refs);
+	_resolve_names(snap, &w, st.part_refs, st.resv_refs);
 	_resolve_plans(snap, &w, &idx);
-	for (i = 0; i < (int) w.plan_n; i++)
+	for (i = 0; i < w.plan_n; i++)
 		xfree(w.plans[i].nodes);
 	xfree(w.plans);
 	xfree(w.jpart);
 	xfree(w.jresv);
-	xfree(part_refs);
-	xfree(resv_refs);
-	xfree(dense);
+	xfree(st.part_refs);
+	xfree(st.resv_refs);
+	xfree(st.dense);
 
 	snap->node_idx = idx.v;
 	snap->node_idx_count = idx.n;
 
 	slurm_mutex_lock(&stats_lock);
 	lock_stats.count++;
-	lock_stats.wait_total_usec += t_locked - t0;
-	lock_stats.wait_last_usec = t_locked - t0;
-	if (t_locked - t0 > lock_stats.wait_max_usec)
-		lock_stats.wait_max_usec = t_locked - t0;
-	lock_stats.total_usec += held;
+	lock_stats.holds += holds;
+	lock_stats.restarts += restarts;
+	lock_stats.wait_total_usec += wait;
+	lock_stats.wait_last_usec = wait;
+	if (wait > lock_stats.wait_max_usec)
+		lock_stats.wait_max_usec = wait;
+	lock_stats.total_usec += held_total;
 	lock_stats.last_usec = held;
+	lock_stats.last_total_usec = held_total;
+	lock_stats.last_holds = holds;
 	if (held > lock_stats.max_usec)
 		lock_stats.max_usec = held;
 	slurm_mutex_unlock(&stats_lock);
-	debug2("flexco: snapshot: %u jobs, %u planned, waited %"PRIu64" us for the locks, held them %"PRIu64" us (%"PRIu64" us walking the jobs)",
-	       snap->job_count, w.plan_n, t_locked - t0, held,
-	       t_end - t_jobs);
+	debug2("flexco: snapshot: %u jobs, %u planned, %u holds of the read locks (longest %"PRIu64" us, %"PRIu64" us in all, %"PRIu64" us walking the jobs, %u restarts), waited %"PRIu64" us for them",
+	       snap->job_count, w.plan_n, holds, held, held_total,
+	       t_end - t_jobs, restarts, wait);
 
 	return snap;
 }

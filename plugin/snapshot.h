@@ -10,16 +10,23 @@
 #include "core/snapshot.h"
 
 /*
- * Lock statistics of snapshot_take(), in microseconds: *_usec is the hold
- * (from having the read locks to releasing them), wait_*_usec the time
- * lock_slurmctld() waited to get them (a writer such as backfill or an RPC
- * held them; the probe waits, slurmctld does not).
+ * Lock statistics of snapshot_take(), in microseconds.  A snapshot takes
+ * the read locks once per SnapshotJobsPerHold jobs (snapshot.c); a hold lasts
+ * from having the locks to releasing them: max_usec/last_usec are the
+ * longest single hold (what slurmctld's writers may wait behind),
+ * *total_usec the sum.  wait_*_usec is the time lock_slurmctld() waited to
+ * get them, summed over a snapshot's holds (a writer such as backfill or an
+ * RPC held them; the probe waits, slurmctld does not).
  */
 typedef struct {
-	uint64_t count;
-	uint64_t total_usec;
-	uint64_t max_usec;
-	uint64_t last_usec;
+	uint64_t count;		/* snapshots */
+	uint64_t holds;		/* holds of the locks (SnapshotJobsPerHold jobs each) */
+	uint64_t restarts;	/* walks redone in one hold (records changed) */
+	uint64_t total_usec;	/* all holds */
+	uint64_t max_usec;	/* the longest single hold */
+	uint64_t last_usec;	/* the longest hold of the last snapshot */
+	uint64_t last_total_usec; /* all holds of the last snapshot */
+	uint64_t last_holds;
 	uint64_t wait_total_usec;
 	uint64_t wait_max_usec;
 	uint64_t wait_last_usec;
@@ -27,14 +34,18 @@ typedef struct {
 
 /*
  * Take slurmctld's config, job, node and partition read locks, copy nodes,
- * partitions, reservations and jobs, release the locks, then resolve the
- * backfill plans' node names.  Must be called with no slurmctld lock held
+ * partitions, reservations and jobs (releasing and retaking the locks
+ * every SnapshotJobsPerHold jobs), release the locks, then resolve the backfill
+ * plans' node names.  Must be called with no slurmctld lock held
  * and never from a slurmctld hook.  Returns NULL only if out of memory
  * (which xmalloc turns into a fatal anyway).
  */
 extern flexco_snapshot_t *snapshot_take(void);
 
 extern void snapshot_free(flexco_snapshot_t *snap);
+
+/* SnapshotJobsPerHold of flexco.conf(5); set before the first snapshot. */
+extern void snapshot_set_jobs_per_hold(uint32_t n);
 
 extern void snapshot_get_lock_stats(snapshot_lock_stats_t *out);
 

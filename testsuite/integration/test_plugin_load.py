@@ -76,6 +76,8 @@ BAD_CONFS = [
      "MaxRequestSize=10 is out of range"),
     ("relative MungeSocket", "ListenPort=%(port)d\nMungeSocket=munge.sock\n",
      "MungeSocket=munge.sock is not an absolute path"),
+    ("SnapshotJobsPerHold=0", "ListenPort=%(port)d\nSnapshotJobsPerHold=0\n",
+     "SnapshotJobsPerHold=0 is out of range"),
     ("no flexco.conf", None, "cannot stat"),
 ]
 
@@ -163,6 +165,7 @@ def main():
                  and pairs.get("DaemonUsers") == "root"
                  and pairs.get("PublishedShare") == "100%"
                  and pairs.get("MaxRequestSize") == "1048576"
+                 and pairs.get("SnapshotJobsPerHold") == "250"
                  and pairs.get("MungeSocket") == st.get("munge_socket")
                  and pairs.get("ConfigFile") == os.path.join(conf_dir, "flexco.conf"),
                  "%s: scontrol show config has a slurmctld/flexco section with "
