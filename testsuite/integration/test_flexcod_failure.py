@@ -153,8 +153,12 @@ def main():
         t.ok(r.status == 200, "its part on %s is deleted behind flexcod's back" % lost["cluster"])
 
         def failed():
+            # The co-allocation is marked failed before its other parts are
+            # released (write before act): await both.
             x = fc.get(doc["id"])[1] or {}
-            return x.get("state") == "failed" and x
+            return (x.get("state") == "failed"
+                    and all(p["state"] in ("failed", "cancelled") for p in x.get("parts", []))
+                    and x)
         x = t.wait_for(failed, 60, "flexcod to notice") or {}
         t.ok(x.get("state") == "failed" and "part failed" in (x.get("reason") or "")
              and all(p["state"] in ("failed", "cancelled") for p in x.get("parts", [])),
