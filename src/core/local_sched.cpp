@@ -6,10 +6,14 @@
 #include "core/local_sched.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 namespace flexco {
@@ -94,54 +98,58 @@ std::optional<Error> check_nodes(const char* where, const std::string& who, Amou
   return std::nullopt;
 }
 
-std::optional<Error> check_pending(const char* where, const std::string& who, const PendingJob& j,
+// `who` names the job in a message: a callable returning it, called only
+// on an error (the checks run once per queued job on every plan).
+template <typename Who>
+std::optional<Error> check_pending(const char* where, const Who& who, const PendingJob& j,
                                    Amount capacity, Time now) {
   if (j.nodes < 1)
     return make_error(Errc::kInvalidArgument, where,
-                      who + ": needs " + std::to_string(j.nodes) + " nodes; must be >= 1");
+                      who() + ": needs " + std::to_string(j.nodes) + " nodes; must be >= 1");
   if (j.nodes > capacity)
     return make_error(Errc::kOutOfRange, where,
-                      who + ": needs " + std::to_string(j.nodes) +
+                      who() + ": needs " + std::to_string(j.nodes) +
                           " nodes, more than the cluster's " + std::to_string(capacity) +
                           " (it can never run: leave it out of the queue)");
   if (j.estimate <= 0)
     return make_error(Errc::kInvalidArgument, where,
-                      who + ": estimate must be > 0 s (got " + std::to_string(j.estimate) + ")");
+                      who() + ": estimate must be > 0 s (got " + std::to_string(j.estimate) + ")");
   if (j.submit < 0)
     return make_error(Errc::kInvalidArgument, where,
-                      who + ": submit time must be >= 0 (got " + std::to_string(j.submit) + ")");
+                      who() + ": submit time must be >= 0 (got " + std::to_string(j.submit) + ")");
   if (j.submit > now)
     return make_error(Errc::kOutOfRange, where,
-                      who + ": submitted at " + std::to_string(j.submit) + ", after now (" +
+                      who() + ": submitted at " + std::to_string(j.submit) + ", after now (" +
                           std::to_string(now) + ")");
   if (j.begin < 0)
     return make_error(Errc::kInvalidArgument, where,
-                      who + ": begin time must be >= 0 (got " + std::to_string(j.begin) + ")");
+                      who() + ": begin time must be >= 0 (got " + std::to_string(j.begin) + ")");
   if (j.begin >= kForever)
-    return make_error(Errc::kOutOfRange, where, who + ": begin time must be before kForever");
+    return make_error(Errc::kOutOfRange, where, who() + ": begin time must be before kForever");
   return std::nullopt;
 }
 
-std::optional<Error> check_running(const char* where, const std::string& who, const RunningJob& r,
+template <typename Who>
+std::optional<Error> check_running(const char* where, const Who& who, const RunningJob& r,
                                    Amount capacity, Time now) {
-  if (auto e = check_nodes(where, who, r.nodes, capacity, "holds")) return e;
+  if (r.nodes < 1 || r.nodes > capacity) return check_nodes(where, who(), r.nodes, capacity, "holds");
   if (r.start < 0)
     return make_error(Errc::kInvalidArgument, where,
-                      who + ": start must be >= 0 (got " + std::to_string(r.start) + ")");
+                      who() + ": start must be >= 0 (got " + std::to_string(r.start) + ")");
   if (r.start > now)
     return make_error(Errc::kOutOfRange, where,
-                      who + ": started at " + std::to_string(r.start) + ", after now (" +
+                      who() + ": started at " + std::to_string(r.start) + ", after now (" +
                           std::to_string(now) + ")");
   if (r.expected_end <= r.start)
     return make_error(Errc::kInvalidArgument, where,
-                      who + ": expected end " + std::to_string(r.expected_end) +
+                      who() + ": expected end " + std::to_string(r.expected_end) +
                           " must be after its start " + std::to_string(r.start));
   if (r.submit < 0)
     return make_error(Errc::kInvalidArgument, where,
-                      who + ": submit time must be >= 0 (got " + std::to_string(r.submit) + ")");
+                      who() + ": submit time must be >= 0 (got " + std::to_string(r.submit) + ")");
   if (r.submit > r.start)
     return make_error(Errc::kInvalidArgument, where,
-                      who + ": submitted at " + std::to_string(r.submit) + ", after its start " +
+                      who() + ": submitted at " + std::to_string(r.submit) + ", after its start " +
                           std::to_string(r.start));
   return std::nullopt;
 }
@@ -161,28 +169,35 @@ std::optional<Error> check_fixed(const char* where, const std::string& who, cons
 
 std::optional<Error> check_input(const char* where, const LocalPlanInput& in) {
   if (auto e = check_capacity_now(where, in.capacity, in.now)) return e;
-  // Job ids are unique over running and queue: id -> "running[i]" / "queue[i]".
-  std::unordered_map<std::uint64_t, std::string> jobs;
+  // Job ids are unique over running and queue: id -> position k, running[k]
+  // for k < running.size(), else queue[k - running.size()].
+  std::unordered_map<std::uint64_t, std::size_t> jobs;
   jobs.reserve(in.running.size() + in.queue.size());
-  auto unique = [&](std::uint64_t id, std::string where_is) -> std::optional<Error> {
-    auto [it, fresh] = jobs.emplace(id, where_is);
+  auto position = [&](std::size_t k) {
+    return k < in.running.size() ? "running[" + std::to_string(k) + "]"
+                                 : "queue[" + std::to_string(k - in.running.size()) + "]";
+  };
+  auto unique = [&](std::uint64_t id, std::size_t k) -> std::optional<Error> {
+    auto [it, fresh] = jobs.emplace(id, k);
     if (!fresh)
-      return make_error(
-          Errc::kInvalidArgument, where,
-          "job " + std::to_string(id) + " appears twice: " + it->second + " and " + where_is);
+      return make_error(Errc::kInvalidArgument, where,
+                        "job " + std::to_string(id) + " appears twice: " + position(it->second) +
+                            " and " + position(k));
     return std::nullopt;
   };
   for (std::size_t i = 0; i < in.running.size(); ++i) {
     const RunningJob& r = in.running[i];
-    if (auto e = check_running(where, label("running", i, "job", r.id), r, in.capacity, in.now))
+    if (auto e = check_running(where, [&] { return label("running", i, "job", r.id); }, r, in.capacity,
+                               in.now))
       return e;
-    if (auto e = unique(r.id, "running[" + std::to_string(i) + "]")) return e;
+    if (auto e = unique(r.id, i)) return e;
   }
   for (std::size_t i = 0; i < in.queue.size(); ++i) {
     const PendingJob& j = in.queue[i];
-    if (auto e = check_pending(where, label("queue", i, "job", j.id), j, in.capacity, in.now))
+    if (auto e = check_pending(where, [&] { return label("queue", i, "job", j.id); }, j, in.capacity,
+                               in.now))
       return e;
-    if (auto e = unique(j.id, "queue[" + std::to_string(i) + "]")) return e;
+    if (auto e = unique(j.id, in.running.size() + i)) return e;
   }
   std::unordered_map<std::uint64_t, std::size_t> resv;
   resv.reserve(in.reservations.size());
@@ -236,11 +251,23 @@ Result<Profile> make_base(const char* where, const LocalPlanInput& in) {
   return p;
 }
 
+// Whether a planning pass records the spans it adds (their ids go into
+// PlannedJob::span, for plans that are kept and edited, such as LocalPlan)
+// or not (kNoSpan: the what-if plans, thrown away once measured).
+enum class Spans { kTracked, kUntracked };
+
+// Takes n over [start, start + d) in p, which the caller found free there.
+Result<SpanId> take(Profile& p, Spans spans, Time start, Duration d, Amount n) {
+  if (spans == Spans::kTracked) return p.add_span(start, d, n, Admission::kMustFit);
+  p.take_unchecked(start, d, n);
+  return kNoSpan;
+}
+
 // Plans one job at its earliest fit in p at or after `from` (taking the nodes
 // there), or never.  `from` is eligible(j) or a proven lower bound of the
 // earliest fit (see StartBound); kNever means "can never start".
-Status plan_one(const char* where, Profile& p, Time now, const PendingJob& j, PlannedJob& out,
-                Placement as, Time from = 0) {
+Status plan_one(const char* where, Profile& p, Spans spans, Time now, const PendingJob& j,
+                PlannedJob& out, Placement as, Time from = 0) {
   out.id = j.id;
   out.nodes = j.nodes;
   from = std::max(from, eligible(j, now));
@@ -256,7 +283,7 @@ Status plan_one(const char* where, Profile& p, Time now, const PendingJob& j, Pl
     out.span = kNoSpan;
     return {};
   }
-  auto id = p.add_span(start, j.estimate, j.nodes, Admission::kMustFit);
+  auto id = take(p, spans, start, j.estimate, j.nodes);
   if (!id) return internal(where, id.error());
   out.start = start;
   out.end = sat_add(start, j.estimate);
@@ -369,12 +396,12 @@ class StartBound {
 };
 
 // Conservative backfilling of the whole queue into p.
-Status conservative_pass(const char* where, Profile& p, const LocalPlanInput& in,
+Status conservative_pass(const char* where, Profile& p, Spans spans, const LocalPlanInput& in,
                          const BoundAxes& ax, std::vector<PlannedJob>& out) {
   out.assign(in.queue.size(), PlannedJob{});
   StartBound lb(ax, in.now);
   for (std::size_t i = 0; i < in.queue.size(); ++i) {
-    if (auto st = plan_one(where, p, in.now, in.queue[i], out[i], Placement::kReserved,
+    if (auto st = plan_one(where, p, spans, in.now, in.queue[i], out[i], Placement::kReserved,
                            lb.bound(i));
         !st)
       return st;
@@ -384,13 +411,13 @@ Status conservative_pass(const char* where, Profile& p, const LocalPlanInput& in
 }
 
 // Does j start now in p?  Then take its nodes from now.
-Result<bool> start_now(const char* where, Profile& p, Time now, const PendingJob& j,
+Result<bool> start_now(const char* where, Profile& p, Spans spans, Time now, const PendingJob& j,
                        PlannedJob& out) {
   if (j.begin > now) return false;
   auto m = p.min_over(now, j.estimate);
   if (!m) return internal(where, m.error());
   if (m.value() < j.nodes) return false;
-  auto id = p.add_span(now, j.estimate, j.nodes, Admission::kMustFit);
+  auto id = take(p, spans, now, j.estimate, j.nodes);
   if (!id) return internal(where, id.error());
   out = PlannedJob{j.id, j.nodes, now, sat_add(now, j.estimate), Placement::kReserved, id.value()};
   return true;
@@ -398,17 +425,17 @@ Result<bool> start_now(const char* where, Profile& p, Time now, const PendingJob
 
 // EASY into p: the jobs that start now and the head's reservation; the
 // other jobs are marked kEstimated (start unknown yet).  Returns the head.
-Result<std::size_t> easy_pass(const char* where, Profile& p, const LocalPlanInput& in,
+Result<std::size_t> easy_pass(const char* where, Profile& p, Spans spans, const LocalPlanInput& in,
                               std::vector<PlannedJob>& out) {
   out.assign(in.queue.size(), PlannedJob{});
   std::size_t head = kNoHead;
   for (std::size_t i = 0; i < in.queue.size(); ++i) {
     const PendingJob& j = in.queue[i];
-    auto now = start_now(where, p, in.now, j, out[i]);
+    auto now = start_now(where, p, spans, in.now, j, out[i]);
     if (!now) return now.error();
     if (now.value()) continue;
     if (head == kNoHead) {
-      if (auto st = plan_one(where, p, in.now, j, out[i], Placement::kReserved); !st)
+      if (auto st = plan_one(where, p, spans, in.now, j, out[i], Placement::kReserved); !st)
         return st.error();
       if (out[i].placement == Placement::kReserved) head = i;
       continue;
@@ -425,9 +452,11 @@ Status easy_estimates(const char* where, const Profile& committed, const LocalPl
   Profile est = committed;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i].placement != Placement::kEstimated) continue;
-    if (auto st = plan_one(where, est, in.now, in.queue[i], out[i], Placement::kEstimated); !st)
+    // Spans of the copy, not of the plan's profile: none recorded.
+    if (auto st = plan_one(where, est, Spans::kUntracked, in.now, in.queue[i], out[i],
+                           Placement::kEstimated);
+        !st)
       return st;
-    out[i].span = kNoSpan;  // a span of the copy, not of the plan's profile
   }
   return {};
 }
@@ -438,7 +467,7 @@ Status easy_estimates(const char* where, const Profile& committed, const LocalPl
 // than the reference had, so no earlier start can fit and job i keeps its
 // reference start exactly when that window still fits (an O(log P) check
 // instead of a search).  After the first job that moves, plain searches.
-Status conservative_pass_from(const char* where, Profile& p, const LocalPlanInput& in,
+Status conservative_pass_from(const char* where, Profile& p, Spans spans, const LocalPlanInput& in,
                               const BoundAxes& ax, const std::vector<PlannedJob>& ref,
                               std::vector<PlannedJob>& out) {
   out.assign(in.queue.size(), PlannedJob{});
@@ -456,7 +485,7 @@ Status conservative_pass_from(const char* where, Profile& p, const LocalPlanInpu
       auto m = p.min_over(r.start, j.estimate);
       if (!m) return internal(where, m.error());
       if (m.value() >= j.nodes) {
-        auto id = p.add_span(r.start, j.estimate, j.nodes, Admission::kMustFit);
+        auto id = take(p, spans, r.start, j.estimate, j.nodes);
         if (!id) return internal(where, id.error());
         out[i] = PlannedJob{j.id, j.nodes, r.start, r.end, Placement::kReserved, id.value()};
         lb.record(i, r.start);
@@ -464,7 +493,8 @@ Status conservative_pass_from(const char* where, Profile& p, const LocalPlanInpu
       }
       same = false;
     }
-    if (auto st = plan_one(where, p, in.now, j, out[i], Placement::kReserved, lb.bound(i)); !st)
+    if (auto st = plan_one(where, p, spans, in.now, j, out[i], Placement::kReserved, lb.bound(i));
+        !st)
       return st;
     lb.record(i, out[i].start);
   }
@@ -475,17 +505,17 @@ Status conservative_pass_from(const char* where, Profile& p, const LocalPlanInpu
 // `ref`, when given, is the conservative plan of the same queue on the base
 // alone (see conservative_pass_from).  `ax`, when given, are the queue's
 // BoundAxes (made here otherwise).
-Status plan_into(const char* where, Profile& p, const LocalPlanInput& in, Backfill policy,
-                 std::vector<PlannedJob>& out, std::size_t& head,
+Status plan_into(const char* where, Profile& p, Spans spans, const LocalPlanInput& in,
+                 Backfill policy, std::vector<PlannedJob>& out, std::size_t& head,
                  const std::vector<PlannedJob>* ref = nullptr, const BoundAxes* ax = nullptr) {
   head = kNoHead;
   if (policy == Backfill::kConservative) {
     std::optional<BoundAxes> own;
     if (ax == nullptr) ax = &own.emplace(in);
-    return ref ? conservative_pass_from(where, p, in, *ax, *ref, out)
-               : conservative_pass(where, p, in, *ax, out);
+    return ref ? conservative_pass_from(where, p, spans, in, *ax, *ref, out)
+               : conservative_pass(where, p, spans, in, *ax, out);
   }
-  auto h = easy_pass(where, p, in, out);
+  auto h = easy_pass(where, p, spans, in, out);
   if (!h) return h.error();
   head = h.value();
   return easy_estimates(where, p, in, out);
@@ -496,7 +526,8 @@ Result<LocalPlan> plan_checked(const char* where, const LocalPlanInput& in, Back
   auto base = make_base(where, in);
   if (!base) return base.error();
   LocalPlan plan{policy, in.now, in.capacity, {}, kNoHead, std::move(base).value()};
-  if (auto st = plan_into(where, plan.profile, in, policy, plan.jobs, plan.head); !st)
+  if (auto st = plan_into(where, plan.profile, Spans::kTracked, in, policy, plan.jobs, plan.head);
+      !st)
     return st.error();
   return plan;
 }
@@ -534,6 +565,69 @@ Metrics metrics_of(const LocalPlanInput& in, const Counted& c, const std::vector
 }
 
 double ratio(double best, double value) { return std::isinf(value) ? 0.0 : best / value; }
+
+// Helper threads running what-if slot plans now, over every call in the
+// process (a probe may run while others do).
+std::atomic<unsigned> g_slot_helpers{0};
+
+// Takes a helper place if fewer than `limit` are taken.
+bool take_helper(unsigned limit) {
+  unsigned cur = g_slot_helpers.load();
+  while (cur < limit)
+    if (g_slot_helpers.compare_exchange_weak(cur, cur + 1)) return true;
+  return false;
+}
+
+// Runs job(k, scratch) for every k in [0, n): on the calling thread and on
+// up to threads - 1 helper threads, fewer when other calls hold helpers
+// (the process never runs more than threads - 1 of them at once) or when
+// a thread cannot be made.  Each thread takes the next k from a shared
+// counter and has its own scratch vector; the jobs must only read shared
+// state and write their own k's results.  Returns the error of the lowest
+// failed k; an exception of a job is rethrown here once every thread has
+// ended.  After a failure the threads take no new k.
+using SlotJob = std::function<Status(std::size_t, std::vector<PlannedJob>&)>;
+Status run_slots(std::size_t n, unsigned threads, const SlotJob& job) {
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::vector<Status> errors(n);
+  const unsigned want = static_cast<unsigned>(std::min<std::size_t>(threads, n));
+  std::vector<std::exception_ptr> thrown(std::max(want, 1u));
+  auto work = [&](unsigned w) {
+    try {
+      std::vector<PlannedJob> scratch;
+      for (;;) {
+        if (stop.load()) return;
+        std::size_t k = next.fetch_add(1);
+        if (k >= n) return;
+        errors[k] = job(k, scratch);
+        if (!errors[k]) stop = true;
+      }
+    } catch (...) {
+      thrown[w] = std::current_exception();
+      stop = true;
+    }
+  };
+  std::vector<std::thread> helpers;
+  helpers.reserve(want);
+  for (unsigned w = 1; w < want; ++w) {
+    if (!take_helper(threads - 1)) break;
+    try {
+      helpers.emplace_back(work, w);
+    } catch (...) {  // no thread (system_error, bad_alloc): the others do its share
+      --g_slot_helpers;
+      break;
+    }
+  }
+  work(0);
+  for (std::thread& t : helpers) t.join();
+  g_slot_helpers -= static_cast<unsigned>(helpers.size());
+  for (const std::exception_ptr& e : thrown)
+    if (e) std::rethrow_exception(e);
+  for (Status& st : errors)
+    if (!st) return st;
+  return {};
+}
 
 }  // namespace
 
@@ -681,14 +775,18 @@ Result<DelayReport> delay_caused_by(const LocalPlanInput& input, const Placehold
   const BoundAxes* ax = axes ? &*axes : nullptr;
   {
     Profile p = base;
-    if (auto st = plan_into(kWhere, p, input, policy, without, head, nullptr, ax); !st)
+    if (auto st = plan_into(kWhere, p, Spans::kUntracked, input, policy, without, head, nullptr,
+                            ax);
+        !st)
       return st.error();
   }
   {
     Profile p = base;
     auto id = p.add_span(extra.start, extra.duration, extra.nodes, Admission::kMustFit);
     if (!id) return internal(kWhere, id.error());
-    if (auto st = plan_into(kWhere, p, input, policy, with, head, &without, ax); !st)
+    if (auto st =
+            plan_into(kWhere, p, Spans::kUntracked, input, policy, with, head, &without, ax);
+        !st)
       return st.error();
   }
   report.jobs.reserve(input.queue.size());
@@ -727,6 +825,10 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
     return make_error(
         Errc::kInvalidArgument, kWhere,
         "max_head_delay must be >= 0 (got " + std::to_string(options.max_head_delay) + ")");
+  if (options.threads < 1 || options.threads > kMaxFitnessThreads)
+    return make_error(Errc::kInvalidArgument, kWhere,
+                      "threads must be in [1, " + std::to_string(kMaxFitnessThreads) + "] (got " +
+                          std::to_string(options.threads) + ")");
   const Time time_zero = options.time_zero.value_or(input.now);
   if (time_zero < 0 || time_zero > input.now)
     return make_error(Errc::kInvalidArgument, kWhere,
@@ -754,7 +856,9 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
   Time job_start = kNever;
   {
     Profile p = base;
-    if (auto st = plan_into(kWhere, p, input, options.policy, ref, head, nullptr, ax); !st)
+    if (auto st = plan_into(kWhere, p, Spans::kUntracked, input, options.policy, ref, head,
+                            nullptr, ax);
+        !st)
       return st.error();
     if (jr) {
       auto js = job_start_on(kWhere, p, ref, input, jr->duration, jr->nodes, jr->earliest,
@@ -784,35 +888,41 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
   report.cmax_ref = report.cmax_best = m_ref.cmax;
   report.cavg_ref = report.cavg_best = m_ref.cavg;
 
-  // P^RSV/b for every slot.
-  report.slots.reserve(slots.size());
-  std::vector<PlannedJob> with;
-  for (const Placeholder& slot : slots) {
-    SlotFitness f;
+  // P^RSV/b for every slot: independent plans of the same read-only input,
+  // on up to options.threads threads (see SlotScorer); then C* in slot
+  // order, so the report does not depend on the thread count.
+  report.slots.assign(slots.size(), SlotFitness{});
+  auto score = [&](std::size_t k, std::vector<PlannedJob>& with) -> Status {
+    const Placeholder& slot = slots[k];
+    SlotFitness& f = report.slots[k];
     f.slot = slot;
     auto free = base.min_over(slot.start, slot.duration);
     if (!free) return internal(kWhere, free.error());
     if (free.value() < slot.nodes) {
       f.verdict = FitVerdict::kCollision;
-      report.slots.push_back(f);
-      continue;
+      return {};
     }
     Profile p = base;
     auto id = p.add_span(slot.start, slot.duration, slot.nodes, Admission::kMustFit);
     if (!id) return internal(kWhere, id.error());
-    if (auto st = plan_into(kWhere, p, input, options.policy, with, head, &ref, ax); !st)
-      return st.error();
+    std::size_t with_head = kNoHead;
+    if (auto st = plan_into(kWhere, p, Spans::kUntracked, input, options.policy, with, with_head,
+                            &ref, ax);
+        !st)
+      return st;
     if (!ref.empty()) f.head_delay = start_delay(ref.front().start, with.front().start);
     const Metrics m = metrics_of(input, counted, with, time_zero);
     f.cmax = m.cmax;
     f.cavg = m.cavg;
     bool head_ok = options.max_head_delay == kForever || f.head_delay <= options.max_head_delay;
     f.verdict = head_ok ? FitVerdict::kPlaced : FitVerdict::kHeadDelayed;
-    if (head_ok) {
-      report.cmax_best = std::min(report.cmax_best, m.cmax);
-      report.cavg_best = std::min(report.cavg_best, m.cavg);
-    }
-    report.slots.push_back(f);
+    return {};
+  };
+  if (auto st = run_slots(slots.size(), options.threads, score); !st) return st.error();
+  for (const SlotFitness& f : report.slots) {
+    if (f.verdict != FitVerdict::kPlaced) continue;
+    report.cmax_best = std::min(report.cmax_best, f.cmax);
+    report.cavg_best = std::min(report.cavg_best, f.cavg);
   }
 
   // Eq. 9.8 once C* is known.
@@ -915,7 +1025,7 @@ Status LocalScheduler::add_running(const RunningJob& job) {
   static const char* kWhere = "LocalScheduler::add_running";
   std::string who = "job " + std::to_string(job.id);
   if (auto st = check_new_job_id(kWhere, job.id); !st) return st;
-  if (auto e = check_running(kWhere, who, job, capacity_, now_)) return *e;
+  if (auto e = check_running(kWhere, [&] { return who; }, job, capacity_, now_)) return *e;
   if (job.expected_end <= now_)
     return make_error(Errc::kOutOfRange, kWhere,
                       who + ": expected end " + std::to_string(job.expected_end) +
@@ -1027,7 +1137,8 @@ Status LocalScheduler::remove_reservation(std::uint64_t id) {
 Status LocalScheduler::submit(const PendingJob& job) {
   static const char* kWhere = "LocalScheduler::submit";
   if (auto st = check_new_job_id(kWhere, job.id); !st) return st;
-  if (auto e = check_pending(kWhere, "job " + std::to_string(job.id), job, capacity_, now_))
+  if (auto e = check_pending(kWhere, [&] { return "job " + std::to_string(job.id); }, job, capacity_,
+                               now_))
     return *e;
   std::uint64_t seq = next_seq_++;
   queue_.emplace(seq, Queued{job, kNoSpan, kNever});
@@ -1188,9 +1299,10 @@ Result<LocalPlan> LocalScheduler::plan() {
       if (policy_ == Backfill::kEasy && q.start > now_) out.head = out.jobs.size();
     } else if (policy_ == Backfill::kEasy) {
       if (!est) est.emplace(profile_);
-      if (auto st = plan_one(kWhere, *est, now_, j, p, Placement::kEstimated); !st)
+      // A span of the copy: none recorded (p.span stays kNoSpan).
+      if (auto st = plan_one(kWhere, *est, Spans::kUntracked, now_, j, p, Placement::kEstimated);
+          !st)
         return st.error();
-      p.span = kNoSpan;
     }
     out.jobs.push_back(p);
   }

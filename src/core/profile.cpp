@@ -728,6 +728,10 @@ Result<SpanId> Profile::add_span(Time start, Duration d, Amount amount,
   return id;
 }
 
+void Profile::take_unchecked(Time start, Duration d, Amount amount) {
+  tree_.add(start, sat_add(start, d), -amount);
+}
+
 Status Profile::remove_span(SpanId id) {
   auto it = spans_.find(id);
   if (it == spans_.end())

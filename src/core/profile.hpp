@@ -244,6 +244,14 @@ class Profile {
   // [1, kMaxAmount].  kMustFit rejects a span that does not fit (kNoFit).
   Result<SpanId> add_span(Time start, Duration d, Amount amount,
                           Admission admission = Admission::kMustFit);
+  // For planners that throw the profile away: takes `amount` units over
+  // [start, start + d) without recording a span (it has no id and cannot be
+  // removed or shrunk) and without checking anything.  The caller has
+  // proved what add_span would check: start in [origin, kForever), d > 0,
+  // amount in [1, kMaxAmount], and `amount` units free over the window (an
+  // earliest_fit or min_over of this profile said so).  Saves the span
+  // table's insertion and the fit check of add_span on a hot path.
+  void take_unchecked(Time start, Duration d, Amount amount);
   Status remove_span(SpanId id);
   // Early completion: the span becomes [start, new_end) x new_amount with
   // start < new_end <= end and 1 <= new_amount <= amount.
