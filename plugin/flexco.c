@@ -19,8 +19,6 @@
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld_plugstack.h"
 
-#include "core/capi_probe.h"
-
 #include "agent.h"
 #include "flexco_conf.h"
 #include "snapshot.h"
@@ -51,7 +49,6 @@ FLEXCO_EXPORT extern int init(void)
 
 	flexco_resv_init(conf);
 	snapshot_set_jobs_per_hold(conf->snapshot_jobs_per_hold);
-	flexco_probe_set_threads(conf->probe_threads);
 
 	if (flexco_agent_start(conf) != SLURM_SUCCESS) {
 		flexco_resv_fini();

@@ -40,7 +40,6 @@ static s_p_options_t flexco_options[] = {
 	{.key = "MungeSocket", .type = S_P_STRING},
 	{.key = "PResHistoryInterval", .type = S_P_UINT32},
 	{.key = "PResHistoryPeriod", .type = S_P_UINT32},
-	{.key = "ProbeThreads", .type = S_P_UINT32},
 	{.key = "PublishedShare", .type = S_P_UINT16},
 	{.key = "QueryUsers", .type = S_P_STRING},
 	{.key = "SnapshotJobsPerHold", .type = S_P_UINT32},
@@ -50,8 +49,7 @@ static s_p_options_t flexco_options[] = {
 #define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
 	"EventBufferSize, ListenAddress, ListenPort, MaxConnections, " \
 	"MaxRequestSize, MinFit, MungeSocket, PResHistoryInterval, " \
-	"PResHistoryPeriod, ProbeThreads, PublishedShare, QueryUsers, " \
-	"SnapshotJobsPerHold"
+	"PResHistoryPeriod, PublishedShare, QueryUsers, SnapshotJobsPerHold"
 
 /* Read an optional uint32 key with a default and an inclusive range. */
 static int _get_u32(s_p_hashtbl_t *tbl, const char *path, const char *key,
@@ -172,10 +170,7 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     FLEXCO_DEFAULT_HISTORY_INTERVAL, 5, 86400) ||
 	    _get_u32(tbl, path, "SnapshotJobsPerHold",
 		     &conf->snapshot_jobs_per_hold,
-		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000) ||
-	    _get_u32(tbl, path, "ProbeThreads", &conf->probe_threads,
-		     FLEXCO_DEFAULT_PROBE_THREADS, 1,
-		     FLEXCO_MAX_PROBE_THREADS))
+		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000))
 		goto fail;
 	if (conf->history_interval > conf->history_period) {
 		error("%s: %s: PResHistoryInterval=%u is longer than PResHistoryPeriod=%u",
@@ -293,8 +288,6 @@ extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list)
 		  xstrdup_printf("%u sec", conf->history_interval));
 	_add_pair(list, "PResHistoryPeriod",
 		  xstrdup_printf("%u sec", conf->history_period));
-	_add_pair(list, "ProbeThreads",
-		  xstrdup_printf("%u", conf->probe_threads));
 	_add_pair(list, "PublishedShare",
 		  xstrdup_printf("%u%%", conf->published_share));
 	_add_pair(list, "QueryUsers",

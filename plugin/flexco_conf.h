@@ -26,8 +26,6 @@
 #define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
 #define FLEXCO_DEFAULT_HISTORY_INTERVAL 300
 #define FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD 250
-#define FLEXCO_DEFAULT_PROBE_THREADS 2
-#define FLEXCO_MAX_PROBE_THREADS 64
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
 
 /* Read-only after flexco_conf_read(); safe to share between threads. */
@@ -53,7 +51,6 @@ typedef struct {
 	int query_uid_cnt;
 	double min_fit;		/* MinFit: admission threshold, 0 = off */
 	uint32_t snapshot_jobs_per_hold; /* SnapshotJobsPerHold */
-	uint32_t probe_threads;	/* ProbeThreads */
 } flexco_conf_t;
 
 /*

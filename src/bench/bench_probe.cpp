@@ -3,9 +3,7 @@
 // program that prints figures, not a test.
 //
 //   flexco-bench-probe [--nodes N] [--queue N[,N...]] [--repeat N] [--seed N]
-//                      [--threads N]
-//   defaults: 16 nodes, queues 100,1000,10000, 200 repeats, seed 1, 1 thread
-//   (--threads: FitnessOptions::threads, the plugin's ProbeThreads)
+//   defaults: 16 nodes, queues 100,1000,10000, 200 repeats, seed 1
 //
 // The snapshot: every node runs one exclusive job (node i ends 1000 + 100 i
 // minutes from now), then Q pending jobs of 1..nodes/2 nodes and 10..600
@@ -110,7 +108,6 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes{100, 1000, 10000};
   int repeat = 200;
   std::uint64_t seed = 1;
-  unsigned threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--nodes") {
@@ -125,24 +122,18 @@ int main(int argc, char** argv) {
       repeat = std::atoi(argv[i + 1]);
     } else if (a == "--seed") {
       seed = std::strtoull(argv[i + 1], nullptr, 10);
-    } else if (a == "--threads") {
-      threads = static_cast<unsigned>(std::strtoul(argv[i + 1], nullptr, 10));
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--nodes N] [--queue N,...] [--repeat N] [--seed N] [--threads N]\n",
+      std::fprintf(stderr, "usage: %s [--nodes N] [--queue N,...] [--repeat N] [--seed N]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (nodes < 2 || repeat < 1 || threads < 1 || threads > kMaxFitnessThreads) return 2;
-  ProbePolicy policy;
-  policy.fitness.threads = threads;
+  if (nodes < 2 || repeat < 1) return 2;
 
   auto parsed = parse_probe_request(R"({"nodes":2,"duration":3600})");
   if (!std::holds_alternative<ProbeRequest>(parsed)) return 1;
   const ProbeRequest req = std::get<ProbeRequest>(parsed);
-  std::printf("nodes %u, request {\"nodes\":2,\"duration\":3600}, %d repeats, %u thread(s)\n",
-              nodes, repeat, threads);
+  std::printf("nodes %u, request {\"nodes\":2,\"duration\":3600}, %d repeats\n", nodes, repeat);
   std::printf("%8s %14s %12s %16s %9s %7s %12s %12s\n", "pending", "probe p50 ms",
               "probe min ms", "availability ms", "offers", "queue", "offer[0] +s", "reference +s");
   for (std::size_t q : sizes) {
@@ -153,7 +144,7 @@ int main(int argc, char** argv) {
     Time first = kNever, reference = kNever;
     for (int r = 0; r < repeat; ++r) {
       auto t0 = Clock::now();
-      auto res = probe(m.s, req, 100, 60, policy);
+      auto res = probe(m.s, req, 100, 60, ProbePolicy{});
       auto t1 = Clock::now();
       if (!std::holds_alternative<ProbeResult>(res)) {
         std::fprintf(stderr, "probe failed: %s\n", std::get<ProbeError>(res).message.c_str());

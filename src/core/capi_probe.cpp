@@ -2,8 +2,6 @@
 
 #include "core/capi_probe.h"
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -23,14 +21,6 @@ using flexco::capi::put;
 struct flexco_histories {
   flexco::IdleHistories h;
 };
-
-namespace {
-std::atomic<unsigned> g_probe_threads{1};
-}  // namespace
-
-extern "C" void flexco_probe_set_threads(unsigned n) {
-  g_probe_threads = std::clamp(n, 1u, flexco::kMaxFitnessThreads);
-}
 
 extern "C" flexco_histories_t* flexco_histories_create(int64_t period, int64_t interval,
                                                         char* err, size_t errlen) {
@@ -158,10 +148,9 @@ extern "C" int flexco_probe_json_ex(const flexco_snapshot_t* snap, const char* b
     auto parsed = flexco::parse_probe_request(std::string_view(body ? body : "", len));
     if (auto* e = std::get_if<flexco::ProbeError>(&parsed))
       return fail(e->status, e->code, e->message, json_out, code, codelen, err, errlen);
-    flexco::ProbePolicy policy;
-    policy.fitness.threads = g_probe_threads.load();
     auto res = flexco::probe(*snap, std::get<flexco::ProbeRequest>(parsed), share_percent,
-                             valid_for, policy, histories != nullptr ? &histories->h : nullptr);
+                             valid_for, flexco::ProbePolicy{},
+                             histories != nullptr ? &histories->h : nullptr);
     if (auto* e = std::get_if<flexco::ProbeError>(&res))
       return fail(e->status, e->code, e->message, json_out, code, codelen, err, errlen);
     auto& result = std::get<flexco::ProbeResult>(res);

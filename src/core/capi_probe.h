@@ -100,16 +100,6 @@ int flexco_probe_json_ex(const flexco_snapshot_t *snap, const char *body,
 			 char *err, size_t errlen);
 
 /*
- * Threads that score one probe's offers, the request's own included
- * (FitnessOptions::threads in core/local_sched.hpp): the what-if plans of
- * the offers are independent and may run side by side; the answers do not
- * depend on it.  At most n - 1 helper threads run at once in the process,
- * whatever the number of probes.  Clamped to 1..64; process-wide; default
- * 1.  The plugin sets it from ProbeThreads (flexco.conf).
- */
-void flexco_probe_set_threads(unsigned n);
-
-/*
  * The what-if fitness of one exact slot (nodes over [start, start +
  * duration)) on the snapshot, as a probe would score it (the reservation
  * admission check of MinFit).  Returns 200 with *fit in [0, 1] and the

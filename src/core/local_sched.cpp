@@ -6,14 +6,10 @@
 #include "core/local_sched.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 
 namespace flexco {
@@ -251,6 +247,109 @@ Result<Profile> make_base(const char* where, const LocalPlanInput& in) {
   return p;
 }
 
+// ---------------------------------------------------------------------------
+// FlatProfile: the what-if plans' profile.
+//
+// The same step function as a Profile (free units from each point on), kept
+// as two sorted arrays instead of a treap.  A what-if plan starts from the
+// base profile (running jobs and reservations) and adds the queue's jobs,
+// one earliest-fit search and one span each; with at most a few thousand
+// points, scanning contiguous memory forward costs less than descending the
+// treap (a walk over scattered nodes per query, two splits and merges per
+// span), and planning jobs mostly at the end of the plan makes the
+// insertions cheap moves of a short tail.  Only for throw-away plans: no
+// spans are recorded, nothing is checked (the passes only take windows a
+// search or min_over of this profile found free), and points whose value
+// equals the previous one are left in place (they change no answer: a
+// search only stops at a point whose value differs from the previous one's
+// side of n).  Answers equal Profile's: the randomized tests of
+// check_local_sched compare the what-if plans with plan_local's, which
+// runs on a Profile.
+class FlatProfile {
+ public:
+  // Used for bases of at most kMaxBase points (else the treap's O(log P)
+  // beats moving long tails).
+  static constexpr std::size_t kMaxBase = 4096;
+
+  explicit FlatProfile(const Profile& p) : capacity_(p.capacity()) {
+    auto rects = p.free_slots(p.origin(), kForever, -kMaxAmount);
+    if (rects.ok()) {
+      t_.reserve(rects.value().size() + 1024);
+      v_.reserve(rects.value().size() + 1024);
+      for (const Slot& r : rects.value()) {
+        t_.push_back(r.start);
+        v_.push_back(r.free);
+      }
+    }
+    ok_ = rects.ok() && !t_.empty() && t_.front() == p.origin();
+  }
+  bool ok() const noexcept { return ok_; }
+
+  Result<Amount> min_over(Time t, Duration d) const {
+    const Time end = sat_add(t, d == 0 ? 1 : d);
+    std::size_t i = at(t);
+    Amount m = v_[i];
+    for (++i; i < t_.size() && t_[i] < end; ++i) m = std::min(m, v_[i]);
+    return m;
+  }
+
+  // Profile::earliest_fit for t >= origin, d >= 1, n >= 1.
+  Result<Time> earliest_fit(Time t, Duration d, Amount n) const {
+    if (n > capacity_) return kNever;
+    std::size_t i = at(t);
+    Time p = t;
+    if (v_[i] < n) {
+      i = recovery(i + 1, n);
+      if (i == t_.size()) return kNever;
+      p = t_[i];
+    }
+    for (;;) {
+      // v_[i] >= n holds from p on; the first drop below n in [p, p + d)?
+      const Time end = sat_add(p, d);
+      std::size_t j = i + 1;
+      while (j < t_.size() && t_[j] < end && v_[j] >= n) ++j;
+      if (j == t_.size() || t_[j] >= end) return p;
+      // Every start up to t_[j] holds the drop: the next candidate is
+      // where the free count is back to n.
+      i = recovery(j + 1, n);
+      if (i == t_.size()) return kNever;
+      p = t_[i];
+    }
+  }
+
+  // Takes n over [s, s + d): s >= origin, d > 0.
+  void take_unchecked(Time s, Duration d, Amount n) {
+    const Time e = sat_add(s, d);
+    std::size_t i = split(s);
+    std::size_t j = e == kForever ? t_.size() : split(e);
+    for (std::size_t k = i; k < j; ++k) v_[k] -= n;
+  }
+
+ private:
+  // Index of the last point <= t (t >= origin).
+  std::size_t at(Time t) const {
+    return static_cast<std::size_t>(std::upper_bound(t_.begin(), t_.end(), t) - t_.begin()) - 1;
+  }
+  // First index >= k whose value is >= n, or size().
+  std::size_t recovery(std::size_t k, Amount n) const {
+    while (k < t_.size() && v_[k] < n) ++k;
+    return k;
+  }
+  // Index of the point at t, made if missing (t > origin).
+  std::size_t split(Time t) {
+    std::size_t i = at(t);
+    if (t_[i] == t) return i;
+    t_.insert(t_.begin() + static_cast<std::ptrdiff_t>(i + 1), t);
+    v_.insert(v_.begin() + static_cast<std::ptrdiff_t>(i + 1), v_[i]);
+    return i + 1;
+  }
+
+  std::vector<Time> t_;    // ascending; t_[0] = origin
+  std::vector<Amount> v_;  // free from t_[k] to t_[k + 1] (the last: forever)
+  Amount capacity_;
+  bool ok_ = false;
+};
+
 // Whether a planning pass records the spans it adds (their ids go into
 // PlannedJob::span, for plans that are kept and edited, such as LocalPlan)
 // or not (kNoSpan: the what-if plans, thrown away once measured).
@@ -263,10 +362,18 @@ Result<SpanId> take(Profile& p, Spans spans, Time start, Duration d, Amount n) {
   return kNoSpan;
 }
 
+Result<SpanId> take(FlatProfile& p, Spans spans, Time start, Duration d, Amount n) {
+  if (spans == Spans::kTracked)
+    return make_error(Errc::kInvalidArgument, "take", "a FlatProfile records no spans");
+  p.take_unchecked(start, d, n);
+  return kNoSpan;
+}
+
 // Plans one job at its earliest fit in p at or after `from` (taking the nodes
 // there), or never.  `from` is eligible(j) or a proven lower bound of the
 // earliest fit (see StartBound); kNever means "can never start".
-Status plan_one(const char* where, Profile& p, Spans spans, Time now, const PendingJob& j,
+template <typename P>
+Status plan_one(const char* where, P& p, Spans spans, Time now, const PendingJob& j,
                 PlannedJob& out, Placement as, Time from = 0) {
   out.id = j.id;
   out.nodes = j.nodes;
@@ -396,7 +503,8 @@ class StartBound {
 };
 
 // Conservative backfilling of the whole queue into p.
-Status conservative_pass(const char* where, Profile& p, Spans spans, const LocalPlanInput& in,
+template <typename P>
+Status conservative_pass(const char* where, P& p, Spans spans, const LocalPlanInput& in,
                          const BoundAxes& ax, std::vector<PlannedJob>& out) {
   out.assign(in.queue.size(), PlannedJob{});
   StartBound lb(ax, in.now);
@@ -467,7 +575,8 @@ Status easy_estimates(const char* where, const Profile& committed, const LocalPl
 // than the reference had, so no earlier start can fit and job i keeps its
 // reference start exactly when that window still fits (an O(log P) check
 // instead of a search).  After the first job that moves, plain searches.
-Status conservative_pass_from(const char* where, Profile& p, Spans spans, const LocalPlanInput& in,
+template <typename P>
+Status conservative_pass_from(const char* where, P& p, Spans spans, const LocalPlanInput& in,
                               const BoundAxes& ax, const std::vector<PlannedJob>& ref,
                               std::vector<PlannedJob>& out) {
   out.assign(in.queue.size(), PlannedJob{});
@@ -565,69 +674,6 @@ Metrics metrics_of(const LocalPlanInput& in, const Counted& c, const std::vector
 }
 
 double ratio(double best, double value) { return std::isinf(value) ? 0.0 : best / value; }
-
-// Helper threads running what-if slot plans now, over every call in the
-// process (a probe may run while others do).
-std::atomic<unsigned> g_slot_helpers{0};
-
-// Takes a helper place if fewer than `limit` are taken.
-bool take_helper(unsigned limit) {
-  unsigned cur = g_slot_helpers.load();
-  while (cur < limit)
-    if (g_slot_helpers.compare_exchange_weak(cur, cur + 1)) return true;
-  return false;
-}
-
-// Runs job(k, scratch) for every k in [0, n): on the calling thread and on
-// up to threads - 1 helper threads, fewer when other calls hold helpers
-// (the process never runs more than threads - 1 of them at once) or when
-// a thread cannot be made.  Each thread takes the next k from a shared
-// counter and has its own scratch vector; the jobs must only read shared
-// state and write their own k's results.  Returns the error of the lowest
-// failed k; an exception of a job is rethrown here once every thread has
-// ended.  After a failure the threads take no new k.
-using SlotJob = std::function<Status(std::size_t, std::vector<PlannedJob>&)>;
-Status run_slots(std::size_t n, unsigned threads, const SlotJob& job) {
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
-  std::vector<Status> errors(n);
-  const unsigned want = static_cast<unsigned>(std::min<std::size_t>(threads, n));
-  std::vector<std::exception_ptr> thrown(std::max(want, 1u));
-  auto work = [&](unsigned w) {
-    try {
-      std::vector<PlannedJob> scratch;
-      for (;;) {
-        if (stop.load()) return;
-        std::size_t k = next.fetch_add(1);
-        if (k >= n) return;
-        errors[k] = job(k, scratch);
-        if (!errors[k]) stop = true;
-      }
-    } catch (...) {
-      thrown[w] = std::current_exception();
-      stop = true;
-    }
-  };
-  std::vector<std::thread> helpers;
-  helpers.reserve(want);
-  for (unsigned w = 1; w < want; ++w) {
-    if (!take_helper(threads - 1)) break;
-    try {
-      helpers.emplace_back(work, w);
-    } catch (...) {  // no thread (system_error, bad_alloc): the others do its share
-      --g_slot_helpers;
-      break;
-    }
-  }
-  work(0);
-  for (std::thread& t : helpers) t.join();
-  g_slot_helpers -= static_cast<unsigned>(helpers.size());
-  for (const std::exception_ptr& e : thrown)
-    if (e) std::rethrow_exception(e);
-  for (Status& st : errors)
-    if (!st) return st;
-  return {};
-}
 
 }  // namespace
 
@@ -825,10 +871,6 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
     return make_error(
         Errc::kInvalidArgument, kWhere,
         "max_head_delay must be >= 0 (got " + std::to_string(options.max_head_delay) + ")");
-  if (options.threads < 1 || options.threads > kMaxFitnessThreads)
-    return make_error(Errc::kInvalidArgument, kWhere,
-                      "threads must be in [1, " + std::to_string(kMaxFitnessThreads) + "] (got " +
-                          std::to_string(options.threads) + ")");
   const Time time_zero = options.time_zero.value_or(input.now);
   if (time_zero < 0 || time_zero > input.now)
     return make_error(Errc::kInvalidArgument, kWhere,
@@ -854,7 +896,23 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
   if (options.policy == Backfill::kConservative) axes.emplace(input);
   const BoundAxes* ax = axes ? &*axes : nullptr;
   Time job_start = kNever;
-  {
+  // Conservative plans on a base of at most FlatProfile::kMaxBase points
+  // run on FlatProfiles (same answers, faster there).
+  std::optional<FlatProfile> flat;
+  if (options.policy == Backfill::kConservative && base.point_count() <= FlatProfile::kMaxBase) {
+    flat.emplace(base);
+    if (!flat->ok()) flat.reset();
+  }
+  if (flat) {
+    FlatProfile p = *flat;
+    if (auto st = conservative_pass(kWhere, p, Spans::kUntracked, input, *ax, ref); !st)
+      return st.error();
+    if (jr) {  // job_start_on for a conservative plan
+      auto js = p.earliest_fit(std::max(input.now, jr->earliest), jr->duration, jr->nodes);
+      if (!js) return internal(kWhere, js.error());
+      job_start = js.value();
+    }
+  } else {
     Profile p = base;
     if (auto st = plan_into(kWhere, p, Spans::kUntracked, input, options.policy, ref, head,
                             nullptr, ax);
@@ -888,41 +946,45 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
   report.cmax_ref = report.cmax_best = m_ref.cmax;
   report.cavg_ref = report.cavg_best = m_ref.cavg;
 
-  // P^RSV/b for every slot: independent plans of the same read-only input,
-  // on up to options.threads threads (see SlotScorer); then C* in slot
-  // order, so the report does not depend on the thread count.
-  report.slots.assign(slots.size(), SlotFitness{});
-  auto score = [&](std::size_t k, std::vector<PlannedJob>& with) -> Status {
-    const Placeholder& slot = slots[k];
-    SlotFitness& f = report.slots[k];
+  // P^RSV/b for every slot.
+  report.slots.reserve(slots.size());
+  std::vector<PlannedJob> with;
+  for (const Placeholder& slot : slots) {
+    SlotFitness f;
     f.slot = slot;
     auto free = base.min_over(slot.start, slot.duration);
     if (!free) return internal(kWhere, free.error());
     if (free.value() < slot.nodes) {
       f.verdict = FitVerdict::kCollision;
-      return {};
+      report.slots.push_back(f);
+      continue;
     }
-    Profile p = base;
-    auto id = p.add_span(slot.start, slot.duration, slot.nodes, Admission::kMustFit);
-    if (!id) return internal(kWhere, id.error());
-    std::size_t with_head = kNoHead;
-    if (auto st = plan_into(kWhere, p, Spans::kUntracked, input, options.policy, with, with_head,
-                            &ref, ax);
-        !st)
-      return st;
+    if (flat) {
+      FlatProfile p = *flat;
+      p.take_unchecked(slot.start, slot.duration, slot.nodes);
+      if (auto st = conservative_pass_from(kWhere, p, Spans::kUntracked, input, *ax, ref, with);
+          !st)
+        return st.error();
+    } else {
+      Profile p = base;
+      auto id = p.add_span(slot.start, slot.duration, slot.nodes, Admission::kMustFit);
+      if (!id) return internal(kWhere, id.error());
+      if (auto st = plan_into(kWhere, p, Spans::kUntracked, input, options.policy, with, head,
+                              &ref, ax);
+          !st)
+        return st.error();
+    }
     if (!ref.empty()) f.head_delay = start_delay(ref.front().start, with.front().start);
     const Metrics m = metrics_of(input, counted, with, time_zero);
     f.cmax = m.cmax;
     f.cavg = m.cavg;
     bool head_ok = options.max_head_delay == kForever || f.head_delay <= options.max_head_delay;
     f.verdict = head_ok ? FitVerdict::kPlaced : FitVerdict::kHeadDelayed;
-    return {};
-  };
-  if (auto st = run_slots(slots.size(), options.threads, score); !st) return st.error();
-  for (const SlotFitness& f : report.slots) {
-    if (f.verdict != FitVerdict::kPlaced) continue;
-    report.cmax_best = std::min(report.cmax_best, f.cmax);
-    report.cavg_best = std::min(report.cavg_best, f.cavg);
+    if (head_ok) {
+      report.cmax_best = std::min(report.cmax_best, m.cmax);
+      report.cavg_best = std::min(report.cavg_best, m.cavg);
+    }
+    report.slots.push_back(f);
   }
 
   // Eq. 9.8 once C* is known.

@@ -253,16 +253,7 @@ struct FitnessOptions {
     Time earliest = 0;      // >= 0
   };
   std::optional<JobReference> job_reference;
-  // Threads that plan the slots, the calling one included, in
-  // [1, kMaxFitnessThreads].  Every slot's plan is independent of the
-  // others, so the report is the same for any value.  Helper threads are
-  // bounded over the whole process: however many calls run at once, at
-  // most threads - 1 helpers run (a call that finds none free plans its
-  // slots alone).
-  unsigned threads = 1;
 };
-
-inline constexpr unsigned kMaxFitnessThreads = 64;
 
 enum class FitVerdict {
   kPlaced,       // the placeholder was planned; fit from eq. 9.8

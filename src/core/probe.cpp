@@ -382,11 +382,18 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
     if (c == 0) continue;
     in.reservations.push_back(FixedSpan{i + 1ULL, std::max(r.start, Time{0}), r.end, c});
   }
+  // The queue as (priority, job id, snapshot index): small entries for
+  // choosing the first max_queue of thousands; PendingJobs are made for
+  // those only.
   struct Q {
-    std::uint32_t prio, id;
-    PendingJob job;
+    std::uint32_t prio, id, index;
   };
   std::vector<Q> queue;
+  // The plugin's snapshot gives the jobs of a partition its one name
+  // string: the last in_list answer is reused while the pointer is the same
+  // (strings do not change during a probe).
+  const char* last_part = nullptr;
+  bool last_part_in = false;
   for (std::uint32_t i = 0; i < snap.job_count; ++i) {
     const auto& j = snap.jobs[i];
     if (j.kind == FLEXCO_JOB_RUNNING) {
@@ -404,16 +411,15 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
     } else if (j.kind == FLEXCO_JOB_PLANNED || j.kind == FLEXCO_JOB_PENDING) {
       if (j.resv_name != nullptr) continue;  // runs inside its reservation
       if (j.priority == 0) continue;  // held: Slurm will not start it
-      if (!in_list(j.partition, av.partition)) continue;
+      if (j.partition == nullptr || j.partition != last_part) {
+        last_part = j.partition;
+        last_part_in = in_list(j.partition, av.partition);
+      }
+      if (!last_part_in) continue;
       Amount need = j.min_nodes == 0 ? 1 : j.min_nodes;
       if (need > capacity) continue;  // the planner rejects it: can never run
       if (j.time_limit <= 0) continue;
-      PendingJob p;
-      p.id = j.job_id;
-      p.nodes = need;
-      p.estimate = j.time_limit == FLEXCO_SNAP_FOREVER ? kForever : j.time_limit;
-      p.submit = now;  // the snapshot has no submit time
-      queue.push_back(Q{j.priority, j.job_id, p});
+      queue.push_back(Q{j.priority, j.job_id, i});
     }
   }
   auto by_priority = [](const Q& a, const Q& b) {
@@ -433,7 +439,16 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
     out.history_first = history->first();
     out.history_last = history->last();
   }
-  for (auto& e : queue) in.queue.push_back(e.job);
+  in.queue.reserve(queue.size());
+  for (const Q& e : queue) {
+    const auto& j = snap.jobs[e.index];
+    PendingJob p;
+    p.id = j.job_id;
+    p.nodes = j.min_nodes == 0 ? 1 : j.min_nodes;
+    p.estimate = j.time_limit == FLEXCO_SNAP_FOREVER ? kForever : j.time_limit;
+    p.submit = now;  // the snapshot has no submit time
+    in.queue.push_back(p);
+  }
 
   // --- the P^JOB reference (thesis §9.4.2), conservative; planned with the
   // fitness' P^ORG when that is conservative too (same plan, one pass less)

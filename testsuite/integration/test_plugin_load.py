@@ -78,10 +78,6 @@ BAD_CONFS = [
      "MungeSocket=munge.sock is not an absolute path"),
     ("SnapshotJobsPerHold=0", "ListenPort=%(port)d\nSnapshotJobsPerHold=0\n",
      "SnapshotJobsPerHold=0 is out of range"),
-    ("ProbeThreads=0", "ListenPort=%(port)d\nProbeThreads=0\n",
-     "ProbeThreads=0 is out of range"),
-    ("ProbeThreads=65", "ListenPort=%(port)d\nProbeThreads=65\n",
-     "ProbeThreads=65 is out of range"),
     ("no flexco.conf", None, "cannot stat"),
 ]
 
@@ -170,7 +166,6 @@ def main():
                  and pairs.get("PublishedShare") == "100%"
                  and pairs.get("MaxRequestSize") == "1048576"
                  and pairs.get("SnapshotJobsPerHold") == "250"
-                 and pairs.get("ProbeThreads") == "2"
                  and pairs.get("MungeSocket") == st.get("munge_socket")
                  and pairs.get("ConfigFile") == os.path.join(conf_dir, "flexco.conf"),
                  "%s: scontrol show config has a slurmctld/flexco section with "

@@ -20,7 +20,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/local_sched.hpp"
@@ -1354,97 +1353,6 @@ std::vector<Time> naive_plan(Usage u, const LocalPlanInput& in) {
   return starts;
 }
 
-// FitnessOptions::threads: the slots' plans run side by side, and the report
-// must be the same, field for field, as with one thread, also when several
-// calls run at once (they share the process' helper threads), on the
-// small random cases and on a queue of hundreds of jobs with many slots.
-bool same_report(const FitnessReport& a, const FitnessReport& b) {
-  if (a.job_start != b.job_start || a.jobs_counted != b.jobs_counted ||
-      a.slots.size() != b.slots.size())
-    return false;
-  auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
-  if (!same(a.cmax_ref, b.cmax_ref) || !same(a.cavg_ref, b.cavg_ref) ||
-      !same(a.cmax_best, b.cmax_best) || !same(a.cavg_best, b.cavg_best))
-    return false;
-  for (std::size_t k = 0; k < a.slots.size(); ++k) {
-    const SlotFitness &x = a.slots[k], &y = b.slots[k];
-    if (x.slot.start != y.slot.start || x.slot.duration != y.slot.duration ||
-        x.slot.nodes != y.slot.nodes || x.verdict != y.verdict || !same(x.fit, y.fit) ||
-        !same(x.cmax, y.cmax) || !same(x.cavg, y.cavg) || x.head_delay != y.head_delay)
-      return false;
-  }
-  return true;
-}
-
-START_TEST(test_fitness_threads) {
-  std::mt19937_64 rng(4242);
-  for (int iter = 0; iter < 200; ++iter) {
-    RandomCase rc = random_case(rng);
-    FitnessOptions opt;
-    opt.policy = iter % 2 ? Backfill::kEasy : Backfill::kConservative;
-    std::vector<Placeholder> slots;
-    int n = static_cast<int>(uniform(rng, 0, 12));
-    for (int k = 0; k < n; ++k)
-      slots.push_back(Placeholder{rc.in.now + uniform(rng, 0, 60), uniform(rng, 1, 40),
-                                  uniform(rng, 1, rc.in.capacity)});
-    FitnessReport one = VAL(whatif_fitness(rc.in, slots, opt));
-    for (unsigned t : {2u, 3u, 8u}) {
-      opt.threads = t;
-      FitnessReport many = VAL(whatif_fitness(rc.in, slots, opt));
-      ck_assert_msg(same_report(one, many), "iteration %d: threads %u differ from 1", iter, t);
-    }
-  }
-
-  // A probe-sized case: 16 nodes all busy, 300 pending jobs, 16 slots.
-  LocalPlanInput in;
-  in.capacity = 16;
-  in.now = 1000;
-  for (int k = 0; k < 16; ++k)
-    in.running.push_back(RunningJob{static_cast<std::uint64_t>(k + 1), 1, 900,
-                                    in.now + 600 + 100 * k, 800});
-  for (int k = 0; k < 300; ++k) {
-    PendingJob j;
-    j.id = static_cast<std::uint64_t>(1000 + k);
-    j.nodes = uniform(rng, 1, 8);
-    j.estimate = uniform(rng, 600, 36000);
-    j.submit = uniform(rng, 0, in.now);
-    in.queue.push_back(j);
-  }
-  std::vector<Placeholder> slots;
-  for (int k = 0; k < 16; ++k)
-    slots.push_back(Placeholder{in.now + 600 + 250 * k, 3600, uniform(rng, 1, 4)});
-  FitnessOptions opt;
-  FitnessReport one = VAL(whatif_fitness(in, slots, opt));
-  int placed = 0;
-  for (const SlotFitness& f : one.slots) placed += f.verdict == FitVerdict::kPlaced;
-  ck_assert_msg(placed >= 4, "only %d slots placed: the case does not exercise the plans", placed);
-  // Four calls at once, each asking for 4 threads: 3 helpers in all.
-  opt.threads = 4;
-  std::vector<FitnessReport> got(4);
-  std::vector<std::string> errors(4);
-  std::vector<std::thread> callers;
-  for (std::size_t c = 0; c < got.size(); ++c)
-    callers.emplace_back([&, c] {
-      auto r = whatif_fitness(in, slots, opt);
-      if (r.ok())
-        got[c] = std::move(r).value();
-      else
-        errors[c] = r.error().message;
-    });
-  for (std::thread& t : callers) t.join();
-  for (std::size_t c = 0; c < got.size(); ++c) {
-    ck_assert_msg(errors[c].empty(), "call %zu: %s", c, errors[c].c_str());
-    ck_assert_msg(same_report(one, got[c]), "call %zu: threads 4 differ from 1", c);
-  }
-
-  opt.threads = 0;
-  HAS(ERR(whatif_fitness(in, slots, opt), Errc::kInvalidArgument),
-      "threads must be in [1, 64] (got 0)");
-  opt.threads = kMaxFitnessThreads + 1;
-  ERR(whatif_fitness(in, slots, opt), Errc::kInvalidArgument);
-}
-END_TEST
-
 START_TEST(test_random_big_queue_naive) {
   std::mt19937_64 rng(31337);
   for (int iter = 0; iter < 40; ++iter) {
@@ -1755,7 +1663,6 @@ Suite* local_sched_suite() {
   tcase_add_test(random, test_random_conservative);
   tcase_add_test(random, test_random_easy);
   tcase_add_test(random, test_random_fitness);
-  tcase_add_test(random, test_fitness_threads);
   tcase_add_test(random, test_random_big_queue_naive);
   tcase_add_test(random, test_random_sim_conservative);
   tcase_add_test(random, test_random_sim_easy);
