@@ -1353,6 +1353,100 @@ std::vector<Time> naive_plan(Usage u, const LocalPlanInput& in) {
   return starts;
 }
 
+// Conservative what-if fitness plans on flat arrays (FlatProfile) when the
+// base is small enough, while delay_caused_by plans on the treap (Profile):
+// on bases of hundreds of points (many running jobs with distinct ends,
+// reservations), every slot's metrics and head delay must be those of
+// delay_caused_by's plan with the slot, and the reference metrics those of
+// its plan without.
+START_TEST(test_fitness_flat_vs_treap) {
+  std::mt19937_64 rng(2718);
+  for (int iter = 0; iter < 30; ++iter) {
+    LocalPlanInput in;
+    in.capacity = uniform(rng, 100, 400);
+    in.now = 10000;
+    Amount held = 0;
+    for (std::uint64_t k = 1; held < in.capacity - 10; ++k) {
+      Amount nodes = uniform(rng, 1, 3);
+      held += nodes;
+      Time end = uniform(rng, 0, 30) == 0 ? kForever : in.now + uniform(rng, 1, 20000);
+      in.running.push_back(RunningJob{k, nodes, in.now - 100, end, in.now - 200});
+    }
+    for (std::uint64_t k = 1; k <= 20; ++k) {
+      Time start = in.now + uniform(rng, 0, 20000);
+      in.reservations.push_back(FixedSpan{k, start, start + uniform(rng, 60, 4000), 1});
+    }
+    std::size_t nq = static_cast<std::size_t>(uniform(rng, 50, 300));
+    for (std::size_t k = 0; k < nq; ++k) {
+      PendingJob j;
+      j.id = 100000 + k;
+      j.nodes = uniform(rng, 0, 4) == 0 ? uniform(rng, 1, in.capacity) : uniform(rng, 1, 16);
+      j.estimate = uniform(rng, 0, 25) == 0 ? kForever : uniform(rng, 60, 20000);
+      j.submit = in.now - uniform(rng, 0, 5000);
+      j.begin = uniform(rng, 0, 9) == 0 ? in.now + uniform(rng, 1, 9000) : 0;
+      in.queue.push_back(j);
+    }
+    std::vector<Placeholder> slots;
+    for (int k = 0; k < 8; ++k)
+      slots.push_back(
+          Placeholder{in.now + uniform(rng, 0, 15000), uniform(rng, 60, 7200), uniform(rng, 1, 12)});
+    FitnessOptions opt;
+    opt.max_head_delay = kForever;
+    FitnessReport f = VAL(whatif_fitness(in, slots, opt));
+
+    double run_max = -1, run_sum = 0;
+    std::size_t n = 0;
+    for (const RunningJob& r : in.running) {
+      if (r.expected_end == kForever) continue;
+      ++n;
+      run_max = std::max(run_max, static_cast<double>(r.expected_end));
+      run_sum += static_cast<double>(r.expected_end - r.submit);
+    }
+    // The metrics of a plan given as every job's start, over the jobs that
+    // complete without the slot.
+    auto metrics = [&](const DelayReport& d, bool with) {
+      double mx = run_max, sum = run_sum;
+      std::size_t cnt = n;
+      for (std::size_t i = 0; i < nq; ++i) {
+        const JobDelay& jd = d.jobs[i];
+        if (jd.start_without == kNever || in.queue[i].estimate == kForever) continue;
+        ++cnt;
+        Time st = with ? jd.start_with : jd.start_without;
+        if (st == kNever) return std::pair<double, double>(INFINITY, INFINITY);
+        Time end = st + in.queue[i].estimate;
+        mx = std::max(mx, static_cast<double>(end));
+        sum += static_cast<double>(end - in.queue[i].submit);
+      }
+      EQ(f.jobs_counted, cnt);
+      return std::pair<double, double>(mx - static_cast<double>(in.now),
+                                       sum / static_cast<double>(cnt));
+    };
+    bool ref_checked = false;
+    int placed = 0;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      DelayReport d = VAL(delay_caused_by(in, slots[k]));
+      if (d.collision) {
+        ck_assert_msg(f.slots[k].verdict == FitVerdict::kCollision, "iter %d slot %zu", iter, k);
+        continue;
+      }
+      ++placed;
+      if (!ref_checked) {
+        auto [cmax, cavg] = metrics(d, false);
+        NEAR(f.cmax_ref, cmax);
+        NEAR(f.cavg_ref, cavg);
+        ref_checked = true;
+      }
+      auto [cmax, cavg] = metrics(d, true);
+      ck_assert_msg(f.slots[k].verdict == FitVerdict::kPlaced, "iter %d slot %zu", iter, k);
+      NEAR(f.slots[k].cmax, cmax);
+      NEAR(f.slots[k].cavg, cavg);
+      EQ(f.slots[k].head_delay, d.head_delay);
+    }
+    ck_assert_msg(placed > 0, "iter %d: no slot placed", iter);
+  }
+}
+END_TEST
+
 START_TEST(test_random_big_queue_naive) {
   std::mt19937_64 rng(31337);
   for (int iter = 0; iter < 40; ++iter) {
@@ -1663,6 +1757,7 @@ Suite* local_sched_suite() {
   tcase_add_test(random, test_random_conservative);
   tcase_add_test(random, test_random_easy);
   tcase_add_test(random, test_random_fitness);
+  tcase_add_test(random, test_fitness_flat_vs_treap);
   tcase_add_test(random, test_random_big_queue_naive);
   tcase_add_test(random, test_random_sim_conservative);
   tcase_add_test(random, test_random_sim_easy);
