@@ -128,7 +128,8 @@ std::optional<Error> check_pending(const char* where, const Who& who, const Pend
 template <typename Who>
 std::optional<Error> check_running(const char* where, const Who& who, const RunningJob& r,
                                    Amount capacity, Time now) {
-  if (r.nodes < 1 || r.nodes > capacity) return check_nodes(where, who(), r.nodes, capacity, "holds");
+  if (r.nodes < 1 || r.nodes > capacity)
+    return check_nodes(where, who(), r.nodes, capacity, "holds");
   if (r.start < 0)
     return make_error(Errc::kInvalidArgument, where,
                       who() + ": start must be >= 0 (got " + std::to_string(r.start) + ")");
@@ -183,15 +184,15 @@ std::optional<Error> check_input(const char* where, const LocalPlanInput& in) {
   };
   for (std::size_t i = 0; i < in.running.size(); ++i) {
     const RunningJob& r = in.running[i];
-    if (auto e = check_running(where, [&] { return label("running", i, "job", r.id); }, r, in.capacity,
-                               in.now))
+    auto who = [&] { return label("running", i, "job", r.id); };
+    if (auto e = check_running(where, who, r, in.capacity, in.now))
       return e;
     if (auto e = unique(r.id, i)) return e;
   }
   for (std::size_t i = 0; i < in.queue.size(); ++i) {
     const PendingJob& j = in.queue[i];
-    if (auto e = check_pending(where, [&] { return label("queue", i, "job", j.id); }, j, in.capacity,
-                               in.now))
+    auto who = [&] { return label("queue", i, "job", j.id); };
+    if (auto e = check_pending(where, who, j, in.capacity, in.now))
       return e;
     if (auto e = unique(j.id, in.running.size() + i)) return e;
   }
@@ -293,9 +294,11 @@ class FlatProfile {
     return m;
   }
 
-  // Profile::earliest_fit for t >= origin, d >= 1, n >= 1.
+  // Profile::earliest_fit for t in [origin, kForever), d >= 0 (0 means 1),
+  // n >= 1.
   Result<Time> earliest_fit(Time t, Duration d, Amount n) const {
     if (n > capacity_) return kNever;
+    if (d == 0) d = 1;
     std::size_t i = at(t);
     Time p = t;
     if (v_[i] < n) {
@@ -1199,9 +1202,8 @@ Status LocalScheduler::remove_reservation(std::uint64_t id) {
 Status LocalScheduler::submit(const PendingJob& job) {
   static const char* kWhere = "LocalScheduler::submit";
   if (auto st = check_new_job_id(kWhere, job.id); !st) return st;
-  if (auto e = check_pending(kWhere, [&] { return "job " + std::to_string(job.id); }, job, capacity_,
-                               now_))
-    return *e;
+  auto who = [&] { return "job " + std::to_string(job.id); };
+  if (auto e = check_pending(kWhere, who, job, capacity_, now_)) return *e;
   std::uint64_t seq = next_seq_++;
   queue_.emplace(seq, Queued{job, kNoSpan, kNever});
   queued_.emplace(job.id, seq);

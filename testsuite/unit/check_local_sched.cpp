@@ -1388,8 +1388,8 @@ START_TEST(test_fitness_flat_vs_treap) {
     }
     std::vector<Placeholder> slots;
     for (int k = 0; k < 8; ++k)
-      slots.push_back(
-          Placeholder{in.now + uniform(rng, 0, 15000), uniform(rng, 60, 7200), uniform(rng, 1, 12)});
+      slots.push_back(Placeholder{in.now + uniform(rng, 0, 15000), uniform(rng, 60, 7200),
+                                  uniform(rng, 1, 12)});
     FitnessOptions opt;
     opt.max_head_delay = kForever;
     FitnessReport f = VAL(whatif_fitness(in, slots, opt));

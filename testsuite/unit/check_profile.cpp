@@ -764,6 +764,35 @@ struct Three {
 };
 }  // namespace
 
+// take_unchecked changes the step function exactly as add_span does, and
+// records no span; also for a span that never ends and one at the origin.
+START_TEST(test_take_unchecked) {
+  Profile a = sample_profile(), b = sample_profile();
+  const std::size_t spans = a.span_count();
+  struct W {
+    Time s;
+    Duration d;
+    Amount n;
+  };
+  for (const W& w : {W{150, 50, 10}, W{0, 7, 1}, W{420, kForever, 2}, W{305, 3, 4}}) {
+    ck_assert(VAL(a.min_over(w.s, w.d)) >= w.n);
+    VAL(a.add_span(w.s, w.d, w.n));
+    b.take_unchecked(w.s, w.d, w.n);
+  }
+  auto sa = VAL(a.free_slots(a.origin(), kForever, -kMaxAmount));
+  auto sb = VAL(b.free_slots(b.origin(), kForever, -kMaxAmount));
+  EQ(sa.size(), sb.size());
+  for (std::size_t i = 0; i < sa.size(); ++i) {
+    EQ(sa[i].start, sb[i].start);
+    EQ(sa[i].end, sb[i].end);
+    EQ(sa[i].free, sb[i].free);
+  }
+  EQ(a.point_count(), b.point_count());
+  EQ(a.span_count(), spans + 4);
+  EQ(b.span_count(), spans);
+}
+END_TEST
+
 START_TEST(test_common_each) {
   Three g;
   const struct { std::vector<Demand> parts; Time t; Duration d; Time want; } table[] = {
@@ -1410,6 +1439,7 @@ static Suite* profile_suite() {
   tcase_add_test(tc, test_before_origin);
   tcase_add_test(tc, test_point_merging);
   tcase_add_test(tc, test_copy_is_independent);
+  tcase_add_test(tc, test_take_unchecked);
   tcase_add_test(tc, test_common_each);
   tcase_add_test(tc, test_common_sum);
   tcase_add_test(tc, test_common_errors);
