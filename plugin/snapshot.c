@@ -459,8 +459,8 @@ static void _copy_static(flexco_snapshot_t *snap, static_t *st,
 	list_iterator_destroy(it);
 }
 
-/* Undo _copy_static (keeping the arrays) and empty the node index list. */
-static void _free_static(flexco_snapshot_t *snap, idx_buf_t *idx)
+/* Free the strings _copy_static made; the arrays are kept, emptied. */
+static void _free_names(flexco_snapshot_t *snap)
 {
 	uint32_t i;
 
@@ -474,6 +474,12 @@ static void _free_static(flexco_snapshot_t *snap, idx_buf_t *idx)
 	}
 	xfree(snap->cluster);
 	snap->node_count = snap->part_count = snap->resv_count = 0;
+}
+
+/* Undo _copy_static (keeping the arrays) and empty the node index list. */
+static void _free_static(flexco_snapshot_t *snap, idx_buf_t *idx)
+{
+	_free_names(snap);
 	idx->n = 0;
 }
 
@@ -656,18 +662,10 @@ extern void snapshot_free(flexco_snapshot_t *snap)
 
 	if (!snap)
 		return;
-	for (i = 0; i < snap->node_count; i++)
-		xfree(snap->nodes[i].name);
-	for (i = 0; i < snap->part_count; i++)
-		xfree(snap->parts[i].name);
-	for (i = 0; i < snap->resv_count; i++) {
-		xfree(snap->resvs[i].name);
-		xfree(snap->resvs[i].users);
-	}
+	_free_names(snap);
 	for (i = 0; i < priv->owned_n; i++)
 		xfree(priv->owned[i]);
 	xfree(priv->owned);
-	xfree(snap->cluster);
 	xfree(snap->nodes);
 	xfree(snap->parts);
 	xfree(snap->resvs);

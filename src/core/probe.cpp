@@ -394,6 +394,9 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
   // (strings do not change during a probe).
   const char* last_part = nullptr;
   bool last_part_in = false;
+  auto nodes_of = [](const flexco_snap_job_t& j) -> Amount {
+    return j.min_nodes == 0 ? 1 : j.min_nodes;
+  };
   for (std::uint32_t i = 0; i < snap.job_count; ++i) {
     const auto& j = snap.jobs[i];
     if (j.kind == FLEXCO_JOB_RUNNING) {
@@ -416,8 +419,7 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
         last_part_in = in_list(j.partition, av.partition);
       }
       if (!last_part_in) continue;
-      Amount need = j.min_nodes == 0 ? 1 : j.min_nodes;
-      if (need > capacity) continue;  // the planner rejects it: can never run
+      if (nodes_of(j) > capacity) continue;  // the planner rejects it: can never run
       if (j.time_limit <= 0) continue;
       queue.push_back(Q{j.priority, j.job_id, i});
     }
@@ -444,7 +446,7 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
     const auto& j = snap.jobs[e.index];
     PendingJob p;
     p.id = j.job_id;
-    p.nodes = j.min_nodes == 0 ? 1 : j.min_nodes;
+    p.nodes = nodes_of(j);
     p.estimate = j.time_limit == FLEXCO_SNAP_FOREVER ? kForever : j.time_limit;
     p.submit = now;  // the snapshot has no submit time
     in.queue.push_back(p);
