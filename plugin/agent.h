@@ -21,9 +21,11 @@ typedef struct {
 } flexco_cluster_summary_t;
 
 /*
- * Start the events thread (events.h), then the agent thread, which also
- * starts the HTTP service and keeps retrying while it cannot listen.  conf
- * must outlive the threads.  Called from init(), no slurmctld lock held.
+ * Start the agent thread.  Once slurmctld is the primary controller with
+ * its state loaded (compat.h), it starts the events thread (events.h), the
+ * history, and the HTTP service, which it keeps retrying while it cannot
+ * listen.  conf must outlive the threads.  Called from init(), no
+ * slurmctld lock held.
  */
 extern int flexco_agent_start(const flexco_conf_t *conf);
 

@@ -3,18 +3,18 @@
  *****************************************************************************
  *  Who does what:
  *
- *  - nonstop_ops.job_fini (our hook, chained to its previous owner) runs in
- *    slurmctld's _job_complete() under the job write lock, for exit-0 jobs
- *    only.  It copies a few fields into a fixed, preallocated queue under a
- *    private mutex and signals the events thread: no I/O, no slurmctld
- *    lock, no allocation.
+ *  - events_job_end() runs from prep/flexco's epilog hook
+ *    (prep_p_epilog_slurmctld), which slurmctld calls for every job that
+ *    ends, whatever its end state, under the job write lock.  It copies a
+ *    few fields into a fixed, preallocated queue under a private mutex and
+ *    signals the events thread: no I/O, no slurmctld lock, no allocation.
  *
  *  - The events thread wakes at once on a hook signal (at most every
  *    MIN_GAP_MSEC) and otherwise every TICK_MSEC.  When last_job_update
  *    moved (or the hook queued something) it takes the job READ lock, drains
  *    the hook queue, copies the finished jobs that ended before their
- *    planned end (covers cancel, failure, node failure... which the hook
- *    never sees), releases the lock and only then builds events,
+ *    planned end (a safety net for records the full queue dropped),
+ *    releases the lock and only then builds events,
  *    de-duplicated by job id.  When last_resv_update moved it copies
  *    resv_list under the node READ lock (which protects it) and compares
  *    with what it saw before; reservation starts and ends are also
@@ -59,8 +59,8 @@
 #include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
-#include "src/slurmctld/slurmctld_plugstack.h"
 
+#include "compat.h"
 #include "events.h"
 
 extern const char plugin_type[];
@@ -72,7 +72,7 @@ extern const char plugin_type[];
 #define SAVE_GAP_SEC 1		/* at most one state save a second */
 #define SEQ_BLOCK 1024		/* sequence numbers reserved per save */
 #define FLOOR_SLACK_SEC 10	/* jobs ending this much before the floor */
-#define HOOK_QUEUE_LEN 1024	/* job_fini records between two cycles */
+#define HOOK_QUEUE_LEN 1024	/* epilog records between two cycles */
 #define EXT_QUEUE_LEN 1024	/* events_publish() events between cycles */
 #define HOOK_PART_LEN 64
 #define HOOK_NODES_LEN 256
@@ -100,7 +100,7 @@ static uint64_t st_published = 0, st_evicted = 0, st_saves = 0,
 #define RING_AT(i) (ring[(ring_head + (i)) % ring_cap])
 
 /* ---------------------------------------------------------------------- */
-/* the job_fini hook's queue and the external queue (hook_lock) */
+/* the epilog hook's queue and the external queue (hook_lock) */
 
 typedef struct {
 	uint32_t job_id;
@@ -126,9 +126,6 @@ static uint32_t ext_cnt = 0;
 static uint64_t ext_dropped = 0;
 static bool ev_stop = false, ev_running = false;
 static pthread_t ev_tid;
-
-static void (*prev_job_fini)(job_record_t *job_ptr) = NULL;
-static bool hooked = false;
 
 /* ---------------------------------------------------------------------- */
 /* the events thread's own state (also read by the final save in
@@ -170,7 +167,8 @@ static resv_track_t *resvs = NULL;
 static uint32_t resv_cnt = 0, resv_cap = 0;
 static bool resv_baseline = false;	/* first look: record, no events */
 static time_t job_floor = 0;		/* jobs ending before: not ours */
-static time_t seen_job_update = 0, job_scan_time = 0;
+static time_t job_scan_time = 0;
+static uint64_t seen_dropped = 0;	/* hook_dropped at the last full scan */
 static time_t seen_resv_update = 0, resv_snap_time = 0;
 static uint64_t next_seq = 1, reserved_seq = 0;
 static bool dirty = false;
@@ -233,7 +231,7 @@ static bool _copy_str(char *dst, size_t cap, const char *src)
 
 static uint32_t _count_nodes(const char *nodes, uint32_t fallback)
 {
-	hostlist_t hl;
+	flexco_hostlist_t hl;
 	uint32_t n;
 
 	if (!nodes || !nodes[0] || !(hl = hostlist_create(nodes)))
@@ -246,65 +244,38 @@ static uint32_t _count_nodes(const char *nodes, uint32_t fallback)
 /* ---------------------------------------------------------------------- */
 /* the hook: slurmctld's job write lock is held, keep it tiny */
 
-static void _job_fini(job_record_t *job_ptr)
+extern void events_job_end(job_record_t *job_ptr)
 {
-	if (job_ptr) {
-		slurm_mutex_lock(&hook_lock);
-		hook_calls++;
-		if (hook_cnt < HOOK_QUEUE_LEN) {
-			hook_rec_t *r = &hook_queue[hook_cnt++];
-			const char *part = job_ptr->part_ptr ?
-					   job_ptr->part_ptr->name :
-					   job_ptr->partition;
+	if (!job_ptr)
+		return;
+	slurm_mutex_lock(&hook_lock);
+	hook_calls++;
+	if (hook_cnt < HOOK_QUEUE_LEN) {
+		hook_rec_t *r = &hook_queue[hook_cnt++];
+		const char *part = job_ptr->part_ptr ? job_ptr->part_ptr->name :
+						       job_ptr->partition;
 
-			r->job_id = job_ptr->job_id;
-			r->user_id = job_ptr->user_id;
-			r->node_cnt = job_ptr->node_cnt;
-			r->state = job_ptr->job_state & JOB_STATE_BASE;
-			r->start = job_ptr->start_time;
-			r->end = time(NULL);	/* what _job_complete sets next */
-			r->planned = _planned_end(job_ptr->start_time,
-						  job_ptr->time_limit,
-						  job_ptr->tot_sus_time);
-			r->truncated = _copy_str(r->partition,
-						 sizeof(r->partition), part);
-			r->truncated |= _copy_str(r->nodes, sizeof(r->nodes),
-						  job_ptr->nodes);
+		r->job_id = job_ptr->job_id;
+		r->user_id = job_ptr->user_id;
+		r->node_cnt = job_ptr->node_cnt;
+		r->state = job_ptr->job_state & JOB_STATE_BASE;
+		r->start = job_ptr->start_time;
+		/* slurmctld has set end_time when it deallocates the nodes */
+		r->end = job_ptr->end_time ? job_ptr->end_time : time(NULL);
+		r->planned = _planned_end(job_ptr->start_time,
+					  job_ptr->time_limit,
+					  job_ptr->tot_sus_time);
+		r->truncated = _copy_str(r->partition, sizeof(r->partition),
+					 part);
+		r->truncated |= _copy_str(r->nodes, sizeof(r->nodes),
+					  job_ptr->nodes);
+		/* Before events_start() the records wait for the thread. */
+		if (ev_running)
 			pthread_cond_signal(&hook_cond);
-		} else {
-			hook_dropped++;	/* the poller still finds the job */
-		}
-		slurm_mutex_unlock(&hook_lock);
+	} else {
+		hook_dropped++;	/* the poller still finds the job */
 	}
-	if (prev_job_fini)
-		(prev_job_fini)(job_ptr);
-}
-
-/* Install or remove the hook under the job write lock: no slurmctld
- * thread is inside _job_complete() while the pointer changes. */
-static void _hook(bool install)
-{
-	slurmctld_lock_t job_write = {
-		NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK, NO_LOCK };
-
-	lock_slurmctld(job_write);
-	if (install && !hooked) {
-		prev_job_fini = nonstop_ops.job_fini;
-		nonstop_ops.job_fini = _job_fini;
-		hooked = true;
-	} else if (!install && hooked) {
-		if (nonstop_ops.job_fini == _job_fini) {
-			nonstop_ops.job_fini = prev_job_fini;
-			hooked = false;
-		}
-	}
-	unlock_slurmctld(job_write);
-	if (!install && hooked)
-		error("%s: nonstop_ops.job_fini was taken over by another plugin after us; cannot unhook cleanly",
-		      plugin_type);
-	else if (install && prev_job_fini)
-		info("%s: events: job_fini hook chained to a previous owner",
-		     plugin_type);
+	slurm_mutex_unlock(&hook_lock);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -406,7 +377,7 @@ static json_t *_job_event(const job_cand_t *c, time_t now)
 			 "actual_end", (json_int_t) c->end,
 			 "seconds_early", (json_int_t) (c->planned - c->end),
 			 "state", job_state_string(c->state),
-			 "detected_by", c->from_hook ? "job_fini" : "poll");
+			 "detected_by", c->from_hook ? "epilog" : "poll");
 }
 
 static void _emit_job(json_t *batch, const job_cand_t *c, time_t now)
@@ -427,10 +398,9 @@ static void _emit_job(json_t *batch, const job_cand_t *c, time_t now)
  */
 static void _scan_jobs(json_t *batch, bool full)
 {
-	slurmctld_lock_t job_read = {
-		NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK };
+	slurmctld_lock_t job_read = { .job = READ_LOCK };
 	cand_buf_t cands = { 0 };
-	ListIterator it;
+	flexco_list_itr_t it;
 	job_record_t *j;
 	uint32_t nhooks, i;
 	time_t scan_time, now;
@@ -462,7 +432,6 @@ static void _scan_jobs(json_t *batch, bool full)
 				_cand_from_job(&cands, j, false);
 		}
 		list_iterator_destroy(it);
-		seen_job_update = last_job_update;
 	}
 	unlock_slurmctld(job_read);
 	held = _usec_now() - t0;
@@ -569,11 +538,10 @@ static void _free_resv(resv_track_t *t)
 /* Copy resv_list under the node read lock (which protects it). */
 static resv_copy_t *_copy_resvs(uint32_t *cnt)
 {
-	slurmctld_lock_t node_read = {
-		NO_LOCK, NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK };
+	slurmctld_lock_t node_read = { .node = READ_LOCK };
 	resv_copy_t *v = NULL;
 	slurmctld_resv_t *r;
-	ListIterator it;
+	flexco_list_itr_t it;
 	uint32_t n = 0, cap;
 
 	lock_slurmctld(node_read);
@@ -1053,18 +1021,31 @@ static void _cycle(void)
 {
 	json_t *batch = json_array();
 	time_t now = time(NULL);
-	time_t ju = _peek(&last_job_update), ru = _peek(&last_resv_update);
+	time_t ru = _peek(&last_resv_update);
 	bool hooks, scan;
+	uint64_t dropped;
 
+	if (!flexco_ctld_primary()) {	/* a backup that gave control back */
+		json_decref(batch);
+		return;
+	}
 	_drain_ext(batch);
 
 	slurm_mutex_lock(&hook_lock);
 	hooks = (hook_cnt > 0);
+	dropped = hook_dropped;
 	slurm_mutex_unlock(&hook_lock);
-	/* ">=": a change in the same second as the last scan may have come
-	 * after it */
-	scan = (ju != seen_job_update) || (ju >= job_scan_time) ||
+	/*
+	 * The epilog hook sees every job that ends, so the whole job list is
+	 * walked only as a safety net: at the first cycle (jobs that ended
+	 * while slurmctld or the plugin was down), when the hook's queue
+	 * overflowed, and every FULL_SCAN_SEC.  The lock hold of a cycle
+	 * otherwise grows with the jobs that ended, not with the queue.
+	 */
+	scan = !job_scan_time || (dropped != seen_dropped) ||
 	       (now - job_scan_time >= FULL_SCAN_SEC);
+	if (scan)
+		seen_dropped = dropped;
 	if (hooks || scan)
 		_scan_jobs(batch, scan);
 
@@ -1138,10 +1119,8 @@ extern int events_start(const flexco_conf_t *conf)
 	_load_state();
 	dirty = false;
 	last_save = 0;
-	seen_job_update = job_scan_time = 0;
+	job_scan_time = 0;
 	seen_resv_update = resv_snap_time = 0;
-
-	_hook(true);
 
 	slurm_mutex_lock(&hook_lock);
 	ev_stop = false;
@@ -1152,7 +1131,6 @@ extern int events_start(const flexco_conf_t *conf)
 	if (rc) {
 		error("%s: cannot create events thread: %s", plugin_type,
 		      strerror(rc));
-		_hook(false);
 		return SLURM_ERROR;
 	}
 	info("%s: events: buffer of %u events, state in %s", plugin_type,
@@ -1173,8 +1151,6 @@ extern void events_stop(void)
 	pthread_cond_broadcast(&hook_cond);
 	slurm_mutex_unlock(&hook_lock);
 	pthread_join(ev_tid, NULL);
-
-	_hook(false);
 
 	/* Jobs still in the hook queue are found again by the poller after
 	 * the restart: the saved floor lies before their end. */
@@ -1304,9 +1280,9 @@ extern json_t *events_stats_json(void)
 		      "lost_upto", (json_int_t) lost_upto,
 		      "published", (json_int_t) st_published,
 		      "evicted", (json_int_t) st_evicted,
-		      "job_fini_calls", (json_int_t) calls,
-		      "job_fini_dropped", (json_int_t) dropped,
-		      "job_fini_queued", (json_int_t) queued,
+		      "epilog_calls", (json_int_t) calls,
+		      "epilog_dropped", (json_int_t) dropped,
+		      "epilog_queued", (json_int_t) queued,
 		      "publish_dropped", (json_int_t) edropped,
 		      "job_scans", (json_int_t) st_job_scans,
 		      "scan_lock_usec_last", (json_int_t) st_scan_usec_last,

@@ -36,19 +36,26 @@ typedef struct {
 
 /*
  * Load the saved state (sequence numbers, recent events) from
- * StateSaveLocation, hook nonstop_ops.job_fini (chaining to its previous
- * owner) and start the events thread.  Called from init(), before
- * slurmctld's RPC threads exist, with no slurmctld lock held.
+ * StateSaveLocation and start the events thread.  Called by the agent
+ * thread once slurmctld's state is loaded, with no slurmctld lock held.
  */
 extern int events_start(const flexco_conf_t *conf);
 
 /*
- * Stop and join the events thread, unhook job_fini (under the job write
- * lock, so no slurmctld thread is inside the hook), save the state a last
- * time and free the buffer.  Called from fini() after the HTTP service has
- * stopped, with no slurmctld lock held.
+ * Stop and join the events thread, save the state a last time and free the
+ * buffer.  Called from fini() after the HTTP service has stopped, with no
+ * slurmctld lock held.
  */
 extern void events_stop(void);
+
+/*
+ * A job ended (prep/flexco's epilog hook, every end state).  Called with
+ * slurmctld's job write lock held: copies a few fields into a preallocated
+ * queue under a private mutex, no I/O, no allocation, no slurmctld lock.
+ * Safe before events_start() (the records wait) and after events_stop().
+ */
+struct job_record;
+extern void events_job_end(struct job_record *job_ptr);
 
 /* Highest sequence number issued so far (0 if none). */
 extern uint64_t events_latest(void);

@@ -1,8 +1,17 @@
 /*****************************************************************************\
  *  flexco.c - slurmctld/flexco: FlexCo co-allocation support in slurmctld
  *****************************************************************************
- *  Loaded through SlurmctldPlugstack=flexco.  Only the plugin's entry points
- *  live here; the plugin exports nothing else (see Makefile.am).
+ *  The controller object, flexco_slurmctld.so.  prep/flexco
+ *  (prep_flexco.c) loads it in the primary slurmctld process only and
+ *  calls the three entry points below; the object exports nothing else
+ *  (see slurmctld_flexco.map), so our names never collide with
+ *  slurmctld's.
+ *
+ *  init runs early in slurmctld's start, before it has loaded its saved
+ *  jobs, partitions and reservations, and also on a backup controller:
+ *  it reads flexco.conf and starts the agent thread, which waits until
+ *  this process is the primary controller with its state loaded
+ *  (compat.h: flexco_ctld_ready) before it touches any of it.
  *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later
  *  (the plugin links slurmctld's internals).
@@ -11,15 +20,17 @@
 #include "src/common/slurm_xlator.h"	/* must be first */
 
 #include <pthread.h>
+#include <stdlib.h>
 
-#include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/read_config.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
-#include "src/slurmctld/slurmctld_plugstack.h"
+#include "src/slurmctld/slurmctld.h"
 
 #include "agent.h"
+#include "compat.h"
+#include "events.h"
 #include "flexco_conf.h"
 #include "snapshot.h"
 #include "resv.h"
@@ -27,19 +38,50 @@
 /* Built with -fvisibility=hidden: only these entry points are exported. */
 #define FLEXCO_EXPORT __attribute__((visibility("default")))
 
-FLEXCO_EXPORT const char plugin_name[] = "FlexCo co-allocation plugin";
-FLEXCO_EXPORT const char plugin_type[] = "slurmctld/flexco";
-FLEXCO_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+/* The prefix of every log line (not exported). */
+const char plugin_type[] = "slurmctld/flexco";
 
-/* Set once in init(), read-only until fini(). */
+/* prep/flexco refuses to start us when this is not its own version. */
+FLEXCO_EXPORT const uint32_t flexco_ctld_slurm_version = SLURM_VERSION_NUMBER;
+
+/* Set once in flexco_ctld_init(), read-only until flexco_ctld_fini(). */
 static flexco_conf_t *flexco_conf = NULL;
 static pthread_mutex_t conf_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool at_exit_registered = false;
 
-FLEXCO_EXPORT extern int init(void)
+FLEXCO_EXPORT extern int flexco_ctld_fini(void);
+
+/*
+ * slurmctld calls the PrEp plugins' fini() only in builds made for memory
+ * leak debugging, so a normal shutdown would end the process with our
+ * threads running and the last state unsaved.  At exit (after slurmctld
+ * has saved its own state and released its locks) stop as fini would:
+ * join the threads, answer the long polls, save every state file, and
+ * mark the events' state clean, so a restart continues the numbering
+ * without telling clients that events were lost.
+ */
+static void _at_exit(void)
 {
-	flexco_conf_t *conf = flexco_conf_read();
+	bool running;
 
-	if (!conf)
+	slurm_mutex_lock(&conf_lock);
+	running = (flexco_conf != NULL);
+	slurm_mutex_unlock(&conf_lock);
+	if (running)
+		(void) flexco_ctld_fini();
+}
+
+FLEXCO_EXPORT extern int flexco_ctld_init(void)
+{
+	flexco_conf_t *conf;
+
+	if (FLEXCO_TEST_CONFIG) {	/* slurmctld -t: check the config, start nothing */
+		info("%s: init: configuration test, not starting", plugin_type);
+		return SLURM_SUCCESS;
+	}
+	/* Like Slurm's own plugins: an unusable config file is fatal at
+	 * start, where the admin who just edited it sees it at once. */
+	if (!(conf = flexco_conf_read()))
 		fatal("%s: unusable flexco.conf (see the errors above)",
 		      plugin_type);
 
@@ -59,15 +101,26 @@ FLEXCO_EXPORT extern int init(void)
 		return SLURM_ERROR;
 	}
 
-	info("%s: init: %s loaded (ListenAddress=%s ListenPort=%u DaemonUsers=%s)",
-	     plugin_type, plugin_name, conf->listen_address,
+	if (!at_exit_registered && !atexit(_at_exit))
+		at_exit_registered = true;
+
+	flexco_conf_log(conf);
+	info("%s: init: Slurm %s, ListenAddress=%s ListenPort=%u DaemonUsers=%s",
+	     plugin_type, SLURM_VERSION_STRING, conf->listen_address,
 	     conf->listen_port,
 	     conf->daemon_users ? conf->daemon_users : "(null)");
 	return SLURM_SUCCESS;
 }
 
-FLEXCO_EXPORT extern int fini(void)
+FLEXCO_EXPORT extern int flexco_ctld_fini(void)
 {
+	slurm_mutex_lock(&conf_lock);
+	if (!flexco_conf) {	/* never started, or stopped already */
+		slurm_mutex_unlock(&conf_lock);
+		return SLURM_SUCCESS;
+	}
+	slurm_mutex_unlock(&conf_lock);
+
 	flexco_agent_stop();
 	flexco_resv_fini();
 
@@ -80,13 +133,8 @@ FLEXCO_EXPORT extern int fini(void)
 	return SLURM_SUCCESS;
 }
 
-/* scontrol show config: "Slurmctld Plugstack Plugins Configuration". */
-FLEXCO_EXPORT extern void slurmctld_plugstack_p_get_config(config_plugin_params_t *p)
+/* From prep/flexco's epilog hook: slurmctld's job write lock is held. */
+FLEXCO_EXPORT extern void flexco_ctld_job_end(job_record_t *job_ptr)
 {
-	xstrcat(p->name, plugin_type);
-
-	slurm_mutex_lock(&conf_lock);
-	if (flexco_conf)
-		flexco_conf_to_key_pairs(flexco_conf, p->key_pairs);
-	slurm_mutex_unlock(&conf_lock);
+	events_job_end(job_ptr);
 }

@@ -254,44 +254,19 @@ extern void flexco_conf_free(flexco_conf_t *conf)
 	xfree(conf);
 }
 
-static void _add_pair(List list, const char *name, char *value)
+/* One line with every effective setting: flexco.conf is not part of
+ * `scontrol show config`. */
+extern void flexco_conf_log(const flexco_conf_t *conf)
 {
-	config_key_pair_t *kp = xmalloc(sizeof(*kp));
-
-	kp->name = xstrdup(name);
-	kp->value = value;	/* takes ownership */
-	list_append(list, kp);
-}
-
-extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list)
-{
-	_add_pair(list, "AuthMaxAge",
-		  xstrdup_printf("%u sec", conf->auth_max_age));
-	_add_pair(list, "AuthMaxSkew",
-		  xstrdup_printf("%u sec", conf->auth_max_skew));
-	_add_pair(list, "ConfigFile", xstrdup(conf->path));
-	_add_pair(list, "ConnectionTimeout",
-		  xstrdup_printf("%u sec", conf->connection_timeout));
-	_add_pair(list, "DaemonUsers",
-		  xstrdup(conf->daemon_users ? conf->daemon_users : "(null)"));
-	_add_pair(list, "EventBufferSize",
-		  xstrdup_printf("%u", conf->event_buffer_size));
-	_add_pair(list, "ListenAddress", xstrdup(conf->listen_address));
-	_add_pair(list, "ListenPort", xstrdup_printf("%u", conf->listen_port));
-	_add_pair(list, "MaxConnections",
-		  xstrdup_printf("%u", conf->max_connections));
-	_add_pair(list, "MaxRequestSize",
-		  xstrdup_printf("%u", conf->max_request_size));
-	_add_pair(list, "MinFit", xstrdup_printf("%.2f", conf->min_fit));
-	_add_pair(list, "MungeSocket", xstrdup(conf->munge_socket));
-	_add_pair(list, "PResHistoryInterval",
-		  xstrdup_printf("%u sec", conf->history_interval));
-	_add_pair(list, "PResHistoryPeriod",
-		  xstrdup_printf("%u sec", conf->history_period));
-	_add_pair(list, "PublishedShare",
-		  xstrdup_printf("%u%%", conf->published_share));
-	_add_pair(list, "QueryUsers",
-		  xstrdup(conf->query_users ? conf->query_users : "(any)"));
-	_add_pair(list, "SnapshotJobsPerHold",
-		  xstrdup_printf("%u", conf->snapshot_jobs_per_hold));
+	info("%s: %s: AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
+	     plugin_type, conf->path, conf->auth_max_age, conf->auth_max_skew,
+	     conf->connection_timeout,
+	     conf->daemon_users ? conf->daemon_users : "(null)",
+	     conf->event_buffer_size, conf->listen_address, conf->listen_port,
+	     conf->max_connections, conf->max_request_size, conf->min_fit,
+	     conf->munge_socket ? conf->munge_socket : "(default)",
+	     conf->history_interval, conf->history_period,
+	     conf->published_share,
+	     conf->query_users ? conf->query_users : "(any)",
+	     conf->snapshot_jobs_per_hold);
 }

@@ -65,7 +65,7 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path);
 
 extern void flexco_conf_free(flexco_conf_t *conf);
 
-/* Append the settings as config_key_pair_t to list (scontrol show config). */
-extern void flexco_conf_to_key_pairs(const flexco_conf_t *conf, List list);
+/* Log every effective setting on one line (not in scontrol show config). */
+extern void flexco_conf_log(const flexco_conf_t *conf);
 
 #endif

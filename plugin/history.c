@@ -35,6 +35,7 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "compat.h"
 #include "history.h"
 #include "statefile.h"
 
@@ -107,10 +108,9 @@ extern int history_start(const flexco_conf_t *conf)
  * only, into the fixed sample buffer.  Returns the number of partitions. */
 static int _sample(time_t *when)
 {
-	slurmctld_lock_t read_locks = {
-		NO_LOCK, NO_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
+	slurmctld_lock_t read_locks = { .node = READ_LOCK, .part = READ_LOCK };
 	part_record_t *part_ptr;
-	ListIterator it;
+	flexco_list_itr_t it;
 	int n = 0;
 
 	lock_slurmctld(read_locks);

@@ -36,6 +36,7 @@
 #include "src/slurmctld/slurmctld.h"
 #include "src/slurmctld/state_save.h"
 
+#include "compat.h"
 #include "core/capi_profile.h"
 #include "jobs.h"
 
@@ -289,8 +290,8 @@ extern int flexco_job_submit(const flexco_jobspec_t *spec,
 {
 	/* _slurm_rpc_submit_batch_job: read config, write job, write node,
 	 * read partition, read federation */
-	slurmctld_lock_t lk = { READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK,
-				READ_LOCK };
+	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = WRITE_LOCK,
+			.node = WRITE_LOCK, .part = READ_LOCK, .fed = READ_LOCK };
 	struct passwd pw, *pwp = NULL;
 	job_desc_msg_t *d;
 	job_record_t *job_ptr = NULL;
@@ -368,8 +369,7 @@ extern int flexco_job_submit(const flexco_jobspec_t *spec,
 
 extern json_t *flexco_job_state(uint32_t job_id)
 {
-	slurmctld_lock_t lk = { NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK,
-				NO_LOCK };
+	slurmctld_lock_t lk = { .job = READ_LOCK };
 	job_record_t *j;
 	json_t *o = NULL;
 	uint32_t ec = 0, state = 0, reason = 0;
@@ -393,7 +393,7 @@ extern json_t *flexco_job_state(uint32_t job_id)
 	o = json_pack("{s:I, s:s, s:s, s:I, s:I}",
 		      "job_id", (json_int_t) job_id,
 		      "state", job_state_string(state),
-		      "reason", job_reason_string(reason),
+		      "reason", flexco_job_reason_string(reason),
 		      "start_time", (json_int_t) start,
 		      "end_time", (json_int_t) end);
 	json_object_set_new(o, "nodes", (nodes && *nodes) ?
@@ -416,8 +416,7 @@ extern json_t *flexco_job_state(uint32_t job_id)
 
 extern int flexco_job_phase(uint32_t job_id, bool *ran)
 {
-	slurmctld_lock_t lk = { NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK,
-				NO_LOCK };
+	slurmctld_lock_t lk = { .job = READ_LOCK };
 	job_record_t *j;
 	int phase = FLEXCO_PJ_GONE;
 	uint32_t base;

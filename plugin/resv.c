@@ -46,6 +46,7 @@
 #include "src/slurmctld/reservation.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "compat.h"
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "events.h"
@@ -433,19 +434,17 @@ static void _load(void)
 
 static int _slurm_create(rv_t *r, char **node_list, uint32_t *got)
 {
-	slurmctld_lock_t lk = { READ_LOCK, READ_LOCK, WRITE_LOCK, READ_LOCK,
-				NO_LOCK };
+	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = READ_LOCK,
+			.node = WRITE_LOCK, .part = READ_LOCK };
 	resv_desc_msg_t *d = xmalloc(sizeof(*d));
-	uint32_t *cnt = xcalloc(2, sizeof(uint32_t));
 	slurmctld_resv_t *made;
-	char *name = _name_of(r->id);
+	char *name = _name_of(r->id), *err_msg = NULL;
 	int rc;
 
 	slurm_init_resv_desc_msg(d);
 	d->name = xstrdup(name);
 	d->users = xstrdup(r->user);
-	cnt[0] = r->nodes;
-	d->node_cnt = cnt;
+	FLEXCO_RESV_SET_NODE_CNT(d, r->nodes);
 	d->start_time = r->start;
 	d->end_time = r->end;
 	d->duration = NO_VAL;
@@ -455,13 +454,16 @@ static int _slurm_create(rv_t *r, char **node_list, uint32_t *got)
 
 	*got = 0;
 	lock_slurmctld(lk);
-	rc = create_resv(d);
+	rc = flexco_create_resv(d, &err_msg);
 	if ((rc == SLURM_SUCCESS) && (made = find_resv_name(name))) {
 		*node_list = xstrdup(made->node_list);
 		*got = made->node_cnt;
 	}
 	unlock_slurmctld(lk);
 
+	if (err_msg)
+		debug("%s: create %s: %s", plugin_type, name, err_msg);
+	xfree(err_msg);
 	slurm_free_resv_desc_msg(d);
 	xfree(name);
 	if (rc == SLURM_SUCCESS)
@@ -472,11 +474,11 @@ static int _slurm_create(rv_t *r, char **node_list, uint32_t *got)
 static int _slurm_update(rv_t *r, int64_t start, int64_t end, uint32_t nodes,
 			 char **node_list, uint32_t *got)
 {
-	slurmctld_lock_t lk = { READ_LOCK, READ_LOCK, WRITE_LOCK, READ_LOCK,
-				NO_LOCK };
+	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = READ_LOCK,
+			.node = WRITE_LOCK, .part = READ_LOCK };
 	resv_desc_msg_t *d = xmalloc(sizeof(*d));
 	slurmctld_resv_t *made;
-	char *name = _name_of(r->id);
+	char *name = _name_of(r->id), *err_msg = NULL;
 	int rc;
 
 	slurm_init_resv_desc_msg(d);
@@ -485,20 +487,21 @@ static int _slurm_update(rv_t *r, int64_t start, int64_t end, uint32_t nodes,
 		d->start_time = start;
 	if (end != r->end)
 		d->end_time = end;
-	if (nodes != r->nodes) {
-		d->node_cnt = xcalloc(2, sizeof(uint32_t));
-		d->node_cnt[0] = nodes;
-	}
+	if (nodes != r->nodes)
+		FLEXCO_RESV_SET_NODE_CNT(d, nodes);
 
 	*got = 0;
 	lock_slurmctld(lk);
-	rc = update_resv(d);
+	rc = flexco_update_resv(d, &err_msg);
 	if ((rc == SLURM_SUCCESS) && (made = find_resv_name(name))) {
 		*node_list = xstrdup(made->node_list);
 		*got = made->node_cnt;
 	}
 	unlock_slurmctld(lk);
 
+	if (err_msg)
+		debug("%s: update %s: %s", plugin_type, name, err_msg);
+	xfree(err_msg);
 	slurm_free_resv_desc_msg(d);
 	xfree(name);
 	if (rc == SLURM_SUCCESS)
@@ -516,13 +519,13 @@ static int _slurm_update(rv_t *r, int64_t start, int64_t end, uint32_t nodes,
  */
 static int _slurm_delete(uint64_t id)
 {
-	slurmctld_lock_t lk = { READ_LOCK, WRITE_LOCK, WRITE_LOCK, NO_LOCK,
-				READ_LOCK };
+	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = WRITE_LOCK,
+			.node = WRITE_LOCK, .fed = READ_LOCK };
 	reservation_name_msg_t msg = { .name = _name_of(id) };
 	uint32_t *kill_ids = NULL;
 	int kill_cnt = 0, kill_cap = 0, i, rc;
 	job_record_t *job_ptr;
-	ListIterator it;
+	flexco_list_itr_t it;
 
 	lock_slurmctld(lk);
 	it = list_iterator_create(job_list);
@@ -538,7 +541,7 @@ static int _slurm_delete(uint64_t id)
 	}
 	list_iterator_destroy(it);
 	for (i = 0; i < kill_cnt; i++) {
-		int krc = job_signal_id(kill_ids[i], SIGKILL, 0, 0, false);
+		int krc = flexco_job_signal_id(kill_ids[i], SIGKILL, 0, 0, false);
 		if (krc != SLURM_SUCCESS)
 			error("%s: cancelling JobId=%u of %s: %s", plugin_type,
 			      kill_ids[i], msg.name, slurm_strerror(krc));
@@ -558,10 +561,9 @@ static int _slurm_delete(uint64_t id)
 /* Names of Slurm's flexco_* reservations (node read lock), id list. */
 static uint64_t *_slurm_flexco_ids(int *count)
 {
-	slurmctld_lock_t lk = { NO_LOCK, NO_LOCK, READ_LOCK, NO_LOCK,
-				NO_LOCK };
+	slurmctld_lock_t lk = { .node = READ_LOCK };
 	slurmctld_resv_t *r;
-	ListIterator it;
+	flexco_list_itr_t it;
 	uint64_t *ids, id;
 	int n = 0, cap;
 

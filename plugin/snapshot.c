@@ -35,6 +35,7 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "compat.h"
 #include "snapshot.h"
 
 extern const char plugin_type[];
@@ -242,7 +243,7 @@ static void _resolve_plans(flexco_snapshot_t *snap, walk_t *w, idx_buf_t *idx)
 
 	for (i = 0; i < w->plan_n; i++) {
 		flexco_snap_job_t *job = &snap->jobs[w->plans[i].job];
-		hostlist_t hl;
+		flexco_hostlist_t hl;
 		char *host;
 
 		job->node_off = idx->n;
@@ -379,7 +380,7 @@ static void _copy_static(flexco_snapshot_t *snap, static_t *st,
 	node_record_t *node_ptr;
 	part_record_t *part_ptr;
 	slurmctld_resv_t *resv_ptr;
-	ListIterator it;
+	flexco_list_itr_t it;
 	int i;
 
 	snap->when = time(NULL);
@@ -500,15 +501,15 @@ static void _walk_reset(walk_t *w)
 
 extern flexco_snapshot_t *snapshot_take(void)
 {
-	slurmctld_lock_t read_locks = {
-		READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK };
+	slurmctld_lock_t read_locks = { .conf = READ_LOCK, .job = READ_LOCK,
+			.node = READ_LOCK, .part = READ_LOCK };
 	snap_priv_t *priv = xmalloc(sizeof(*priv));
 	flexco_snapshot_t *snap = &priv->pub;
 	idx_buf_t idx = { 0 };
 	walk_t w = { 0 };
 	static_t st = { 0 };
 	job_record_t *job_ptr;
-	ListIterator it;
+	flexco_list_itr_t it;
 	time_t part_stamp, resv_stamp;
 	bool yield;
 	uint32_t in_hold, holds = 1, restarts = 0;

@@ -24,6 +24,7 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "compat.h"
 #include "willrun.h"
 
 extern const char plugin_type[];
@@ -32,10 +33,10 @@ extern void willrun_ask(uid_t uid, gid_t gid,
 			const flexco_will_run_params_t *p,
 			flexco_will_run_answer_t *out)
 {
-	slurmctld_lock_t read_lock = {
-		READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK };
-	slurmctld_lock_t write_lock = {
-		READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK };
+	slurmctld_lock_t read_lock = { .conf = READ_LOCK, .job = READ_LOCK,
+			.node = READ_LOCK, .part = READ_LOCK, .fed = READ_LOCK };
+	slurmctld_lock_t write_lock = { .conf = READ_LOCK, .job = WRITE_LOCK,
+			.node = WRITE_LOCK, .part = READ_LOCK, .fed = READ_LOCK };
 	job_desc_msg_t *d = xmalloc(sizeof(*d));
 	will_run_response_msg_t *resp = NULL;
 	job_record_t *job_ptr = NULL;
@@ -84,12 +85,12 @@ extern void willrun_ask(uid_t uid, gid_t gid,
 	if ((rc == SLURM_SUCCESS) && resp) {
 		out->ok = 1;
 		out->start = resp->start_time;
-		out->job_id = resp->job_id;
+		out->job_id = FLEXCO_WILL_RUN_JOB_ID(resp);
 		out->node_list = xstrdup(resp->node_list);
 	} else {
 		out->ok = 0;
 		if (resp)
-			out->job_id = resp->job_id;
+			out->job_id = FLEXCO_WILL_RUN_JOB_ID(resp);
 		out->error = (err_msg && err_msg[0]) ?
 			xstrdup(err_msg) :
 			xstrdup(slurm_strerror(rc ? rc : SLURM_ERROR));

@@ -30,6 +30,7 @@ to the repository root for manual runs).  FLEXCO_LOCALGRID_ARGS holds extra
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -52,6 +53,20 @@ def srcdir():
 
 def builddir():
     return os.environ.get("FLEXCO_BUILDDIR") or _REPO
+
+
+def slurm_version():
+    """The installed slurmctld's version as `slurmctld -V` prints it
+    ("22.05.8"), or "" if it cannot be run."""
+    prog = os.environ.get("SLURMCTLD") or shutil.which("slurmctld") \
+        or "/usr/sbin/slurmctld"
+    try:
+        out = subprocess.run([prog, "-V"], capture_output=True, text=True,
+                             timeout=30, stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    words = out.split()
+    return words[-1] if words else ""
 
 
 def localgrid_path():
@@ -408,6 +423,24 @@ class Grid:
         except ValueError:
             raise GridError(f"localgrid status --json: exit {r.returncode}, "
                             f"{r.stderr.strip()}")
+
+    def plugin_settings(self, cluster):
+        """The settings the plugin logged at its latest start (one line
+        "slurmctld/flexco: <path>/flexco.conf: Key=Value ...") as a dict,
+        or None.  flexco.conf is not part of `scontrol show config`."""
+        path = os.path.join(self.run_dir, cluster, "log", "slurmctld.log")
+        try:
+            with open(path, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return None
+        found = None
+        for line in text.splitlines():
+            m = re.search(r"slurmctld/flexco: \S+/flexco\.conf: (.*)$", line)
+            if m:
+                found = dict(kv.split("=", 1) for kv in m.group(1).split()
+                             if "=" in kv)
+        return found
 
     def cluster_names(self):
         return [c["name"] for c in self.status()["clusters"]]

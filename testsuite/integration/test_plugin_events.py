@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """GET /v1/events on a real cluster: jobs that end before their time limit
-(exit 0 through the job_fini hook, cancel and failure through the poller),
+(exit 0, cancel, failure and requeue, all through prep/flexco's epilog
+hook, which slurmctld calls for every job that ends),
 no event for a job that ran into its limit or had none, reservations that
 start, end or are deleted, long polls that wake at once and time out on
 time without holding the service's threads, strictly increasing sequence
@@ -225,26 +226,41 @@ def run(grid, cl, client, feed, killer):
 
     ev = feed.wait(job_event(jobid), 30, "job %s's event" % jobid)
     grid.wait_job(CLUSTER, jobid)
-    check_job_event(grid, ev, jobid, "COMPLETED", "job_fini",
+    check_job_event(grid, ev, jobid, "COMPLETED", "epilog",
                     "exit 0 after 1s of a 10-minute limit: job_ended_early "
-                    "from the job_fini hook with the job's nodes, start, "
+                    "from the epilog hook with the job's nodes, start, "
                     "planned end = start+600, actual end, seconds early")
 
-    # -- cancel and failure come from the poller ---------------------------
+    # -- cancel, failure and requeue come from the same hook ----------------
     jobid = grid.submit(CLUSTER, ["-t", "10", "-o", "/dev/null", "--wrap", "sleep 300"])
     job = grid.wait_job(CLUSTER, jobid, states=("RUNNING",))
     t.ok(job.get("JobState") == "RUNNING", "a 10-minute job runs")
     grid.run(CLUSTER, ["scancel", jobid])
     ev = feed.wait(job_event(jobid), 30, "cancelled job %s's event" % jobid)
     grid.wait_job(CLUSTER, jobid, states=("CANCELLED",))
-    check_job_event(grid, ev, jobid, "CANCELLED", "poll",
-                    "scancel of a running job: job_ended_early (poller)")
+    check_job_event(grid, ev, jobid, "CANCELLED", "epilog",
+                    "scancel of a running job: job_ended_early (epilog hook)")
 
     jobid = grid.submit(CLUSTER, ["-t", "10", "-o", "/dev/null", "--wrap", "exit 3"])
     ev = feed.wait(job_event(jobid), 30, "failed job %s's event" % jobid)
     grid.wait_job(CLUSTER, jobid, states=("FAILED",))
-    check_job_event(grid, ev, jobid, "FAILED", "poll",
+    check_job_event(grid, ev, jobid, "FAILED", "epilog",
                     "a job exiting 3: job_ended_early with state FAILED")
+
+    jobid = grid.submit(CLUSTER, ["-t", "10", "-o", "/dev/null", "--requeue",
+                                  "--wrap", "sleep 300"])
+    job = grid.wait_job(CLUSTER, jobid, states=("RUNNING",))
+    first_start = epoch(job.get("StartTime", "")) if job else None
+    r = grid.run(CLUSTER, ["scontrol", "requeue", jobid])
+    t.ok(r.returncode == 0, "scontrol requeue of running job %s" % jobid,
+         r.stdout + r.stderr)
+    ev = feed.wait(job_event(jobid), 30, "requeued job %s's event" % jobid)
+    t.ok(ev and ev["start"] == first_start and ev["detected_by"] == "epilog"
+         and ev["planned_end"] == first_start + 600
+         and ev["actual_end"] < ev["planned_end"],
+         "a requeued job: job_ended_early for the run that ended, from the "
+         "epilog hook", "event %r, first start %r" % (ev, first_start))
+    grid.run(CLUSTER, ["scancel", jobid])
 
     # -- reservations --------------------------------------------------
     r = grid.run(CLUSTER, ["scontrol", "create", "reservation",
@@ -351,7 +367,7 @@ def run(grid, cl, client, feed, killer):
     t.ok(r.status == 200 and codes.get("200", 0) >= 20
          and codes.get("400", 0) >= len(bad) and codes.get("405", 0) >= 1
          and codes.get("401", 0) >= 1 and evst.get("latest") == seqs[-1]
-         and evst.get("published") == len(seqs) and evst.get("job_fini_calls", 0) >= 2
+         and evst.get("published") == len(seqs) and evst.get("epilog_calls", 0) >= 6
          and doc.get("long_polls", {}).get("total", 0) >= 7
          and doc["long_polls"].get("waiting") == 0,
          "stats count the events endpoint by status, the events and the long "
@@ -392,10 +408,9 @@ def run(grid, cl, client, feed, killer):
          and doc["latest"] == pre and doc["next"] == pre,
          "after a clean restart: latest is still %d, nothing lost after it" % pre,
          "%r" % doc)
-    r = grid.run(CLUSTER, ["scontrol", "show", "config"])
-    t.ok("EventBufferSize" in r.stdout and any(
-        line.split() == ["EventBufferSize", "=", "8"] for line in r.stdout.splitlines()),
-        "scontrol show config shows EventBufferSize = 8")
+    cfg = grid.plugin_settings(CLUSTER) or {}
+    t.ok(cfg.get("EventBufferSize") == "8",
+         "slurmctld's log shows EventBufferSize=8 in effect", "%r" % cfg)
     r = feed.get("after=0&max=1000")
     t.ok(r.status == 200 and r.json["lost"] is True
          and [e["seq"] for e in r.json["events"]] == seqs[-8:]

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """slurmctld/flexco loads into Debian's slurmctld on every cluster of a local
-grid, reads flexco.conf, shows its settings in `scontrol show config`, runs
+grid through PrEpPlugins=script,flexco (prep/flexco loads
+flexco_slurmctld.so), reads flexco.conf, logs its effective settings, runs
 and joins its agent thread, and stops cleanly; a bad flexco.conf keeps
 slurmctld from starting, with the reason in its log."""
 
@@ -25,19 +26,13 @@ def read(path):
         return ""
 
 
-def show_config_plugin(text):
-    """The key/value pairs of the slurmctld/flexco section of scontrol show
-    config, or None when the section is absent."""
-    m = re.search(r"^-+ slurmctld/flexco -+\n(.*?)(?:\n\s*\n|\Z)", text,
-                  re.S | re.M)
+def settings_line(log, conf_path):
+    """The key/value pairs of the plugin's one-line settings log, or None."""
+    m = re.search(r"slurmctld/flexco: %s: (.*)$" % re.escape(conf_path), log,
+                  re.M)
     if not m:
         return None
-    pairs = {}
-    for line in m.group(1).splitlines():
-        k, sep, v = line.partition("=")
-        if sep:
-            pairs[k.strip()] = v.strip()
-    return pairs
+    return dict(kv.split("=", 1) for kv in m.group(1).split() if "=" in kv)
 
 
 def conf_value(conf_text, key):
@@ -144,11 +139,12 @@ def main():
             log = t.wait_for(lambda: "slurmctld/flexco: agent:" in read(log_path)
                              and read(log_path), 30,
                              "%s: plugin agent line in slurmctld log" % name) or ""
-            t.ok(re.search(r"slurmctld/flexco: init: .* loaded \(ListenAddress="
-                           r"127\.0\.0\.1 ListenPort=%s DaemonUsers=root\)"
-                           % conf_value(flexco_conf, "ListenPort"), log),
-                 "%s: slurmctld logs the plugin's init with its settings" % name,
-                 grid.log_tail(name))
+            t.ok(re.search(r"slurmctld/flexco: init: Slurm %s, ListenAddress="
+                           r"127\.0\.0\.1 ListenPort=%s DaemonUsers=root$"
+                           % (re.escape(t.slurm_version()),
+                              conf_value(flexco_conf, "ListenPort")), log, re.M),
+                 "%s: slurmctld logs the plugin's init with the Slurm "
+                 "version and its settings" % name, grid.log_tail(name))
             m = re.search(r"slurmctld/flexco: agent: (\d+) nodes \(\d+ available\), "
                           r"(\d+) CPUs", log)
             t.ok(m and int(m.group(1)) == nodes and int(m.group(2)) == nodes * CPUS,
@@ -156,20 +152,23 @@ def main():
                  % (name, nodes, nodes * CPUS), m and m.group(0))
 
             r = grid.run(name, ["scontrol", "show", "config"])
-            t.ok(re.search(r"^SlurmctldPlugstack\s*=\s*flexco\s*$", r.stdout, re.M),
-                 "%s: scontrol show config lists SlurmctldPlugstack=flexco" % name)
-            pairs = show_config_plugin(r.stdout)
+            t.ok(re.search(r"^PrEpPlugins\s*=\s*script,flexco\s*$", r.stdout, re.M),
+                 "%s: scontrol show config lists PrEpPlugins=script,flexco" % name,
+                 r.stdout[-1500:])
+            t.ok(not re.search(r"^SlurmctldPlugstack", r.stdout, re.M)
+                 or re.search(r"^SlurmctldPlugstack\s*=\s*\(null\)", r.stdout, re.M),
+                 "%s: no SlurmctldPlugstack in the configuration" % name)
+            pairs = settings_line(log, os.path.join(conf_dir, "flexco.conf"))
             t.ok(pairs is not None
                  and pairs.get("ListenPort") == conf_value(flexco_conf, "ListenPort")
                  and pairs.get("ListenAddress") == "127.0.0.1"
                  and pairs.get("DaemonUsers") == "root"
-                 and pairs.get("PublishedShare") == "100%"
+                 and pairs.get("PublishedShare") == "100"
                  and pairs.get("MaxRequestSize") == "1048576"
                  and pairs.get("SnapshotJobsPerHold") == "250"
-                 and pairs.get("MungeSocket") == st.get("munge_socket")
-                 and pairs.get("ConfigFile") == os.path.join(conf_dir, "flexco.conf"),
-                 "%s: scontrol show config has a slurmctld/flexco section with "
-                 "the settings of its flexco.conf" % name, r.stdout[-1500:])
+                 and pairs.get("MungeSocket") == st.get("munge_socket"),
+                 "%s: slurmctld's log has one line with every effective "
+                 "setting of its flexco.conf" % name, log[-1500:])
 
         alpha_conf = clusters.get("alpha", {}).get("slurm_conf", "")
         for name, text, expect in BAD_CONFS:
@@ -179,13 +178,20 @@ def main():
         r = grid.stop()
         t.ok(r.returncode == 0, "localgrid stop succeeds", r.stdout + r.stderr)
         for name in sorted(EXPECTED_NODES):
-            log = read(os.path.join(grid.run_dir, name, "log", "slurmctld.log"))
-            i_init = log.find("slurmctld/flexco: init:")
-            i_join = log.find("slurmctld/flexco: agent thread joined")
-            i_fini = log.find("slurmctld/flexco: fini: stopped")
-            t.ok(0 <= i_init < i_join < i_fini,
-                 "%s: at shutdown the agent thread is joined, then fini logs "
-                 "its stop" % name, log[-1500:])
+            # slurmctld calls no PrEp fini() at shutdown and closes its log
+            # before exit(): the plugin stops from an exit handler, and its
+            # last lines go to slurmctld's stderr (here slurmctld.out, the
+            # journal under systemd).
+            out = read(os.path.join(grid.run_dir, name, "log", "slurmctld.out"))
+            i_init = out.find("slurmctld/flexco: init:")
+            i_join = out.find("slurmctld/flexco: agent thread joined")
+            i_http = out.find("slurmctld/flexco: HTTP service stopped")
+            i_ev = out.find("slurmctld/flexco: events: stopped at sequence")
+            i_fini = out.find("slurmctld/flexco: fini: stopped")
+            t.ok(0 <= i_init < i_join < i_http < i_ev < i_fini,
+                 "%s: at shutdown the plugin joins its agent thread, stops "
+                 "its HTTP service, saves its events and stops" % name,
+                 out[-1500:])
             t.ok(not t.pid_alive(pids.get(name)),
                  "%s: slurmctld %s has exited" % (name, pids.get(name)))
 

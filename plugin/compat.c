@@ -1,0 +1,57 @@
+/*****************************************************************************\
+ *  compat.c - what compat.h declares beyond names
+ *****************************************************************************
+ *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
+\*****************************************************************************/
+
+#include "src/common/slurm_xlator.h"	/* must be first */
+
+#include "src/common/node_conf.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "compat.h"
+
+/*
+ * When this controller last took control (0 while it has not, or after it
+ * gave control back): defined and exported by slurmctld in every supported
+ * release (controller.c), declared in none of its headers.
+ */
+extern time_t control_time;
+
+extern bool flexco_ctld_primary(void)
+{
+	return *(volatile typeof(slurmctld_primary) *) &slurmctld_primary &&
+	       !*(volatile time_t *) &slurmctld_config.shutdown_time;
+}
+
+extern bool flexco_ctld_ready(void)
+{
+	slurmctld_lock_t read_locks = { .conf = READ_LOCK, .job = READ_LOCK,
+					.node = READ_LOCK, .part = READ_LOCK };
+	bool ready;
+
+	/* A word read without the lock decides whether to take it. */
+	if (!flexco_ctld_primary())
+		return false;
+	lock_slurmctld(read_locks);
+	ready = slurmctld_primary && control_time &&
+		!slurmctld_config.shutdown_time && job_list && part_list &&
+		resv_list && (node_record_count > 0);
+	unlock_slurmctld(read_locks);
+	return ready;
+}
+
+extern int flexco_job_signal_id(uint32_t job_id, uint16_t signal,
+				uint16_t flags, uid_t uid, bool preempt)
+{
+#if FLEXCO_SLURM_AT_LEAST(26, 5)
+	job_record_t *job_ptr = find_job_record(job_id);
+
+	if (!job_ptr)
+		return ESLURM_INVALID_JOB_ID;
+	return job_signal(job_ptr, signal, flags, uid, preempt);
+#else
+	return job_signal_id(job_id, signal, flags, uid, preempt);
+#endif
+}
