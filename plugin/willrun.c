@@ -58,6 +58,8 @@ extern void willrun_ask(uid_t uid, gid_t gid,
 	d->user_id = uid;
 	d->group_id = gid;
 	d->name = xstrdup("flexco-will-run");
+	/* 24.11 refuses a job without one, even a test; it never runs */
+	d->work_dir = xstrdup("/");
 	if (p->partition[0])
 		d->partition = xstrdup(p->partition);
 	if (p->earliest_start > time(NULL))

@@ -168,10 +168,17 @@ def run_main(fn):
 def wait_for(predicate, timeout, what, interval=0.2):
     """Poll predicate() until it returns a true value and return that value.
     At the timeout return the last (false) value and print a note: the
-    caller's ok() then fails with the reason.  Never a bare sleep."""
+    caller's ok() then fails with the reason.  Never a bare sleep.  A
+    connection refused or reset (a daemon still starting: the plugin
+    listens only once slurmctld has loaded its state) counts as false."""
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except (ConnectionRefusedError, ConnectionResetError) as e:
+            value = False
+            if time.monotonic() >= deadline:
+                note(f"last error: {e}")
         if value:
             return value
         if time.monotonic() >= deadline:
@@ -261,6 +268,15 @@ def port_free(port):
         return False
     finally:
         s.close()
+
+
+def tcp_accepts(port, timeout=0.5):
+    """Something accepts TCP connections on 127.0.0.1:port."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def require_grid_tools():
@@ -446,18 +462,25 @@ class Grid:
         return [c["name"] for c in self.status()["clusters"]]
 
     def env(self, cluster):
-        """os.environ (without SLURM_*) plus SLURM_CONF of that cluster,
-        taken from `localgrid env CLUSTER`."""
+        """os.environ (without SLURM_*) plus what `localgrid env CLUSTER`
+        exports: SLURM_CONF, and PATH for a cluster of another Slurm
+        release (its own sbatch, squeue, ... run in its chroot)."""
         if cluster not in self._envs:
             r = self.localgrid("env", cluster, timeout=30)
             words = shlex.split(r.stdout)
-            if r.returncode != 0 or len(words) != 2 or words[0] != "export" \
-                    or not words[1].startswith("SLURM_CONF="):
+            pairs = {}
+            for i in range(0, len(words) - 1, 2):
+                if words[i] == "export" and "=" in words[i + 1]:
+                    k, v = words[i + 1].split("=", 1)
+                    pairs[k] = v
+            if r.returncode != 0 or "SLURM_CONF" not in pairs \
+                    or set(pairs) - {"SLURM_CONF", "PATH"} \
+                    or len(words) != 2 * len(pairs):
                 raise GridError(f"localgrid env {cluster}: exit {r.returncode}, "
                                 f"{(r.stdout + r.stderr).strip()}")
-            self._envs[cluster] = words[1].split("=", 1)[1]
+            self._envs[cluster] = pairs
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-        env["SLURM_CONF"] = self._envs[cluster]
+        env.update(self._envs[cluster])
         return env
 
     def run(self, cluster, argv, timeout=60, **kw):
@@ -545,6 +568,10 @@ class Grid:
             return r.returncode == 0 and "UP" in r.stdout
         if not wait_for(up, timeout, f"restarted slurmctld of {cluster} to answer"):
             raise GridError(f"restarted slurmctld of {cluster} does not answer")
+        port = c.get("plugin_port")
+        if port and not wait_for(lambda: tcp_accepts(port), timeout,
+                                 f"the plugin of {cluster} to listen again"):
+            raise GridError(f"the restarted plugin of {cluster} does not listen")
         return proc.pid
 
     def log_tail(self, cluster, daemon="slurmctld", n=20):

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""One co-allocation across two Slurm releases: alpha runs the host's
+slurmctld (22.05 on Debian 12), beta the release of contrib/slurm-chroot's
+chroot (24.11), each with the plugin built for its own release, one munged
+and one flexcod for both.  Local jobs fill both clusters; a 6-node
+co-allocation is booked behind them on both (a confirmed flexco_*
+reservation and a pending part job in each Slurm); the local jobs end
+early, each plugin reports it, flexcod shifts the co-allocation earlier;
+then each Slurm's own record (scontrol show job, scontrol show
+reservation, squeue) shows the parts ran in their reservations, started in
+the same second and completed.
+
+Not part of `make check` (it needs both builds): contrib/run-tests runs it
+after the 24.11 tier, with FLEXCO_MIXED_SLURM (default 24.11) and
+FLEXCO_MIXED_BUILDDIR (default <builddir>-24.11)."""
+
+import os
+import signal
+import tempfile
+import time
+
+import flexcotest as t
+from flexcodtest import Flexcod, script, slurm_jobs, slurm_reservations
+
+OTHER = os.environ.get("FLEXCO_MIXED_SLURM", "24.11")
+NODES = [4, 4]
+
+
+def epoch(grid, cluster, kind, name, field):
+    """A time field of `scontrol show KIND NAME` as epoch seconds."""
+    r = grid.run(cluster, ["env", "SLURM_TIME_FORMAT=%s", "scontrol", "show",
+                           kind, "-o", str(name)])
+    for w in r.stdout.split():
+        k, sep, v = w.partition("=")
+        if sep and k == field and v.isdigit():
+            return int(v)
+    return None
+
+
+def main():
+    t.require_grid_tools()
+    other_build = os.environ.get("FLEXCO_MIXED_BUILDDIR") or \
+        t.builddir().rstrip("/") + "-" + OTHER
+    if not os.path.isfile(os.path.join(other_build, "plugin", ".libs",
+                                       "prep_flexco.so")):
+        t.bail_out("no plugin built for Slurm %s in %s (contrib/build --slurm %s)"
+                   % (OTHER, other_build, OTHER))
+    args = ["--slurm", "host," + OTHER,
+            "--slurm-builddir", "%s=%s" % (OTHER, other_build)]
+    with t.Grid(nodes=NODES, args=args) as grid:
+        run(grid)
+
+
+def run(grid):
+    st = grid.status()
+    by_name = {c["name"]: c for c in st["clusters"]}
+    host = t.slurm_version()
+    versions = {}
+    for c in ("alpha", "beta"):
+        r = grid.run(c, ["scontrol", "version"])
+        versions[c] = r.stdout.split()[-1] if r.stdout.split() else ""
+    t.ok(versions["alpha"] == host and versions["beta"].startswith(OTHER + ".")
+         and by_name["alpha"].get("slurm_version") == host
+         and by_name["beta"].get("slurm_version") == versions["beta"],
+         "alpha runs Slurm %s (host), beta Slurm %s (chroot): scontrol version"
+         " on each says so" % (host, versions["beta"]), "%r" % versions)
+    for c in ("alpha", "beta"):
+        log = grid.log_tail(c, n=400)
+        t.ok("slurmctld/flexco: init: Slurm %s," % versions[c] in log
+             and "slurmctld/flexco: agent: 4 nodes" in log,
+             "%s: the plugin built for Slurm %s runs in its slurmctld"
+             % (c, versions[c]), log[-1200:])
+
+    fc = Flexcod(grid)
+    t.ok(t.wait_for(fc.listening, 60, "flexcod to reconcile"),
+         "flexcod reaches both plugins")
+    with open(fc.info["conf"]) as f:
+        text = "".join(l for l in f if not l.startswith(("Reschedule", "MaxMoves")))
+    text += "RescheduleMode=shift\nRescheduleMargin=30\nRescheduleWait=20\nMaxMoves=3\n"
+    with open(fc.info["conf"], "w") as f:
+        f.write(text)
+    n = fc.log_tail(10000).count("Reconfigure signal")
+    os.kill(fc.pid, signal.SIGHUP)
+    t.ok(t.wait_for(lambda: fc.log_tail(10000).count("Reconfigure signal") > n, 30,
+                    "flexcod to reload"), "RescheduleMode=shift (SIGHUP)")
+
+    # Local jobs fill both clusters for 10 minutes of limit; they end after
+    # 30 s, as users' jobs do.
+    local = {}
+    for c in ("alpha", "beta"):
+        local[c] = grid.submit(c, ["-N4", "-t", "10", "-o", "/dev/null",
+                                   "--wrap", "sleep 30"])
+    t.ok(t.wait_for(lambda: all(grid.job(c, j).get("JobState") == "RUNNING"
+                                for c, j in local.items()), 60,
+                    "the local jobs to run"),
+         "every node of both clusters runs a local job (10-minute limits)")
+
+    tmp = tempfile.mkdtemp(prefix="flexco-mixed-")
+    os.chmod(tmp, 0o777)
+    body = {"nodes": 6, "duration": 60, "std_out": "/dev/null",
+            "script": script(tmp, "sleep 15")}
+    status, doc = fc.submit(body)
+    doc = doc or {}
+    parts = sorted((p["cluster"], p["nodes"]) for p in doc.get("parts", []))
+    from_start = doc.get("planned_start") or 0
+    t.ok(status == 201 and doc.get("state") == "scheduled"
+         and [c for c, _ in parts] == ["alpha", "beta"]
+         and sum(n for _, n in parts) == 6 and from_start > time.time() + 400,
+         "6 nodes wait behind the local jobs, split over the 22.05 and the "
+         "%s cluster" % OTHER, "%s %r" % (status, doc))
+    coid = doc.get("id")
+
+    def get():
+        return fc.get(coid)[1] or {}
+
+    # Each Slurm holds the booking: a flexco_* reservation at the planned
+    # start and a pending part job in it.
+    resv = slurm_reservations(grid)
+    jobs = slurm_jobs(grid)
+    good = True
+    for p in doc.get("parts", []):
+        c = p["cluster"]
+        start = epoch(grid, c, "reservation", p["reservation"], "StartTime")
+        mine = [j for j in jobs.get(c, []) if len(j) > 2 and j[2] == p["reservation"]]
+        good &= (resv.get(c) == [p["reservation"]] and start == from_start
+                 and [j[0] for j in mine] == [str(p["job_id"])]
+                 and mine[0][1] == "PENDING")
+    t.ok(good, "scontrol show reservation and squeue on each cluster: one "
+         "flexco_* reservation starting at the planned start, one pending "
+         "part job in it", "%r\n%r\n%r" % (resv, jobs, doc.get("parts")))
+
+    # The local jobs end early: both plugins report it, flexcod shifts.
+    x = t.wait_for(lambda: get().get("moves", 0) >= 1 and get(), 150,
+                   "co-%s to move" % coid) or {}
+    m = (x.get("move_history") or [{}])[0]
+    t.ok(x.get("moves") == 1 and m.get("kind") == "shift"
+         and m.get("from_start") == from_start
+         and m.get("to_start", from_start) < from_start - 300
+         and sorted((p["cluster"], p["nodes"]) for p in x.get("parts", [])) == parts,
+         "the local jobs end after 30 s of their 10 minutes: co-%s is shifted "
+         "earlier on both clusters" % coid, "%r" % x)
+
+    # While they run: squeue on each cluster shows the part job RUNNING in
+    # its flexco_* reservation, and scontrol show reservation has it active.
+    run_doc = t.wait_for(lambda: get().get("state") in ("running", "completed",
+                                                         "failed") and get(),
+                         120, "co-%s to run" % coid) or {}
+    seen, ok_run = {}, run_doc.get("state") == "running"
+    for p in run_doc.get("parts", []):
+        c, j = p["cluster"], str(p["job_id"])
+        r = grid.run(c, ["squeue", "-h", "-j", j, "-o", "%i %T %v %N"])
+        res = grid.show(c, "reservation", p["reservation"])
+        seen[c] = (r.stdout.strip(), res.get("State"), res.get("Nodes"))
+        ok_run &= (r.stdout.split()[:3] == [j, "RUNNING", p["reservation"]]
+                   and res.get("State") == "ACTIVE"
+                   and res.get("Nodes") == r.stdout.split()[3])
+    t.ok(ok_run, "while co-%s runs, squeue on each cluster shows its part job "
+         "RUNNING in its flexco_* reservation, which scontrol shows ACTIVE on "
+         "the same nodes" % coid, "%r\n%r" % (seen, run_doc))
+
+    done = t.wait_for(lambda: get().get("state") in ("completed", "failed")
+                      and get(), 180, "co-%s to complete" % coid) or {}
+    t.ok(done.get("state") == "completed",
+         "co-%s completes" % coid, "%r" % done)
+
+    # Each Slurm's own record of its part job.
+    starts, ok_parts, seen = {}, True, {}
+    for p in done.get("parts", []):
+        c, j = p["cluster"], str(p["job_id"])
+        info = grid.job(c, j)
+        seen[c] = {k: info.get(k) for k in ("JobId", "JobState", "StartTime",
+                                            "NodeList")}
+        starts[c] = epoch(grid, c, "job", j, "StartTime")
+        ok_parts &= (info.get("JobState") == "COMPLETED"
+                     and info.get("NodeList") == p["node_list"])
+    t.ok(ok_parts and len(starts) == 2,
+         "scontrol show job on each cluster: the part job COMPLETED on the "
+         "reserved nodes", "%r\n%r" % (seen, done.get("parts")))
+    vals = [v for v in starts.values() if v]
+    t.ok(len(vals) == 2 and max(vals) - min(vals) <= 1
+         and abs(min(vals) - (done.get("planned_start") or 0)) <= 2,
+         "both parts started within one second of each other (per Slurm %s "
+         "and Slurm %s), at the shifted start" % (versions["alpha"], versions["beta"]),
+         "%r, planned %r" % (starts, done.get("planned_start")))
+
+
+if __name__ == "__main__":
+    t.run_main(main)
