@@ -4,7 +4,7 @@
  *  The controller object, flexco_slurmctld.so.  prep/flexco
  *  (prep_flexco.c) loads it in the primary slurmctld process only and
  *  calls the three entry points below; the object exports nothing else
- *  (see slurmctld_flexco.map), so our names never collide with
+ *  (see flexco_slurmctld.map), so our names never collide with
  *  slurmctld's.
  *
  *  init runs early in slurmctld's start, before it has loaded its saved

@@ -11,8 +11,10 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 
 import flexcotest as t
+from flexcohttp import Client
 
 EXPECTED_NODES = {"alpha": 4, "beta": 6, "gamma": 8}
 CPUS = 8
@@ -169,6 +171,29 @@ def main():
                  and pairs.get("MungeSocket") == st.get("munge_socket"),
                  "%s: slurmctld's log has one line with every effective "
                  "setting of its flexco.conf" % name, log[-1500:])
+
+        # scontrol reconfigure: 22.05 keeps the plugin as it is; 24.11 and
+        # later start a new slurmctld, whose plugin must take the port over
+        # once the old one let go.  Either way the plugin serves again.
+        a = clusters["alpha"]
+        client = Client(a["plugin_url"], st["munge_socket"], timeout=10)
+        before = time.time()
+        r = grid.run("alpha", ["scontrol", "reconfigure"])
+        t.ok(r.returncode == 0, "scontrol reconfigure on alpha", r.stdout + r.stderr)
+        if t.slurm_version() >= "24.11":
+            def restarted():
+                d = client.get("/v1/stats").json or {}
+                return d.get("started", 0) >= int(before) and d
+        else:
+            def restarted():
+                return client.get("/v1/stats").status == 200
+        t.ok(t.wait_for(restarted, 60, "the plugin to serve after reconfigure")
+             and client.get("/v1/profile").status == 200,
+             "after scontrol reconfigure the plugin serves profiles again"
+             + (" (the new slurmctld's plugin)" if t.slurm_version() >= "24.11"
+                else ""), grid.log_tail("alpha"))
+        st = grid.status()
+        clusters = {c["name"]: c for c in st["clusters"]}
 
         alpha_conf = clusters.get("alpha", {}).get("slurm_conf", "")
         for name, text, expect in BAD_CONFS:
