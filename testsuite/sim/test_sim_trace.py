@@ -30,7 +30,7 @@ TIMING = {"wall_seconds", "events_per_second"}
 
 def traces():
     return os.environ.get("FLEXCO_TRACES") or os.path.join(
-        t.srcdir(), "..", "shared", "traces")
+        t.srcdir(), "contrib", "sim", "traces")
 
 
 def binary():
@@ -70,7 +70,7 @@ def max_load(rows, clusters):
 
 def main():
     if not os.path.exists(os.path.join(traces(), "SDSC-BLUE-2000-4.2-cln.swf.gz")):
-        t.bail_out("shared traces not found in " + traces())
+        t.bail_out("traces not found in " + traces())
     with tempfile.TemporaryDirectory(prefix="flexco-sim-") as tmp:
         conf = os.path.join(tmp, "sim.conf")
         with open(conf, "w") as f:

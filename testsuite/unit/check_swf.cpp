@@ -6,7 +6,7 @@
 //
 // Environment:
 //   FLEXCO_SRCDIR  top source directory (default: found from __FILE__)
-//   FLEXCO_TRACES  the shared traces (default: $FLEXCO_SRCDIR/../shared/traces);
+//   FLEXCO_TRACES  the traces (default: $FLEXCO_SRCDIR/contrib/sim/traces);
 //                  the real-trace test fails, never skips, when it is missing.
 
 #include <dirent.h>
@@ -85,7 +85,7 @@ std::string case_dir() { return srcdir() + "/testsuite/unit/swf_cases"; }
 
 std::string traces_dir() {
   if (const char* s = std::getenv("FLEXCO_TRACES"); s != nullptr && *s != '\0') return s;
-  return srcdir() + "/../shared/traces";
+  return srcdir() + "/contrib/sim/traces";
 }
 
 bool read_whole(const std::string& path, std::string& out) {
