@@ -55,6 +55,22 @@ def builddir():
     return os.environ.get("FLEXCO_BUILDDIR") or _REPO
 
 
+_short_dir = None
+
+
+def short_dir():
+    """A directory with a short path (/tmp/fx-XXXXXXXX), for Unix sockets:
+    sun_path holds 107 bytes, and a clone under a long path would not fit
+    them.  Removed when the test ends."""
+    global _short_dir
+    if _short_dir is None:
+        import atexit
+        import tempfile
+        _short_dir = tempfile.mkdtemp(prefix="fx-", dir="/tmp")
+        atexit.register(shutil.rmtree, _short_dir, True)
+    return _short_dir
+
+
 def slurm_version():
     """The installed slurmctld's version as `slurmctld -V` prints it
     ("22.05.8"), or "" if it cannot be run."""

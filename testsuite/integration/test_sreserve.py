@@ -164,7 +164,7 @@ def main():
                        "--url: show while flexcod is down")
         one_error_line(sr("cancel", "1", env={"FLEXCO_URL": f"http://127.0.0.1:{daemon_port}"}),
                        "no_daemon", "FLEXCO_URL: cancel while flexcod is down")
-        nosock = os.path.join(grid.run_dir, "no-munged.socket")
+        nosock = os.path.join(t.short_dir(), "no-munged.socket")
         r = sr("--munge-socket", nosock, "profile")
         one_error_line(r, "no_munge", "munged unreachable (--munge-socket)", "is munged running?")
         one_error_line(sr("profile", env={"FLEXCO_MUNGE_SOCKET": nosock}), "no_munge",
