@@ -2,8 +2,13 @@
 
 #include "flexcod/store.hpp"
 
+#include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <utility>
 
@@ -202,7 +207,39 @@ class Txn {
 
 std::int64_t now_seconds() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
+namespace {
+
+// The database holds job scripts and environments: owner only.  SQLite
+// gives its -wal and -shm files the database file's permissions, so the
+// file is created 0600 before SQLite opens it, and an existing one that is
+// more open (an older flexcod, a restored backup) is narrowed.
+bool make_private(const std::string& path, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat sb;
+  bool ok = fstat(fd, &sb) == 0;
+  if (ok && (sb.st_mode & 077) != 0) ok = fchmod(fd, sb.st_mode & 0700) == 0;
+  if (!ok) *error = path + ": cannot make it private: " + std::strerror(errno);
+  ::close(fd);
+  if (!ok) return false;
+  for (const char* suffix : {"-wal", "-shm"}) {
+    const std::string side = path + suffix;
+    if (stat(side.c_str(), &sb) == 0 && (sb.st_mode & 077) != 0 &&
+        chmod(side.c_str(), sb.st_mode & 0700) != 0) {
+      *error = side + ": cannot make it private: " + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) {
+  if (!make_private(path, error)) return nullptr;
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,

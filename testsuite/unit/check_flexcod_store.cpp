@@ -6,6 +6,7 @@
 // change.
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -84,6 +85,41 @@ START_TEST(open_creates_and_keeps_instance) {
   ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
   sqlite3_finalize(st);
   sqlite3_close(db);
+}
+END_TEST
+
+// The database holds job scripts and environments: the file and SQLite's
+// -wal and -shm beside it are readable by their owner only (issue 15, 1.9),
+// whatever the umask, and a file left too open by an older flexcod is
+// narrowed when it is opened.
+mode_t mode_of(const std::string& path) {
+  struct stat sb;
+  return stat(path.c_str(), &sb) == 0 ? (sb.st_mode & 07777) : 07777;
+}
+
+START_TEST(database_files_are_private) {
+  const mode_t old = umask(022);
+  const std::string path = fresh_path("private.db");
+  std::string err;
+  {
+    auto s = Store::open(path, &err);
+    ck_assert_msg(s != nullptr, "%s", err.c_str());
+    CoRecord c = sample_co();
+    ck_assert_msg(s->insert_coalloc(&c, "submitted", &err), "%s", err.c_str());
+    ck_assert_msg(mode_of(path) == 0600, "db mode %o", mode_of(path));
+    ck_assert_msg(mode_of(path + "-wal") == 0600, "wal mode %o", mode_of(path + "-wal"));
+    ck_assert_msg(mode_of(path + "-shm") == 0600, "shm mode %o", mode_of(path + "-shm"));
+  }
+  // An existing database that is world-readable is narrowed at open.
+  const std::string loose = fresh_path("loose.db");
+  { auto s = Store::open(loose, &err); ck_assert(s != nullptr); }
+  ck_assert(chmod(loose.c_str(), 0644) == 0);
+  {
+    auto s = Store::open(loose, &err);
+    ck_assert_msg(s != nullptr, "%s", err.c_str());
+    ck_assert_msg(mode_of(loose) == 0600, "reopened db mode %o", mode_of(loose));
+  }
+  umask(old);
 }
 END_TEST
 
@@ -282,6 +318,7 @@ Suite* make_suite() {
   TCase* tc = tcase_create("sqlite");
   tcase_add_test(tc, open_creates_and_keeps_instance);
   tcase_add_test(tc, open_fails_with_reason);
+  tcase_add_test(tc, database_files_are_private);
   tcase_add_test(tc, coalloc_round_trip_and_transitions);
   tcase_add_test(tc, attempts_and_states);
   tcase_add_test(tc, list_filters);
