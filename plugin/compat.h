@@ -2,9 +2,12 @@
  *  compat.h - every difference between the Slurm releases we build against
  *****************************************************************************
  *  The plugin compiles against the internal headers of exactly one Slurm
- *  release (configure --with-slurm-source).  Supported: 22.05, 24.11 and
- *  26.05.  What differs between them is named here and nowhere else; the
- *  rest of plugin/ uses only these names.  To add a release: build against
+ *  release (configure --with-slurm-source), and must run only in that very
+ *  release (struct layouts change even between micro releases: 26.05.5's
+ *  job_record_t differs from 26.05.3's, doc/slurm-26.05.md).  Covered: 22.05
+ *  and 24.11 (built and tested), 26.05 (builds against 26.05.3).  What
+ *  differs between them is named here and nowhere else; the rest of
+ *  plugin/ uses only these names.  To add a release: build against
  *  its source, give every compile error a name here, and add the release
  *  to m4/flexco_slurm.m4 (see README, "Slurm versions").
  *

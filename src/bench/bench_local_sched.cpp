@@ -134,7 +134,7 @@ void one_shot(const Options& o) {
         kNow + static_cast<Time>(k) * 7 * 86400 / static_cast<Time>(o.slots - events), 7200, want});
   time_it("delay_caused_by (1 slot, 2 plans)", o.repeat,
           [&] { return delay_caused_by(in, slots.front()).ok(); });
-  char what[64];
+  char what[128];  // fits three 20-digit counts (GCC 16 checks)
   std::snprintf(what, sizeof what, "whatif_fitness (%zu slots: %zu event, %zu even)", slots.size(),
                 events, slots.size() - events);
   double best = 0;
