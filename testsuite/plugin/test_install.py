@@ -8,7 +8,6 @@ DESTDIR, so nothing on the machine changes."""
 
 import filecmp
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -16,31 +15,27 @@ import tempfile
 import flexcotest as t
 
 
-def make_var(makefile, name):
-    with open(makefile) as f:
-        for line in f:
-            m = re.match(r"^%s\s*=\s*(.*)$" % re.escape(name), line)
-            if m:
-                return m.group(1).strip()
-    return None
+def make_value(builddir, expr, env):
+    """What make expands expr to in builddir's Makefile."""
+    r = subprocess.run(["make", "-C", builddir, "-s", "--no-print-directory",
+                        "-f", "Makefile", "-f", "-", "flexco-print-value"],
+                       input="flexco-print-value:\n\t@echo '%s'\n" % expr,
+                       capture_output=True, text=True, env=env, timeout=60)
+    return r.stdout.strip() if r.returncode == 0 else None
 
 
 def main():
     plugin_build = os.path.join(t.builddir(), "plugin")
-    makefile = os.path.join(plugin_build, "Makefile")
     t.plan(5)
-    install_dir = make_var(makefile, "FLEXCO_PLUGIN_INSTALL_DIR")
-    slurm_dir = make_var(makefile, "SLURM_PLUGIN_DIR")
-    libdir = make_var(makefile, "libdir")
-    if install_dir and "${libdir}" in install_dir:  # make distcheck's own prefix
-        install_dir = install_dir.replace("${libdir}", libdir or "")
-    if install_dir and "$(prefix)" not in install_dir and "${prefix}" in install_dir:
-        install_dir = install_dir.replace("${prefix}", make_var(makefile, "prefix") or "")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    # make distcheck configures its own ${libdir}/slurm; a normal build
+    # installs into Slurm's plugin directory.
+    install_dir = make_value(plugin_build, "$(slurmplugindir)", env)
+    slurm_dir = make_value(plugin_build, "$(SLURM_PLUGIN_DIR)", env)
     t.ok(install_dir and install_dir.startswith("/"),
          "configured plugin directory: %s (Slurm's: %s)" % (install_dir, slurm_dir))
 
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
     dest = tempfile.mkdtemp(prefix="flexco-install-")
     try:
         r = subprocess.run(["make", "-C", plugin_build, "install", "DESTDIR=" + dest],
