@@ -181,6 +181,7 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     c->conf = cc;
     http::ClientConfig hc;
     hc.base_url = cc.url;
+    hc.audience = cc.name;  // must be the cluster's ClusterName (doc/auth.md)
     hc.connect_timeout_ms = 1000L * conf.connect_timeout;
     hc.total_timeout_ms = 1000L * conf.request_timeout;
     auto client = http::Client::create(hc, signer);
