@@ -14,7 +14,7 @@ import time
 
 import flexcotest as t
 from flexcodtest import HOLD_ENV, Flexcod, nothing_left, script, slurm_jobs, slurm_reservations
-from flexcohttp import Client
+from flexcohttp import FLEXCOD, Client
 
 NOBODY = 65534
 NODES = [4, 4, 4]
@@ -244,7 +244,7 @@ def main():
                            capture_output=True, text=True, timeout=60)
         pidfile = os.path.join(d2, "pid")
         pid2 = int(open(pidfile).read()) if os.path.exists(pidfile) else None
-        c2 = Client("http://127.0.0.1:%d" % port2, fc.socket)
+        c2 = Client("http://127.0.0.1:%d" % port2, fc.socket, FLEXCOD)
         t.ok(r.returncode == 0 and pid2 and t.pid_alive(pid2)
              and c2.get("/v1/clusters").status == 200,
              "flexcod without -D (FLEXCOD_CONF): detaches, writes its pid file, answers",

@@ -8,7 +8,7 @@ for DaemonUsers only; orphan flexco_* reservations are removed."""
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 NODES = 4
 NOBODY = 65534
@@ -30,8 +30,8 @@ def main():
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
         sock = st["munge_socket"]
-        url = st["clusters"][0]["plugin_url"]
-        c = Client(url, sock)
+        cl = st["clusters"][0]
+        c = plugin_client(cl, sock)
         now = int(time.time())
         start = now + 3600
         body = {"user": "root", "nodes": 2, "start": start, "duration": 1800,
@@ -71,7 +71,7 @@ def main():
              "the profile shows the reserved nodes taken", "%r" % p.get("steps"))
 
         # -- authorization and validation -----------------------------------
-        nobody = Client(url, sock, uid=NOBODY)
+        nobody = plugin_client(cl, sock, uid=NOBODY)
         r = nobody.request("POST", "/v1/reservations", body=body)
         t.ok(r.status == 403 and r.error_code() == "forbidden",
              "a uid not in DaemonUsers gets 403 on create",
