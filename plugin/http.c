@@ -34,6 +34,7 @@
 
 #include "src/common/log.h"
 #include "src/common/macros.h"
+#include "src/common/read_config.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
@@ -981,7 +982,11 @@ extern int http_start(const flexco_conf_t *conf)
 	}
 
 	if (!verifier) {
-		verifier = flexco_verifier_create(conf->munge_socket,
+		/* Requests must be signed for this cluster (doc/auth.md,
+		 * "Audience"): ClusterName is the audience.  It cannot change
+		 * while slurmctld runs. */
+		verifier = flexco_verifier_create(slurm_conf.cluster_name,
+						  conf->munge_socket,
 						  conf->auth_max_age,
 						  conf->auth_max_skew,
 						  FLEXCO_DEFAULT_REPLAY_CACHE,

@@ -265,13 +265,29 @@ static idem_t *_idem_find(const char *key, uid_t uid)
 	return NULL;
 }
 
-static void _idem_store(const char *key, uid_t uid, int status,
-			const char *response)
+/*
+ * Is this answer final, i.e. would the same request get it again whatever
+ * happens meanwhile?  Successes (2xx) and refusals of the request itself
+ * (400, 403, 404, ...) are.  409 is not: it says that Slurm or the
+ * cluster's state refused it now (nodes busy, Slurm refused the change or
+ * the deletion), and nothing was done, so a retry may succeed.  Neither are
+ * 5xx answers.  Only final answers are kept under an Idempotency-Key, so
+ * that the daemon's retries of a non-final one are carried out.
+ */
+static bool _idem_final(int status)
+{
+	return ((status >= 200) && (status < 300)) ||
+	       ((status >= 400) && (status < 500) && (status != 409));
+}
+
+/* Remember a final answer under (key, uid); returns the entry or NULL. */
+static idem_t *_idem_store(const char *key, uid_t uid, int status,
+			   const char *response)
 {
 	idem_t *e;
 
-	if (!key)
-		return;
+	if (!key || !_idem_final(status))
+		return NULL;
 	e = &idem[idem_next];
 	idem_next = (idem_next + 1) % IDEM_MAX;
 	xfree(e->key);
@@ -281,6 +297,7 @@ static void _idem_store(const char *key, uid_t uid, int status,
 	e->status = status;
 	e->response = xstrdup(response);
 	e->when = time(NULL);
+	return e;
 }
 
 /* Answer from the idempotency cache: copy for microhttpd (malloc). */
@@ -416,13 +433,15 @@ static void _load(void)
 		const char *key = NULL, *resp = NULL;
 		json_int_t uid = 0, when = 0;
 		int status = 0;
+		idem_t *e;
 
 		if (json_unpack(o, "{s:s, s:I, s:i, s:s, s:I}", "key", &key,
 				"uid", &uid, "status", &status,
 				"response", &resp, "when", &when))
 			continue;
-		_idem_store(key, uid, status, resp);
-		idem[(idem_next + IDEM_MAX - 1) % IDEM_MAX].when = when;
+		/* answers that are not final (saved by older versions) go */
+		if ((e = _idem_store(key, uid, status, resp)))
+			e->when = when;
 	}
 	json_decref(root);
 	info("%s: loaded %d reservation records from %s (next id %" PRIu64 ")",

@@ -74,6 +74,24 @@ bool is_ows(char c) { return c == ' ' || c == '\t'; }
 
 std::string size_text(std::size_t n) { return std::to_string(n); }
 
+bool is_audience_char(char c) {
+  return is_upper(c) || (c >= 'a' && c <= 'z') || is_digit(c) || c == '_' || c == '-';
+}
+
+Status check_audience(std::string_view audience) {
+  if (audience.empty()) return make_error(Errc::kInvalidArgument, "audience is empty");
+  if (audience.size() > kMaxAudienceLength) {
+    return make_error(Errc::kInvalidArgument,
+                      "audience is longer than " + size_text(kMaxAudienceLength) +
+                          " characters");
+  }
+  if (!std::all_of(audience.begin(), audience.end(), is_audience_char)) {
+    return make_error(Errc::kInvalidArgument,
+                      "audience must be letters, digits, '_' and '-' only");
+  }
+  return {};
+}
+
 Status check_method(std::string_view method) {
   if (method.empty()) return make_error(Errc::kInvalidArgument, "method is empty");
   if (method.size() > kMaxMethodLength) {
@@ -287,6 +305,7 @@ const char* errc_name(Errc code) noexcept {
     case Errc::kMalformedCredential: return "malformed_credential";
     case Errc::kMungeRejected: return "munge_rejected";
     case Errc::kMalformedPayload: return "malformed_payload";
+    case Errc::kWrongAudience: return "wrong_audience";
     case Errc::kRequestMismatch: return "request_mismatch";
     case Errc::kExpired: return "expired";
     case Errc::kNotYetValid: return "not_yet_valid";
@@ -307,6 +326,7 @@ int http_status(Errc code) noexcept {
     case Errc::kMalformedCredential:
     case Errc::kMungeRejected:
     case Errc::kMalformedPayload:
+    case Errc::kWrongAudience:
     case Errc::kRequestMismatch:
     case Errc::kExpired:
     case Errc::kNotYetValid:
@@ -328,6 +348,12 @@ int http_status(Errc code) noexcept {
 // ---------------------------------------------------------------------------
 // Payload
 
+Status validate_audience(std::string_view audience) noexcept try {
+  return check_audience(audience);
+} catch (...) {
+  return out_of_memory();
+}
+
 Status validate_method(std::string_view method) noexcept try {
   return check_method(method);
 } catch (...) {
@@ -342,8 +368,8 @@ Status validate_path(std::string_view path) noexcept try {
 
 Result<std::string> encode_payload(const Payload& payload) noexcept try {
   for (const Status& status :
-       {check_method(payload.method), check_path(payload.path),
-        check_hex("body_sha256", payload.body_sha256, kDigestHexLength),
+       {check_audience(payload.audience), check_method(payload.method),
+        check_path(payload.path), check_hex("body_sha256", payload.body_sha256, kDigestHexLength),
         check_timestamp(payload.timestamp),
         check_hex("nonce", payload.nonce, kNonceHexLength)}) {
     if (!status) return status.error();
@@ -351,7 +377,8 @@ Result<std::string> encode_payload(const Payload& payload) noexcept try {
   std::string text;
   text.reserve(kMaxPayloadSize);
   for (std::string_view field :
-       {kPayloadVersion, std::string_view(payload.method),
+       {kPayloadVersion, std::string_view(payload.audience),
+        std::string_view(payload.method),
         std::string_view(payload.path), std::string_view(payload.body_sha256)}) {
     text.append(field);
     text.push_back('\n');
@@ -376,6 +403,16 @@ Result<Payload> parse_payload(std::string_view text) noexcept try {
   if (text.empty() || text.back() != '\n') {
     return fail("payload does not end with a newline");
   }
+  // The version first: it decides how the rest reads.
+  const std::string_view version = text.substr(0, text.find('\n'));
+  if (version == kRefusedPayloadVersion) {
+    return fail("line 1 is '" + std::string(kRefusedPayloadVersion) +
+                "', which names no audience and is no longer accepted; sign '" +
+                std::string(kPayloadVersion) + "' (doc/auth.md)");
+  }
+  if (version != kPayloadVersion) {
+    return fail("line 1 is not '" + std::string(kPayloadVersion) + "'");
+  }
   const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
   if (lines != kPayloadFields) {
     return fail("payload has " + size_text(lines) + " lines, expected " +
@@ -390,18 +427,16 @@ Result<Payload> parse_payload(std::string_view text) noexcept try {
     start = end + 1;
   }
 
-  if (field[0] != kPayloadVersion) {
-    return fail("line 1 is not '" + std::string(kPayloadVersion) + "'");
-  }
   const struct {
     std::size_t index;
     const char* name;
     Status status;
   } checks[] = {
-      {1, "method", check_method(field[1])},
-      {2, "path", check_path(field[2])},
-      {3, "body sha256", check_hex("body_sha256", field[3], kDigestHexLength)},
-      {5, "nonce", check_hex("nonce", field[5], kNonceHexLength)},
+      {1, "audience", check_audience(field[1])},
+      {2, "method", check_method(field[2])},
+      {3, "path", check_path(field[3])},
+      {4, "body sha256", check_hex("body_sha256", field[4], kDigestHexLength)},
+      {6, "nonce", check_hex("nonce", field[6], kNonceHexLength)},
   };
   for (const auto& c : checks) {
     if (!c.status) {
@@ -409,17 +444,18 @@ Result<Payload> parse_payload(std::string_view text) noexcept try {
                   std::string(detail_of(c.status.error())));
     }
   }
-  const std::optional<std::int64_t> timestamp = parse_decimal(field[4]);
+  const std::optional<std::int64_t> timestamp = parse_decimal(field[5]);
   if (!timestamp) {
-    return fail("line 5 (timestamp): not a decimal number of seconds without "
+    return fail("line 6 (timestamp): not a decimal number of seconds without "
                 "sign or leading zeros within int64");
   }
   Payload payload;
-  payload.method = std::string(field[1]);
-  payload.path = std::string(field[2]);
-  payload.body_sha256 = std::string(field[3]);
+  payload.audience = std::string(field[1]);
+  payload.method = std::string(field[2]);
+  payload.path = std::string(field[3]);
+  payload.body_sha256 = std::string(field[4]);
   payload.timestamp = *timestamp;
-  payload.nonce = std::string(field[5]);
+  payload.nonce = std::string(field[6]);
   return payload;
 } catch (...) {
   return out_of_memory();
@@ -489,22 +525,24 @@ Result<Signer> Signer::create(SignerConfig config) noexcept try {
   return out_of_memory();
 }
 
-Result<std::string> Signer::sign(std::string_view method, std::string_view path,
+Result<std::string> Signer::sign(std::string_view audience, std::string_view method,
+                                 std::string_view path,
                                  std::string_view body) const noexcept {
-  return sign_at(method, path, body, system_now());
+  return sign_at(audience, method, path, body, system_now());
 }
 
-Result<std::string> Signer::sign_at(std::string_view method, std::string_view path,
-                                    std::string_view body,
+Result<std::string> Signer::sign_at(std::string_view audience, std::string_view method,
+                                    std::string_view path, std::string_view body,
                                     std::int64_t timestamp) const noexcept try {
   // Validate before drawing randomness, so a bad call costs nothing.
-  for (const Status& status :
-       {check_method(method), check_path(path), check_timestamp(timestamp)}) {
+  for (const Status& status : {check_audience(audience), check_method(method),
+                               check_path(path), check_timestamp(timestamp)}) {
     if (!status) return status.error();
   }
   Result<std::string> nonce = make_nonce();
   if (!nonce) return nonce.error();
   Payload payload;
+  payload.audience = std::string(audience);
   payload.method = std::string(method);
   payload.path = std::string(path);
   payload.body_sha256 = sha256_hex(body);
@@ -595,6 +633,7 @@ std::size_t ReplayCache::size() const noexcept {
 // Verifier
 
 Result<Verifier> Verifier::create(VerifierConfig config) noexcept try {
+  if (Status s = check_audience(config.audience); !s) return s.error();
   if (Status s = check_socket_path(config.socket_path); !s) return s.error();
   if (config.max_age < 1 || config.max_age > kMaxWindowSeconds) {
     return make_error(Errc::kInvalidArgument,
@@ -673,7 +712,8 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
     return make_error(Errc::kInternal, "cannot read the credential's encode time");
   }
 
-  // 4. The payload must be ours and name exactly this request.
+  // 4. The payload must be ours, be meant for us and name exactly this
+  // request.
   if (length < 0 || (length > 0 && !data)) {
     return make_error(Errc::kMalformedPayload, "credential has no payload");
   }
@@ -681,6 +721,11 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
       parse_payload(std::string_view(data.get(), static_cast<std::size_t>(length)));
   if (!parsed) return parsed.error();
   const Payload& payload = parsed.value();
+  if (payload.audience != config_.audience) {
+    return make_error(Errc::kWrongAudience,
+                      "signed for '" + payload.audience + "', this is '" +
+                          config_.audience + "'");
+  }
   if (payload.method != method) {
     return make_error(Errc::kRequestMismatch,
                       "method " + std::string(method) + " was signed as " + payload.method);

@@ -2,17 +2,18 @@
 // model and the error codes are in doc/auth.md; other components must follow
 // it byte for byte).
 //
-// A client signs (method, request-target, body) into the header
+// A client signs (audience, method, request-target, body) into the header
 //
 //     Authorization: MUNGE <munge credential>
 //
 // whose MUNGE payload is the text
 //
-//     flexco-auth-v1\n<METHOD>\n<path?query>\n<sha256(body) hex>\n<unix time>\n<nonce hex>\n
+//     flexco-auth-v2\n<audience>\n<METHOD>\n<path?query>\n<sha256(body) hex>\n<unix time>\n<nonce hex>\n
 //
 // and a server verifies it: MUNGE proves who encoded it (uid, gid, encode
-// time); the payload proves it was made for this very request; the timestamp
-// window and a bounded replay cache stop it from being used twice.
+// time); the payload proves it was made for this very service (the audience:
+// a cluster's ClusterName, or "flexcod") and this very request; the
+// timestamp window and a bounded replay cache stop it from being used twice.
 //
 // Rules of the core library: no logging, no globals, no exceptions out of any
 // function declared here (errors are values with an HTTP status and a
@@ -56,18 +57,27 @@ namespace flexco::auth {
 
 inline constexpr std::string_view kHeaderName = "Authorization";
 inline constexpr std::string_view kScheme = "MUNGE";  // matched case-insensitively
-inline constexpr std::string_view kPayloadVersion = "flexco-auth-v1";
+inline constexpr std::string_view kPayloadVersion = "flexco-auth-v2";
+// The first version, which named no audience: refused (doc/auth.md,
+// "Versioning").
+inline constexpr std::string_view kRefusedPayloadVersion = "flexco-auth-v1";
+
+// The audience of requests to flexcod (doc/auth.md, "Audience").  A
+// cluster's plugin uses its Slurm ClusterName.
+inline constexpr std::string_view kFlexcodAudience = "flexcod";
+
+inline constexpr std::size_t kMaxAudienceLength = 64;  // [A-Za-z0-9_-]{1,64}
 
 inline constexpr std::size_t kMaxMethodLength = 16;    // [A-Z]{1,16}
 inline constexpr std::size_t kMaxPathLength = 2048;    // request-target, '/' + visible ASCII
 inline constexpr std::size_t kDigestHexLength = 64;    // SHA-256, lowercase hex
 inline constexpr std::size_t kMaxTimestampDigits = 19; // int64 seconds, no sign
 inline constexpr std::size_t kNonceHexLength = 32;     // 128 random bits, lowercase hex
-inline constexpr std::size_t kPayloadFields = 6;       // lines, each ending in '\n'
+inline constexpr std::size_t kPayloadFields = 7;       // lines, each ending in '\n'
 
-// Largest payload text a well-formed request can produce (2199 bytes).
+// Largest payload text a well-formed request can produce (2264 bytes).
 inline constexpr std::size_t kMaxPayloadSize =
-    kPayloadVersion.size() + kMaxMethodLength + kMaxPathLength +
+    kPayloadVersion.size() + kMaxAudienceLength + kMaxMethodLength + kMaxPathLength +
     kDigestHexLength + kMaxTimestampDigits + kNonceHexLength + kPayloadFields;
 
 // Longest accepted Authorization header value ("MUNGE " + credential).  A
@@ -89,7 +99,8 @@ enum class Errc {
   kMissingCredential = 1,  // "missing_credential": no or empty header value
   kMalformedCredential,    // "malformed_credential": scheme, charset, length
   kMungeRejected,          // "munge_rejected": munged refused the credential
-  kMalformedPayload,       // "malformed_payload": not a flexco-auth-v1 payload
+  kMalformedPayload,       // "malformed_payload": not a flexco-auth-v2 payload
+  kWrongAudience,          // "wrong_audience": signed for another service
   kRequestMismatch,        // "request_mismatch": signed for another request
   kExpired,                // "expired": timestamp (or MUNGE TTL) too old
   kNotYetValid,            // "not_yet_valid": timestamp in the future (or rewound)
@@ -126,6 +137,7 @@ using Status = BasicStatus<Error>;
 // Payload
 
 struct Payload {
+  std::string audience;     // the service it is for: [A-Za-z0-9_-]{1,64}
   std::string method;       // "GET", "POST", ...: [A-Z]{1,16}
   std::string path;         // request-target as sent: "/v1/offers?x=1"
   std::string body_sha256;  // sha256_hex(body): 64 lowercase hex digits
@@ -135,14 +147,15 @@ struct Payload {
 
 // Field checks shared by encode_payload, parse_payload, Signer and Verifier.
 // Errors have code kInvalidArgument.
+Status validate_audience(std::string_view audience) noexcept;
 Status validate_method(std::string_view method) noexcept;
 Status validate_path(std::string_view path) noexcept;
 
 // The payload text; kInvalidArgument if a field is out of its format.
 Result<std::string> encode_payload(const Payload& payload) noexcept;
 
-// Strict inverse of encode_payload: exact version line, exactly six
-// '\n'-terminated fields, each within its length and charset, at most
+// Strict inverse of encode_payload: exact version line (flexco-auth-v1 is
+// refused: it names no audience), exactly seven '\n'-terminated fields, each within its length and charset, at most
 // kMaxPayloadSize bytes, nothing after the last '\n'.  Errors have code
 // kMalformedPayload and name the offending field.
 Result<Payload> parse_payload(std::string_view text) noexcept;
@@ -176,15 +189,19 @@ class Signer {
   static Result<Signer> create(SignerConfig config) noexcept;
 
   // The Authorization header value for this request, timestamped now, with
-  // a fresh random nonce.  `path` is the request-target exactly as it will
-  // be sent (path and query string, no normalisation).
-  Result<std::string> sign(std::string_view method, std::string_view path,
+  // a fresh random nonce.  `audience` names the service the request is for:
+  // the ClusterName of the cluster whose plugin receives it, or
+  // kFlexcodAudience.  One signer serves any number of audiences.  `path` is
+  // the request-target exactly as it will be sent (path and query string,
+  // no normalisation).
+  Result<std::string> sign(std::string_view audience, std::string_view method,
+                           std::string_view path,
                            std::string_view body) const noexcept;
 
   // Same, with the payload timestamp given (for clients with their own
   // clock source, and for tests).
-  Result<std::string> sign_at(std::string_view method, std::string_view path,
-                              std::string_view body,
+  Result<std::string> sign_at(std::string_view audience, std::string_view method,
+                              std::string_view path, std::string_view body,
                               std::int64_t timestamp) const noexcept;
 
   // Low level: sign a complete payload as given (it is validated, nothing
@@ -244,6 +261,7 @@ class ReplayCache {
 // Verifier
 
 struct VerifierConfig {
+  std::string audience;            // who we are: ClusterName, or "flexcod"; required
   std::string socket_path;         // munged socket; "" = libmunge's default
   std::int64_t max_age = 300;      // s a payload timestamp may lie in the past
   std::int64_t max_skew = 60;      // s it may lie in the future (clock skew)
@@ -259,7 +277,8 @@ struct Identity {
 
 class Verifier {
  public:
-  // kInvalidArgument if socket_path is relative, too long or contains NUL;
+  // kInvalidArgument if audience is not [A-Za-z0-9_-]{1,64}; socket_path is
+  // relative, too long or contains NUL;
   // max_age outside [1, kMaxWindowSeconds]; max_skew outside
   // [0, kMaxWindowSeconds]; replay_capacity outside [1, kMaxReplayCapacity].
   static Result<Verifier> create(VerifierConfig config) noexcept;
@@ -269,8 +288,9 @@ class Verifier {
   //   (malformed_credential); method and path signable (invalid_request);
   //   munged decodes it (munge_rejected, munge_unavailable; munged's own
   //   expired/rewound/replayed verdicts map to expired/not_yet_valid/
-  //   replayed); the payload parses (malformed_payload) and names this
-  //   method, path and body digest (request_mismatch); now - max_age <=
+  //   replayed); the payload parses (malformed_payload), names our audience
+  //   (wrong_audience) and this method, path and body digest
+  //   (request_mismatch); now - max_age <=
   //   timestamp <= now + max_skew (expired, not_yet_valid); (uid, nonce)
   //   not seen before (replayed, replay_cache_full).
   // `header_value` is the Authorization field value; pass "" when the

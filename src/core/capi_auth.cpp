@@ -19,10 +19,11 @@ struct flexco_verifier {
 using flexco::capi::put;
 
 extern "C" flexco_verifier_t* flexco_verifier_create(
-    const char* socket_path, int64_t max_age, int64_t max_skew,
+    const char* audience, const char* socket_path, int64_t max_age, int64_t max_skew,
     size_t replay_capacity, char* err, size_t errlen) {
   try {
     flexco::auth::VerifierConfig config;
+    config.audience = audience ? audience : "";
     config.socket_path = socket_path ? socket_path : "";
     config.max_age = max_age;
     config.max_skew = max_skew;

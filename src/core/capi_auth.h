@@ -20,12 +20,16 @@ extern "C" {
 typedef struct flexco_verifier flexco_verifier_t;
 
 /*
- * socket_path: munged's socket (absolute); max_age, max_skew: seconds a
+ * audience: the service this verifier speaks for, i.e. the cluster's
+ * ClusterName (requests signed for any other audience are refused with
+ * wrong_audience, doc/auth.md); socket_path: munged's socket (absolute);
+ * max_age, max_skew: seconds a
  * request's timestamp may lie behind / ahead of now; replay_capacity: how
  * many (uid, nonce) pairs are remembered.  Returns NULL with a message in
  * err (NUL-terminated, truncated to errlen) on invalid arguments.
  */
-flexco_verifier_t *flexco_verifier_create(const char *socket_path,
+flexco_verifier_t *flexco_verifier_create(const char *audience,
+					  const char *socket_path,
 					  int64_t max_age, int64_t max_skew,
 					  size_t replay_capacity,
 					  char *err, size_t errlen);
@@ -36,7 +40,8 @@ void flexco_verifier_destroy(flexco_verifier_t *v);
  * Verify one request.  method, path (with its raw query string) and the
  * body exactly as received; header is the Authorization value or NULL.
  * Returns 200 and sets *uid, *gid when authentic; otherwise the HTTP status
- * (401, 400, 503, 500), an error code name in code (e.g. "expired") and a
+ * (401, 400, 503, 500), an error code name in code (e.g. "expired",
+ * "wrong_audience") and a
  * message in err.
  */
 int flexco_verifier_verify(flexco_verifier_t *v, const char *method,

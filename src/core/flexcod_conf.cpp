@@ -176,6 +176,11 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       if (!valid_cluster_name(cl.name)) {
         return parser.err(line, "Cluster: name '" + cl.name + "' is not 1-64 of [A-Za-z0-9_-]");
       }
+      if (lower(cl.name) == "flexcod") {
+        // flexcod's own audience (doc/auth.md, "Audience"): a cluster of
+        // that name could be sent requests signed for flexcod.
+        return parser.err(line, "Cluster: 'flexcod' is reserved (flexcod's own audience)");
+      }
       if (!names.insert(lower(cl.name)).second) {
         return parser.err(line, "Cluster: '" + cl.name + "' is defined twice");
       }

@@ -163,6 +163,11 @@ Result<Client> Client::create(ClientConfig config, std::optional<auth::Signer> s
     if (config.max_response_bytes < 1 || config.max_response_bytes > (std::size_t{1} << 30)) {
       return make_error(Errc::kInvalidArgument, "max_response_bytes outside 1..1 GiB");
     }
+    if (signer.has_value()) {
+      if (auto s = auth::validate_audience(config.audience); !s.ok()) {
+        return make_error(Errc::kInvalidArgument, s.error().message);
+      }
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
       return make_error(Errc::kInternal, "curl_global_init failed");
     }
@@ -203,7 +208,7 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
       return true;
     };
     if (signer_.has_value()) {
-      auto h = signer_->sign(method, target, body);
+      auto h = signer_->sign(config_.audience, method, target, body);
       if (!h.ok()) return make_error(Errc::kSignFailed, h.error().message);
       if (!add("Authorization: " + h.value())) return make_error(Errc::kInternal, "out of memory");
     }

@@ -1,8 +1,9 @@
 // A small HTTP+JSON client for FlexCo's MUNGE-signed APIs (libcurl, jansson).
 //
 // Every request is signed exactly as doc/auth.md specifies (core/auth.hpp's
-// Signer: method, request-target as sent, SHA-256 of the body, timestamp,
-// nonce) and carries "Authorization: MUNGE <credential>".  Every request has
+// Signer: the audience (the service behind base_url: a cluster's
+// ClusterName or "flexcod"), method, request-target as sent, SHA-256 of the
+// body, timestamp, nonce) and carries "Authorization: MUNGE <credential>".  Every request has
 // a connect timeout and a total timeout, runs with CURLOPT_NOSIGNAL (safe in
 // threaded daemons) and reads at most max_response_bytes of answer.
 //
@@ -90,6 +91,10 @@ struct Response {
 
 struct ClientConfig {
   std::string base_url;                // "http://127.0.0.1:26001", no trailing path
+  // Whom every request is signed for (doc/auth.md, "Audience"): the
+  // ClusterName of the cluster whose plugin listens at base_url, or
+  // auth::kFlexcodAudience.  Required when the client signs.
+  std::string audience;
   long connect_timeout_ms = 2000;      // 1 .. 600000
   long total_timeout_ms = 10000;       // 1 .. 3600000, whole request
   std::size_t max_response_bytes = std::size_t{16} << 20;  // 1 .. 1 GiB
@@ -103,8 +108,9 @@ struct Header {
 class Client {
  public:
   // kInvalidArgument if base_url is not http://host[:port] (no path, query
-  // or fragment) or a bound is out of range.  With signer == nullopt the
-  // requests go unsigned (only for tests of servers' 401 answers).
+  // or fragment), a bound is out of range, or a signer is given and the
+  // audience is not one (auth::validate_audience).  With signer == nullopt
+  // the requests go unsigned (only for tests of servers' 401 answers).
   static Result<Client> create(ClientConfig config,
                                std::optional<auth::Signer> signer) noexcept;
 

@@ -50,7 +50,16 @@ struct Engine::Cluster {
       reachable = false;
     }
     last_error = error;
+    if (answered && error.empty()) audience_refused = false;
   }
+
+  // note() for a failed call; says loudly when the plugin refuses our
+  // signature as meant for another cluster (defined below).
+  void note_error(const http::Error& e);
+
+  // The plugin answered wrong_audience and that was logged; cleared by the
+  // next successful call, so that a recurrence is logged again.
+  bool audience_refused = false;
 };
 
 // A parsed submission.
@@ -154,6 +163,28 @@ bool answered(const http::Error& e) {
   return e.code == http::Errc::kHttp || e.code == http::Errc::kBadResponse;
 }
 
+}  // namespace
+
+// A wrong_audience answer means that the name flexcod signs for (Cluster= in
+// flexcod.conf) is not the ClusterName of the cluster at URL= (doc/auth.md,
+// "Audience"): no request to it can succeed until the configuration is
+// fixed, so say exactly that, once, rather than "unreachable".
+void Engine::Cluster::note_error(const http::Error& e) {
+  note(answered(e), e.message);
+  if (e.code != http::Errc::kHttp || e.api_code != "wrong_audience") return;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    if (audience_refused) return;
+    audience_refused = true;
+  }
+  fc_error("cluster %s: the plugin at %s refuses our requests as signed for another cluster "
+           "(%s); Cluster=%s in flexcod.conf must be that cluster's ClusterName "
+           "(scontrol show config | grep ClusterName)",
+           conf.name.c_str(), conf.url.c_str(), e.message.c_str(), conf.name.c_str());
+}
+
+namespace {
+
 // Fault injection for the integration tests (doc/flexcod.md, "Testing the
 // protocol"): with FLEXCOD_TEST_HOLD_DIR set, the commit protocol stops at
 // step S while the file <dir>/S.hold exists, after creating <dir>/S.reached,
@@ -181,6 +212,7 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     c->conf = cc;
     http::ClientConfig hc;
     hc.base_url = cc.url;
+    hc.audience = cc.name;  // must be the cluster's ClusterName (doc/auth.md)
     hc.connect_timeout_ms = 1000L * conf.connect_timeout;
     hc.total_timeout_ms = 1000L * conf.request_timeout;
     auto client = http::Client::create(hc, signer);
@@ -348,7 +380,7 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
         bump("messages.profile");
         auto r = c.client->profile(conf.plan_horizon, c.conf.partition);
         if (!r.ok()) {
-          c.note(answered(r.error()), r.error().message);
+          c.note_error(r.error());
           one.why = r.error().message;
           return one;
         }
@@ -755,7 +787,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     PartRecord& p = parts[i];
     const http::Error& e = *refused[i];
     ok = false;
-    cluster(p.cluster)->note(answered(e), e.message);
+    cluster(p.cluster)->note_error(e);
     p.state = maybe_done(e) ? "cancelling" : "released";
     p.reason = e.message;
     if (e.code == http::Errc::kCancelled) {
@@ -791,7 +823,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     for (std::size_t i = 0; i < parts.size(); ++i) {
       if (!failed[i]) continue;
       ok = false;
-      cluster(parts[i].cluster)->note(answered(*failed[i]), failed[i]->message);
+      cluster(parts[i].cluster)->note_error(*failed[i]);
       bad->insert(parts[i].cluster);
       fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not confirm: " +
               failed[i]->message;
@@ -822,7 +854,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
       // Slurm refusing the job (a bad script, a user unknown there) or the
       // cluster failing: either way this cluster is excluded from the
       // re-plan; another cluster may have the user.
-      cluster(parts[i].cluster)->note(answered(*failed[i]), failed[i]->message);
+      cluster(parts[i].cluster)->note_error(*failed[i]);
       bad->insert(parts[i].cluster);
       fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not take the part job: " +
               failed[i]->message;
@@ -874,7 +906,7 @@ bool Engine::release_part(const CoRecord& co, PartRecord& p) {
     bump("messages.reserve");
     auto r = c->client->create_reservation(q, p.resv_key);
     if (!r.ok()) {
-      c->note(answered(r.error()), r.error().message);
+      c->note_error(r.error());
       if (r.error().code == http::Errc::kHttp && r.error().http_status >= 400 &&
           r.error().http_status < 500) {
         return true;  // refused: nothing was made
@@ -887,7 +919,7 @@ bool Engine::release_part(const CoRecord& co, PartRecord& p) {
   bump("messages.delete");
   auto d = c->client->delete_reservation(p.reservation_id, p.resv_key + "-del");
   if (!d.ok()) {
-    c->note(answered(d.error()), d.error().message);
+    c->note_error(d.error());
     if (d.error().code == http::Errc::kHttp && d.error().http_status == 404) return true;
     return false;
   }
@@ -981,7 +1013,8 @@ void Engine::cluster_loop(std::size_t ci) {
   int backoff_ms = 1000;
   while (!stopping_) {
     if (reconcile_cluster(ci)) break;
-    fc_error("cluster %s: unreachable (%s); retrying in %d s", c.conf.name.c_str(),
+    fc_error("cluster %s: %s (%s); retrying in %d s", c.conf.name.c_str(),
+             c.audience_refused ? "refuses our requests" : "unreachable",
              c.last_error.c_str(), backoff_ms / 1000);
     if (wait_stop(backoff_ms)) return;
     backoff_ms = std::min(backoff_ms * 2, 60000);
@@ -1013,7 +1046,7 @@ bool Engine::reconcile_cluster(std::size_t ci) {
   bump("messages.list");
   auto list = c.client->list_reservations();
   if (!list.ok()) {
-    c.note(answered(list.error()), list.error().message);
+    c.note_error(list.error());
     return false;
   }
   c.note(true, "");
@@ -1176,7 +1209,7 @@ void Engine::follow_events(std::size_t ci) {
     auto r = c.client->events(c.event_seq, 10, 200, &stopping_);
     if (!r.ok()) {
       if (stopping_) return;
-      c.note(answered(r.error()), r.error().message);
+      c.note_error(r.error());
       fc_debug("cluster %s: events: %s", c.conf.name.c_str(), r.error().message.c_str());
       if (wait_stop(backoff_ms)) return;
       backoff_ms = std::min(backoff_ms * 2, 30000);
@@ -1239,7 +1272,7 @@ void Engine::publish_loop(std::size_t ci) {
       c.cached_profile = http::json_text(r.value().get());
       c.cached_at = now_seconds();
     } else {
-      c.note(answered(r.error()), r.error().message);
+      c.note_error(r.error());
     }
     if (wait_stop(1000 * interval)) return;
   }

@@ -199,6 +199,7 @@ int main(int argc, char** argv) {
   auto signer = flexco::auth::Signer::create(sc);
   if (!signer.ok()) return fail("MungeSocket: " + signer.error().message);
   flexco::auth::VerifierConfig vc;
+  vc.audience = std::string(flexco::auth::kFlexcodAudience);  // doc/auth.md, "Audience"
   vc.socket_path = conf.munge_socket;
   auto verifier = flexco::auth::Verifier::create(vc);
   if (!verifier.ok()) return fail("MungeSocket: " + verifier.error().message);

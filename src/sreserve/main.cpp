@@ -88,6 +88,9 @@ struct Caller {
                    body.empty() ? "" : " ", verbose > 1 ? body.c_str() : "");
     http::ClientConfig cc;
     cc.base_url = base_url;
+    // Signed for the service asked (doc/auth.md, "Audience"): a cluster's
+    // name from flexcod.conf (its ClusterName), or "flexcod".
+    cc.audience = target;
     cc.total_timeout_ms = timeout_ms > 0 ? timeout_ms : this->timeout_ms;
     auto client = http::Client::create(cc, signer);
     if (!client.ok()) {

@@ -20,7 +20,7 @@ import subprocess
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import FLEXCOD, Client
 
 HOLD_ENV = "FLEXCOD_TEST_HOLD_DIR"
 
@@ -35,7 +35,7 @@ class Flexcod:
         self.pid = self.info.get("pid")
 
     def client(self, uid=None):
-        return Client(self.url, self.socket, timeout=120, uid=uid)
+        return Client(self.url, self.socket, FLEXCOD, timeout=120, uid=uid)
 
     def submit(self, body, uid=None):
         r = self.client(uid).request("POST", "/v1/coallocations", body=body)

@@ -4,7 +4,10 @@ It signs requests with munge(1) exactly as doc/auth.md specifies -- an
 implementation independent of the C++ one, so the tests also check that the
 specification and the server agree.
 
-    c = Client("http://127.0.0.1:27001", munge_socket)
+    c = Client("http://127.0.0.1:27001", munge_socket, "alpha")  # audience
+    c = plugin_client(status["clusters"][0], munge_socket)  # same, from
+                                                  # `localgrid status --json`
+    f = Client(flexcod_url, munge_socket, FLEXCOD)
     status, doc = c.get("/v1/profile?horizon=3600")
     status, doc = c.request("GET", "/v1/stats", auth=None)      # unsigned
     status, doc = c.request("GET", "/v1/stats", auth="MUNGE x")  # given header
@@ -19,11 +22,17 @@ import time
 import urllib.parse
 
 
-def sign(method, target, body, socket, timestamp=None, uid=None):
-    """The Authorization header value for one request (as uid, when given:
-    munge(1) runs as that user, so munged vouches for it)."""
-    payload = "flexco-auth-v1\n%s\n%s\n%s\n%d\n%s\n" % (
-        method, target, hashlib.sha256(body).hexdigest(),
+# The audience of requests to flexcod (doc/auth.md, "Audience"); a cluster's
+# plugin's audience is its ClusterName.
+FLEXCOD = "flexcod"
+
+
+def sign(audience, method, target, body, socket, timestamp=None, uid=None):
+    """The Authorization header value for one request to the service named
+    `audience` (as uid, when given: munge(1) runs as that user, so munged
+    vouches for it)."""
+    payload = "flexco-auth-v2\n%s\n%s\n%s\n%s\n%d\n%s\n" % (
+        audience, method, target, hashlib.sha256(body).hexdigest(),
         int(time.time()) if timestamp is None else timestamp,
         os.urandom(16).hex())
     kw = {"user": uid, "group": uid} if uid is not None else {}
@@ -60,11 +69,16 @@ class Response:
 
 
 class Client:
-    def __init__(self, url, munge_socket, timeout=30, uid=None):
+    """A client of one service: `audience` is the name every request is
+    signed for (the cluster's ClusterName for a plugin, FLEXCOD for
+    flexcod)."""
+
+    def __init__(self, url, munge_socket, audience, timeout=30, uid=None):
         u = urllib.parse.urlsplit(url)
         self.host = u.hostname
         self.port = u.port
         self.socket = munge_socket
+        self.audience = audience
         self.timeout = timeout
         self.uid = uid  # sign as this uid (None: as ourselves)
 
@@ -72,16 +86,18 @@ class Client:
 
     def request(self, method, target, body=b"", auth=SIGN, headers=None,
                 sign_as=None):
-        """Send one request; sign_as=(method, target, body) signs something
-        other than what is sent (to test tampering)."""
+        """Send one request; sign_as=(method, target, body) or
+        (audience, method, target, body) signs something other than what is
+        sent (to test tampering)."""
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
         elif isinstance(body, str):
             body = body.encode()
         h = dict(headers or {})
         if auth is Client.SIGN:
-            m, t, b = sign_as or (method, target, body)
-            h["Authorization"] = sign(m, t, b, self.socket, uid=self.uid)
+            s = tuple(sign_as or (method, target, body))
+            a, m, t, b = s if len(s) == 4 else (self.audience,) + s
+            h["Authorization"] = sign(a, m, t, b, self.socket, uid=self.uid)
         elif auth is not None:
             h["Authorization"] = auth
         if body:
@@ -97,3 +113,9 @@ class Client:
 
     def get(self, target, **kw):
         return self.request("GET", target, **kw)
+
+
+def plugin_client(cluster, munge_socket, **kw):
+    """A Client of a cluster's plugin from its `localgrid status --json`
+    record: its plugin_url, signed for its name (localgrid's ClusterName)."""
+    return Client(cluster["plugin_url"], munge_socket, cluster["name"], **kw)

@@ -14,7 +14,7 @@ import time
 
 import flexcotest as t
 from flexcodtest import HOLD_ENV, Flexcod, nothing_left, script, slurm_jobs, slurm_reservations
-from flexcohttp import Client
+from flexcohttp import FLEXCOD, Client
 
 NOBODY = 65534
 NODES = [4, 4, 4]
@@ -244,7 +244,7 @@ def main():
                            capture_output=True, text=True, timeout=60)
         pidfile = os.path.join(d2, "pid")
         pid2 = int(open(pidfile).read()) if os.path.exists(pidfile) else None
-        c2 = Client("http://127.0.0.1:%d" % port2, fc.socket)
+        c2 = Client("http://127.0.0.1:%d" % port2, fc.socket, FLEXCOD)
         t.ok(r.returncode == 0 and pid2 and t.pid_alive(pid2)
              and c2.get("/v1/clusters").status == 200,
              "flexcod without -D (FLEXCOD_CONF): detaches, writes its pid file, answers",
@@ -259,6 +259,45 @@ def main():
                  and not os.path.exists(pidfile)
                  and "flexcod stopped" in open(os.path.join(d2, "log")).read(),
                  "SIGTERM: it stops cleanly and removes its pid file")
+        # -- Cluster= that is not the ClusterName at URL= (doc/auth.md) -------
+        # One flexcod whose only cluster is called beta but points at
+        # alpha's plugin: it signs for beta, alpha refuses every call with
+        # wrong_audience, and flexcod says so instead of "unreachable".
+        # (Only that cluster, so this flexcod can touch nothing.)
+        d3 = tempfile.mkdtemp(prefix="flexcod-audience-")
+        conf3 = os.path.join(d3, "flexcod.conf")
+        alpha_url = [ln.split("URL=")[1].split()[0] for ln in text.splitlines()
+                     if ln.startswith("Cluster=alpha ")][0]
+        with open(conf3, "w") as f:
+            f.write("\n".join(ln for ln in text.replace(
+                "ListenPort=%d" % fc.info["port"], "ListenPort=%d" % (port2 + 1)).replace(
+                "StateFile=" + fc.info["state_file"], "StateFile=%s/db" % d3).replace(
+                "PidFile=", "PidFile=%s/pid\n#" % d3).splitlines()
+                if not ln.startswith("Cluster="))
+                    + "\nCluster=beta URL=%s\n" % alpha_url)
+        env3 = dict(env, FLEXCOD_CONF=conf3)
+        log3 = os.path.join(d3, "log")
+        r = subprocess.run([fc.info["program"], "-L", log3], env=env3,
+                           capture_output=True, text=True, timeout=60)
+        pid3 = int(open(os.path.join(d3, "pid")).read()) \
+            if os.path.exists(os.path.join(d3, "pid")) else None
+        want = ("cluster beta: the plugin at %s refuses our requests as signed for "
+                "another cluster" % alpha_url)
+        def log3_text():
+            if not os.path.exists(log3):
+                return ""
+            with open(log3) as f:
+                return f.read()
+        seen = t.wait_for(lambda: want in log3_text(), 30, "the wrong_audience log line")
+        logged = log3_text()
+        t.ok(r.returncode == 0 and seen and "signed for 'beta', this is 'alpha'" in logged
+             and "Cluster=beta in flexcod.conf must be that cluster's ClusterName" in logged,
+             "Cluster=beta pointing at alpha's plugin: flexcod logs that alpha refuses "
+             "requests signed for beta and that Cluster= must be the ClusterName",
+             "%s %r" % (r.returncode, logged[-600:]))
+        if pid3:
+            os.kill(pid3, signal.SIGTERM)
+            t.wait_for(lambda: not t.pid_alive(pid3), 30, "it to stop")
         r3 = subprocess.run([fc.info["program"], "-D", "-f", os.path.join(d2, "nope.conf")],
                             capture_output=True, text=True, timeout=30)
         t.ok(r3.returncode == 1 and "nope.conf" in r3.stderr,

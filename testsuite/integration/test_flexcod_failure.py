@@ -146,9 +146,9 @@ def main():
              "a split co-allocation half an hour ahead", "%s %r" % (st, doc))
         lost = doc["parts"][0]
         status = grid.status()
-        url = {c["name"]: c["plugin_url"] for c in status["clusters"]}[lost["cluster"]]
-        from flexcohttp import Client
-        r = Client(url, status["munge_socket"]).request(
+        cl = {c["name"]: c for c in status["clusters"]}[lost["cluster"]]
+        from flexcohttp import plugin_client
+        r = plugin_client(cl, status["munge_socket"]).request(
             "DELETE", "/v1/reservations/%d" % lost["reservation_id"])
         t.ok(r.status == 200, "its part on %s is deleted behind flexcod's back" % lost["cluster"])
 

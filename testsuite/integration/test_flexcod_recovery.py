@@ -14,7 +14,7 @@ import threading
 import flexcotest as t
 from flexcodtest import HOLD_ENV, Flexcod, Hold, nothing_left, script, slurm_jobs, \
     slurm_reservations
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 NODES = [4, 4, 4]
 STEPS = ["reserving", "reserved", "confirmed", "submitted"]
@@ -73,7 +73,7 @@ def main():
 
         # -- an orphan: a flexco reservation no record knows ---------------------
         alpha = st["clusters"][0]
-        pc = Client(alpha["plugin_url"], st["munge_socket"])
+        pc = plugin_client(alpha, st["munge_socket"])
         import time
         r = pc.request("POST", "/v1/reservations",
                        body={"user": "root", "nodes": 1, "start": int(time.time()) + 3600,

@@ -17,7 +17,7 @@ import threading
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 CLUSTER = "alpha"
 NODES = 4
@@ -151,7 +151,7 @@ def main():
         st = st or grid.status()
         sock = st["munge_socket"]
         cl = st["clusters"][0]
-        client = Client(cl["plugin_url"], sock, timeout=120)
+        client = plugin_client(cl, sock, timeout=120)
         feed = Feed(client)
         killer = Killer()
         try:

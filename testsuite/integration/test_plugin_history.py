@@ -8,7 +8,7 @@ import os
 import re
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 NODES = 4
 
@@ -49,7 +49,7 @@ def main():
         t.ok(cfg.get("PResHistoryInterval") == "5"
              and cfg.get("PResHistoryPeriod") == "60",
              "slurmctld's log shows the history settings in effect", "%r" % cfg)
-        c = Client(cl["plugin_url"], st["munge_socket"])
+        c = plugin_client(cl, st["munge_socket"])
 
         # -- what is recorded: the idle nodes of the partition -------------
         r0, s0, _ = read_history(state)

@@ -3,11 +3,14 @@
 on every request, JSON errors for bad input that leave slurmctld unharmed,
 and GET /v1/profile matching what the cluster really runs."""
 
+import hashlib
+import os
 import socket
+import subprocess
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import Client, plugin_client
 
 NODES = {"alpha": 4, "beta": 6, "gamma": 8}
 CPUS = 8
@@ -49,7 +52,7 @@ def main():
         st = st or grid.status()
         sock = st["munge_socket"]
         clusters = {c["name"]: c for c in st["clusters"]}
-        alpha = Client(clusters["alpha"]["plugin_url"], sock)
+        alpha = plugin_client(clusters["alpha"], sock)
         host, port = alpha.host, alpha.port
 
         # -- authentication ------------------------------------------------
@@ -73,18 +76,81 @@ def main():
         t.ok(r.status == 401 and r.error_code() == "request_mismatch",
              "credential signed for another query: 401 request_mismatch")
         from flexcohttp import sign
-        hdr = sign("GET", "/v1/stats", b"", sock)
+        hdr = sign("alpha", "GET", "/v1/stats", b"", sock)
         r1 = alpha.get("/v1/stats", auth=hdr)
         r2 = alpha.get("/v1/stats", auth=hdr)
         t.ok(r1.status == 200 and r2.status == 401
              and r2.error_code() == "replayed",
              "a credential is accepted once, its replay gets 401 replayed",
              "%s then %s %r" % (r1.status, r2.status, r2.raw[:300]))
-        old = sign("GET", "/v1/stats", b"", sock,
+        old = sign("alpha", "GET", "/v1/stats", b"", sock,
                    timestamp=int(time.time()) - 3600)
         r = alpha.get("/v1/stats", auth=old)
         t.ok(r.status == 401 and r.error_code() == "expired",
              "a request signed an hour ago: 401 expired",
+             "%s %r" % (r.status, r.raw[:300]))
+
+        # -- cluster binding (doc/auth.md, "Audience"; issue 14 §1.2) -----
+        # A request signed for alpha and delivered to beta instead (stopped
+        # on its way to alpha, so no munged has seen it) is refused by beta
+        # and changes nothing there; the same request signed for beta works.
+        beta_url = clusters["beta"]["plugin_url"]
+        for_alpha = Client(beta_url, sock, "alpha")  # signs for alpha
+        for_beta = plugin_client(clusters["beta"], sock)
+
+        def beta_state():
+            """flexco reservations on beta: the plugin's list and Slurm's."""
+            listed = (for_beta.get("/v1/reservations").json or {}).get("reservations")
+            out = grid.run("beta", ["scontrol", "show", "res"])
+            in_slurm = sorted(w.split("=", 1)[1] for w in out.stdout.split()
+                              if w.startswith("ReservationName=flexco_"))
+            return listed, in_slurm
+
+        resv = {"user": "root", "nodes": 1, "start": int(time.time()) + 7200,
+                "duration": 600, "confirm_within": 300}
+        r = for_alpha.request("POST", "/v1/reservations", body=resv)
+        listed, in_slurm = beta_state()
+        t.ok(r.status == 401 and r.is_json_error()
+             and r.error_code() == "wrong_audience",
+             "POST /v1/reservations signed for alpha, sent to beta: 401 wrong_audience",
+             "%s %r %r" % (r.status, r.headers, r.raw[:300]))
+        t.ok(listed == [] and in_slurm == [],
+             "... and beta made no reservation (plugin list, scontrol show res)",
+             "%r %r" % (listed, in_slurm))
+        r = for_beta.request("POST", "/v1/reservations", body=resv)
+        doc = r.json or {}
+        rid, name = doc.get("id"), doc.get("name")
+        listed, in_slurm = beta_state()
+        t.ok(r.status == 201 and in_slurm == [name]
+             and [x.get("id") for x in listed or []] == [rid],
+             "the same request signed for beta: 201, %s exists in Slurm" % name,
+             "%s %r %r %r" % (r.status, r.raw[:300], listed, in_slurm))
+        r = for_alpha.request("DELETE", "/v1/reservations/%s" % rid)
+        _, in_slurm = beta_state()
+        t.ok(r.status == 401 and r.error_code() == "wrong_audience"
+             and in_slurm == [name],
+             "DELETE of beta's reservation signed for alpha: 401 wrong_audience, "
+             "the reservation stays", "%s %r %r" % (r.status, r.raw[:300], in_slurm))
+        r = for_beta.request("DELETE", "/v1/reservations/%s" % rid)
+        _, in_slurm = beta_state()
+        t.ok(r.status == 200 and in_slurm == [],
+             "... signed for beta: deleted", "%s %r %r" % (r.status, r.raw[:300], in_slurm))
+        # The name is compared exactly (Slurm stores ClusterName in lower
+        # case), and a credential for flexcod is not one for a cluster.
+        for aud in ("BETA", "flexcod"):
+            r = Client(beta_url, sock, aud).get("/v1/stats")
+            t.ok(r.status == 401 and r.error_code() == "wrong_audience",
+                 "GET /v1/stats signed for %r at beta: 401 wrong_audience" % aud,
+                 "%s %r" % (r.status, r.raw[:300]))
+        # An old flexco-auth-v1 credential (no audience) is refused.
+        v1 = "flexco-auth-v1\nGET\n/v1/stats\n%s\n%d\n%s\n" % (
+            hashlib.sha256(b"").hexdigest(), int(time.time()), os.urandom(16).hex())
+        cred = subprocess.run(["munge", "-S", sock, "-z", "none"], input=v1.encode(),
+                              capture_output=True, check=True).stdout.decode().strip()
+        r = for_beta.get("/v1/stats", auth="MUNGE " + cred)
+        t.ok(r.status == 401 and r.error_code() == "malformed_payload"
+             and "no longer accepted" in (r.json or {}).get("error", {}).get("message", ""),
+             "a flexco-auth-v1 credential: 401 malformed_payload (v1 is refused)",
              "%s %r" % (r.status, r.raw[:300]))
 
         # -- malformed requests: 4xx JSON, nothing changes ----------------
@@ -145,7 +211,7 @@ def main():
 
         # -- the profile ---------------------------------------------------
         for name, nodes in sorted(NODES.items()):
-            c = Client(clusters[name]["plugin_url"], sock)
+            c = plugin_client(clusters[name], sock)
             r = c.get("/v1/profile?horizon=3600")
             doc = r.json or {}
             ok = r.status == 200 and doc.get("cluster") == name \
@@ -158,7 +224,7 @@ def main():
                  "%s: idle profile is %d nodes / %d CPUs free for the whole horizon"
                  % (name, nodes, nodes * CPUS), "%s %r" % (r.status, r.raw[:600]))
 
-        beta = Client(clusters["beta"]["plugin_url"], sock)
+        beta = plugin_client(clusters["beta"], sock)
         jobid = grid.submit("beta", ["-N2", "-t", "10", "-o", "/dev/null",
                                      "--wrap", "sleep 300"])
         job = grid.wait_job("beta", jobid, states=("RUNNING",), timeout=60)
@@ -181,7 +247,7 @@ def main():
                                "Duration=30", "NodeCnt=3", "Users=root"])
         t.ok(r.returncode == 0, "gamma: scontrol create reservation",
              r.stdout + r.stderr)
-        gamma = Client(clusters["gamma"]["plugin_url"], sock)
+        gamma = plugin_client(clusters["gamma"], sock)
         r = gamma.get("/v1/profile?horizon=14400")
         doc = r.json or {}
         now = doc.get("snapshot_time", 0)

@@ -10,7 +10,7 @@ import tempfile
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 NODES = 4
 NOBODY = 65534
@@ -22,8 +22,8 @@ def main():
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
         sock = st["munge_socket"]
-        url = st["clusters"][0]["plugin_url"]
-        c = Client(url, sock)
+        cl = st["clusters"][0]
+        c = plugin_client(cl, sock)
         now = int(time.time())
         r = c.request("POST", "/v1/reservations",
                       body={"user": "root", "nodes": 2, "start": now,
@@ -53,7 +53,7 @@ def main():
         path = "/v1/reservations/%s/jobs" % rid
 
         # -- authorization and validation -----------------------------------
-        nobody = Client(url, sock, uid=NOBODY)
+        nobody = plugin_client(cl, sock, uid=NOBODY)
         r = nobody.request("POST", path, body=body)
         t.ok(r.status == 403 and r.error_code() == "forbidden",
              "a uid not in DaemonUsers gets 403", "%s %r" % (r.status, r.raw[:300]))

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 EXPECTED_NODES = {"alpha": 4, "beta": 6, "gamma": 8}
 CPUS = 8
@@ -176,7 +176,7 @@ def main():
         # later start a new slurmctld, whose plugin must take the port over
         # once the old one let go.  Either way the plugin serves again.
         a = clusters["alpha"]
-        client = Client(a["plugin_url"], st["munge_socket"], timeout=10)
+        client = plugin_client(a, st["munge_socket"], timeout=10)
         before = time.time()
         r = grid.run("alpha", ["scontrol", "reconfigure"])
         t.ok(r.returncode == 0, "scontrol reconfigure on alpha", r.stdout + r.stderr)

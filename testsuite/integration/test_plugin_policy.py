@@ -8,7 +8,7 @@ reservations by state and the refusals."""
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 NODES = 4
 NOBODY = 65534
@@ -20,9 +20,9 @@ def main():
                                      "--plugin-option", "MinFit=0.9"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
-        url, sock = st["clusters"][0]["plugin_url"], st["munge_socket"]
-        c = Client(url, sock)
-        nobody = Client(url, sock, uid=NOBODY)
+        cl, sock = st["clusters"][0], st["munge_socket"]
+        c = plugin_client(cl, sock)
+        nobody = plugin_client(cl, sock, uid=NOBODY)
 
         # -- QueryUsers ---------------------------------------------------
         for method, path, body in [("GET", "/v1/profile", None),

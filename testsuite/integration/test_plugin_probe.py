@@ -7,7 +7,7 @@ strict request validation, and slurmctld unharmed."""
 import datetime
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 NODES = 4
 
@@ -60,7 +60,7 @@ def main():
     with t.Grid(nodes=[NODES], args=["--no-flexcod"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
-        c = Client(st["clusters"][0]["plugin_url"], st["munge_socket"])
+        c = plugin_client(st["clusters"][0], st["munge_socket"])
 
         # -- idle cluster ---------------------------------------------------
         r = c.request("POST", "/v1/probe", body={"nodes": 2, "duration": 600})

@@ -8,7 +8,7 @@ for DaemonUsers only; orphan flexco_* reservations are removed."""
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 NODES = 4
 NOBODY = 65534
@@ -30,8 +30,8 @@ def main():
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
         sock = st["munge_socket"]
-        url = st["clusters"][0]["plugin_url"]
-        c = Client(url, sock)
+        cl = st["clusters"][0]
+        c = plugin_client(cl, sock)
         now = int(time.time())
         start = now + 3600
         body = {"user": "root", "nodes": 2, "start": start, "duration": 1800,
@@ -71,7 +71,7 @@ def main():
              "the profile shows the reserved nodes taken", "%r" % p.get("steps"))
 
         # -- authorization and validation -----------------------------------
-        nobody = Client(url, sock, uid=NOBODY)
+        nobody = plugin_client(cl, sock, uid=NOBODY)
         r = nobody.request("POST", "/v1/reservations", body=body)
         t.ok(r.status == 403 and r.error_code() == "forbidden",
              "a uid not in DaemonUsers gets 403 on create",
@@ -144,6 +144,36 @@ def main():
              "%s %r" % (r.status, r.raw[:300]))
         r = c.request("PATCH", "/v1/reservations/%s" % rid, body={"colour": 1})
         t.ok(r.status == 400, "PATCH with an unknown field: 400")
+
+        # -- a refusal that is not final is not kept under its key ----------
+        # (issue 14 §1.8) With the 4th node held by another reservation,
+        # growing to 4 nodes is refused (409, nothing done); once it is
+        # free, the same request under the same Idempotency-Key is carried
+        # out instead of getting the stored 409 for 24 hours.
+        r = grid.run("alpha", ["scontrol", "create", "reservation",
+                               "ReservationName=block_1", "StartTime=now+60minutes",
+                               "Duration=120", "NodeCnt=1", "Users=root"])
+        t.ok(r.returncode == 0, "another reservation holds alpha's 4th node",
+             r.stdout + r.stderr)
+        r = c.request("PATCH", "/v1/reservations/%s" % rid, body={"nodes": 4},
+                      headers={"Idempotency-Key": "m-1"})
+        t.ok(r.status == 409 and r.is_json_error()
+             and show_res(grid, name).get("NodeCnt") == "3",
+             "PATCH to 4 nodes while one is held: 409, nothing changed",
+             "%s %r" % (r.status, r.raw[:300]))
+        r = grid.run("alpha", ["scontrol", "delete", "ReservationName=block_1"])
+        t.ok(r.returncode == 0, "... the other reservation is deleted", r.stdout + r.stderr)
+        r = c.request("PATCH", "/v1/reservations/%s" % rid, body={"nodes": 4},
+                      headers={"Idempotency-Key": "m-1"})
+        t.ok(r.status == 200 and (r.json or {}).get("nodes") == 4
+             and show_res(grid, name).get("NodeCnt") == "4",
+             "the same PATCH under the same key again: carried out now (200, 4 nodes), "
+             "not the stored 409", "%s %r %r" % (r.status, r.raw[:300], show_res(grid, name)))
+        r = c.request("PATCH", "/v1/reservations/%s" % rid, body={"nodes": 4},
+                      headers={"Idempotency-Key": "m-1"})
+        t.ok(r.status == 200 and (r.json or {}).get("nodes") == 4,
+             "... and that final answer is kept: the same key again replays it",
+             "%s %r" % (r.status, r.raw[:300]))
 
         # -- delete ---------------------------------------------------------
         r = c.request("DELETE", "/v1/reservations/%s" % rid,

@@ -11,7 +11,7 @@ import threading
 import time
 
 import flexcotest as t
-from flexcohttp import Client
+from flexcohttp import plugin_client
 
 NODES = 4
 PENDING = 200
@@ -27,7 +27,7 @@ def main():
                                      "SnapshotJobsPerHold=1"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
-        c = Client(st["clusters"][0]["plugin_url"], st["munge_socket"], timeout=60)
+        c = plugin_client(st["clusters"][0], st["munge_socket"], timeout=60)
         cfg = grid.plugin_settings("alpha") or {}
         t.ok(cfg.get("SnapshotJobsPerHold") == "1",
              "slurmctld's log shows SnapshotJobsPerHold=1 in effect", "%r" % cfg)

@@ -300,10 +300,15 @@ auth::Signer make_signer(const std::string& socket, int ttl = 0) {
   return std::move(signer).value();
 }
 
+// The audience the tests' verifiers speak for (a cluster's ClusterName).
+const std::string kAudience = "alpha";
+
 auth::Verifier make_verifier(std::int64_t max_age = 300, std::int64_t max_skew = 60,
                              std::size_t capacity = 1024,
-                             const std::string& socket = g_munged.socket) {
+                             const std::string& socket = g_munged.socket,
+                             const std::string& audience = kAudience) {
   auth::VerifierConfig config;
+  config.audience = audience;
   config.socket_path = socket;
   config.max_age = max_age;
   config.max_skew = max_skew;
@@ -314,9 +319,17 @@ auth::Verifier make_verifier(std::int64_t max_age = 300, std::int64_t max_skew =
   return std::move(verifier).value();
 }
 
+std::string sign_for_or_fail(const auth::Signer& signer, const std::string& audience,
+                             const std::string& method, const std::string& path,
+                             const std::string& body) {
+  auto header = signer.sign(audience, method, path, body);
+  ck_assert_msg(header.ok(), "sign: %s", header.ok() ? "" : header.error().message.c_str());
+  return header.value();
+}
+
 std::string sign_or_fail(const auth::Signer& signer, const std::string& method,
                          const std::string& path, const std::string& body) {
-  auto header = signer.sign(method, path, body);
+  auto header = signer.sign(kAudience, method, path, body);
   ck_assert_msg(header.ok(), "sign: %s", header.ok() ? "" : header.error().message.c_str());
   return header.value();
 }
@@ -360,6 +373,7 @@ const std::string kNonce = "0123456789abcdef0123456789abcdef";
 
 auth::Payload sample_payload(std::int64_t timestamp) {
   auth::Payload p;
+  p.audience = kAudience;
   p.method = "POST";
   p.path = "/v1/reservations?cluster=alpha";
   p.body_sha256 = flexco::sha256_hex("{\"nodes\":4}");
@@ -501,6 +515,7 @@ START_TEST(error_codes_and_statuses) {
       {Errc::kMalformedCredential, "malformed_credential", 401},
       {Errc::kMungeRejected, "munge_rejected", 401},
       {Errc::kMalformedPayload, "malformed_payload", 401},
+      {Errc::kWrongAudience, "wrong_audience", 401},
       {Errc::kRequestMismatch, "request_mismatch", 401},
       {Errc::kExpired, "expired", 401},
       {Errc::kNotYetValid, "not_yet_valid", 401},
@@ -535,11 +550,12 @@ START_TEST(payload_round_trip) {
   const auth::Payload p = sample_payload(1700000000);
   auto text = auth::encode_payload(p);
   expect_ok(text, "encode_payload");
-  const std::string expected = "flexco-auth-v1\nPOST\n/v1/reservations?cluster=alpha\n" +
+  const std::string expected = "flexco-auth-v2\nalpha\nPOST\n/v1/reservations?cluster=alpha\n" +
                                p.body_sha256 + "\n1700000000\n" + kNonce + "\n";
   EXPECT_STR_EQ(text.value(), expected);
   auto back = auth::parse_payload(text.value());
   expect_ok(back, "parse_payload");
+  EXPECT_STR_EQ(back.value().audience, p.audience);
   EXPECT_STR_EQ(back.value().method, p.method);
   EXPECT_STR_EQ(back.value().path, p.path);
   EXPECT_STR_EQ(back.value().body_sha256, p.body_sha256);
@@ -551,6 +567,7 @@ END_TEST
 START_TEST(payload_limits_accepted) {
   // The largest payload of all: every field at its maximum.
   auth::Payload p = sample_payload(INT64_MAX);
+  p.audience = std::string(auth::kMaxAudienceLength, 'a');
   p.method = std::string(auth::kMaxMethodLength, 'M');
   p.path = "/" + std::string(auth::kMaxPathLength - 1, 'p');
   auto text = auth::encode_payload(p);
@@ -575,56 +592,72 @@ struct BadPayload {
   const char* mentions;  // a part of the message
 };
 
-std::string payload_text(const std::string& version, const std::string& method,
-                         const std::string& path, const std::string& digest,
-                         const std::string& ts, const std::string& nonce) {
-  return version + "\n" + method + "\n" + path + "\n" + digest + "\n" + ts + "\n" + nonce + "\n";
+std::string payload_text(const std::string& version, const std::string& audience,
+                         const std::string& method, const std::string& path,
+                         const std::string& digest, const std::string& ts,
+                         const std::string& nonce) {
+  return version + "\n" + audience + "\n" + method + "\n" + path + "\n" + digest + "\n" + ts +
+         "\n" + nonce + "\n";
 }
 
 const std::vector<BadPayload>& bad_payloads() {
   static const std::vector<BadPayload> table = [] {
-    const std::string v = "flexco-auth-v1", m = "GET", p = "/v1/x?a=1", d = kEmptyDigest,
-                      t = "1700000000", n = kNonce;
-    const std::string good = payload_text(v, m, p, d, t, n);
+    const std::string v = "flexco-auth-v2", a = "alpha", m = "GET", p = "/v1/x?a=1",
+                      d = kEmptyDigest, t = "1700000000", n = kNonce;
+    const std::string good = payload_text(v, a, m, p, d, t, n);
+    // A complete flexco-auth-v1 payload (no audience line): refused.
+    const std::string v1 = "flexco-auth-v1\n" + m + "\n" + p + "\n" + d + "\n" + t + "\n" + n + "\n";
     std::vector<BadPayload> rows = {
         {"empty", "", "newline"},
         {"no final newline", good.substr(0, good.size() - 1), "newline"},
-        {"five fields", v + "\n" + m + "\n" + p + "\n" + d + "\n" + t + "\n", "5 lines"},
-        {"seven fields", good + "extra\n", "7 lines"},
+        {"six fields", v + "\n" + a + "\n" + m + "\n" + p + "\n" + d + "\n" + t + "\n", "6 lines"},
+        {"eight fields", good + "extra\n", "8 lines"},
         {"data after last newline", good + "x", "newline"},
-        {"blank line appended", good + "\n", "7 lines"},
-        {"other version", payload_text("flexco-auth-v2", m, p, d, t, n), "line 1"},
-        {"version with CR", payload_text(v + "\r", m, p, d, t, n), "line 1"},
-        {"CRLF lines", v + "\r\n" + m + "\r\n" + p + "\r\n" + d + "\r\n" + t + "\r\n" + n + "\r\n",
-         "line 1"},
-        {"empty method", payload_text(v, "", p, d, t, n), "line 2"},
-        {"lowercase method", payload_text(v, "get", p, d, t, n), "line 2"},
-        {"method with digit", payload_text(v, "G3T", p, d, t, n), "line 2"},
-        {"method too long", payload_text(v, std::string(17, 'A'), p, d, t, n), "line 2"},
-        {"empty path", payload_text(v, m, "", d, t, n), "line 3"},
-        {"relative path", payload_text(v, m, "v1/x", d, t, n), "line 3"},
-        {"path with space", payload_text(v, m, "/v1/x y", d, t, n), "line 3"},
-        {"path with tab", payload_text(v, m, "/v1/x\ty", d, t, n), "line 3"},
-        {"path with UTF-8", payload_text(v, m, "/v1/caf\xc3\xa9", d, t, n), "line 3"},
-        {"path with NUL", payload_text(v, m, std::string("/v1/\0x", 6), d, t, n), "line 3"},
-        {"path too long", payload_text(v, m, "/" + std::string(2048, 'a'), d, t, n), "line 3"},
-        {"digest too short", payload_text(v, m, p, d.substr(1), t, n), "line 4"},
-        {"digest too long", payload_text(v, m, p, d + "0", t, n), "line 4"},
-        {"digest uppercase", payload_text(v, m, p, "E3B0" + d.substr(4), t, n), "line 4"},
-        {"digest not hex", payload_text(v, m, p, "g" + d.substr(1), t, n), "line 4"},
-        {"timestamp empty", payload_text(v, m, p, d, "", n), "line 5"},
-        {"timestamp negative", payload_text(v, m, p, d, "-1", n), "line 5"},
-        {"timestamp plus sign", payload_text(v, m, p, d, "+1", n), "line 5"},
-        {"timestamp leading zero", payload_text(v, m, p, d, "01700000000", n), "line 5"},
-        {"timestamp fraction", payload_text(v, m, p, d, "1700000000.5", n), "line 5"},
-        {"timestamp space", payload_text(v, m, p, d, " 1700000000", n), "line 5"},
-        {"timestamp hex", payload_text(v, m, p, d, "0x10", n), "line 5"},
-        {"timestamp overflow", payload_text(v, m, p, d, "9223372036854775808", n), "line 5"},
-        {"timestamp 20 digits", payload_text(v, m, p, d, "10000000000000000000", n), "line 5"},
-        {"nonce too short", payload_text(v, m, p, d, t, n.substr(1)), "line 6"},
-        {"nonce too long", payload_text(v, m, p, d, t, n + "0"), "line 6"},
-        {"nonce uppercase", payload_text(v, m, p, d, t, "ABCDEF" + n.substr(6)), "line 6"},
-        {"nonce with NUL", payload_text(v, m, p, d, t, std::string(31, 'a') + '\0'), "line 6"},
+        {"blank line appended", good + "\n", "8 lines"},
+        {"version 1", v1, "no longer accepted"},
+        {"version 1 with an audience line", payload_text("flexco-auth-v1", a, m, p, d, t, n),
+         "no longer accepted"},
+        {"other version", payload_text("flexco-auth-v3", a, m, p, d, t, n), "line 1"},
+        {"version with CR", payload_text(v + "\r", a, m, p, d, t, n), "line 1"},
+        {"CRLF lines", v + "\r\n" + a + "\r\n" + m + "\r\n" + p + "\r\n" + d + "\r\n" + t +
+         "\r\n" + n + "\r\n", "line 1"},
+        {"audience missing", v + "\n" + m + "\n" + p + "\n" + d + "\n" + t + "\n" + n + "\n",
+         "6 lines"},
+        {"empty audience", payload_text(v, "", m, p, d, t, n), "line 2"},
+        {"audience with space", payload_text(v, "alpha beta", m, p, d, t, n), "line 2"},
+        {"audience with dot", payload_text(v, "alpha.example", m, p, d, t, n), "line 2"},
+        {"audience with colon", payload_text(v, "cluster:alpha", m, p, d, t, n), "line 2"},
+        {"audience with CR", payload_text(v, "alpha\r", m, p, d, t, n), "line 2"},
+        {"audience with UTF-8", payload_text(v, "\xc3\xa9", m, p, d, t, n), "line 2"},
+        {"audience too long", payload_text(v, std::string(65, 'a'), m, p, d, t, n), "line 2"},
+        {"empty method", payload_text(v, a, "", p, d, t, n), "line 3"},
+        {"lowercase method", payload_text(v, a, "get", p, d, t, n), "line 3"},
+        {"method with digit", payload_text(v, a, "G3T", p, d, t, n), "line 3"},
+        {"method too long", payload_text(v, a, std::string(17, 'A'), p, d, t, n), "line 3"},
+        {"empty path", payload_text(v, a, m, "", d, t, n), "line 4"},
+        {"relative path", payload_text(v, a, m, "v1/x", d, t, n), "line 4"},
+        {"path with space", payload_text(v, a, m, "/v1/x y", d, t, n), "line 4"},
+        {"path with tab", payload_text(v, a, m, "/v1/x\ty", d, t, n), "line 4"},
+        {"path with UTF-8", payload_text(v, a, m, "/v1/caf\xc3\xa9", d, t, n), "line 4"},
+        {"path with NUL", payload_text(v, a, m, std::string("/v1/\0x", 6), d, t, n), "line 4"},
+        {"path too long", payload_text(v, a, m, "/" + std::string(2048, 'a'), d, t, n), "line 4"},
+        {"digest too short", payload_text(v, a, m, p, d.substr(1), t, n), "line 5"},
+        {"digest too long", payload_text(v, a, m, p, d + "0", t, n), "line 5"},
+        {"digest uppercase", payload_text(v, a, m, p, "E3B0" + d.substr(4), t, n), "line 5"},
+        {"digest not hex", payload_text(v, a, m, p, "g" + d.substr(1), t, n), "line 5"},
+        {"timestamp empty", payload_text(v, a, m, p, d, "", n), "line 6"},
+        {"timestamp negative", payload_text(v, a, m, p, d, "-1", n), "line 6"},
+        {"timestamp plus sign", payload_text(v, a, m, p, d, "+1", n), "line 6"},
+        {"timestamp leading zero", payload_text(v, a, m, p, d, "01700000000", n), "line 6"},
+        {"timestamp fraction", payload_text(v, a, m, p, d, "1700000000.5", n), "line 6"},
+        {"timestamp space", payload_text(v, a, m, p, d, " 1700000000", n), "line 6"},
+        {"timestamp hex", payload_text(v, a, m, p, d, "0x10", n), "line 6"},
+        {"timestamp overflow", payload_text(v, a, m, p, d, "9223372036854775808", n), "line 6"},
+        {"timestamp 20 digits", payload_text(v, a, m, p, d, "10000000000000000000", n), "line 6"},
+        {"nonce too short", payload_text(v, a, m, p, d, t, n.substr(1)), "line 7"},
+        {"nonce too long", payload_text(v, a, m, p, d, t, n + "0"), "line 7"},
+        {"nonce uppercase", payload_text(v, a, m, p, d, t, "ABCDEF" + n.substr(6)), "line 7"},
+        {"nonce with NUL", payload_text(v, a, m, p, d, t, std::string(31, 'a') + '\0'), "line 7"},
         {"oversize", good + std::string(auth::kMaxPayloadSize, '\n'), "more than"},
     };
     return rows;
@@ -655,6 +688,9 @@ START_TEST(payload_encoder_rejects) {
     change(p);
     rows.push_back({name, p});
   };
+  with("empty audience", [](auth::Payload& p) { p.audience = ""; });
+  with("audience with newline", [](auth::Payload& p) { p.audience = "alpha\nGET"; });
+  with("audience too long", [](auth::Payload& p) { p.audience = std::string(65, 'a'); });
   with("empty method", [](auth::Payload& p) { p.method = ""; });
   with("lowercase method", [](auth::Payload& p) { p.method = "post"; });
   with("relative path", [](auth::Payload& p) { p.path = "v1"; });
@@ -665,6 +701,13 @@ START_TEST(payload_encoder_rejects) {
   for (const Row& row : rows) {
     expect_error(auth::encode_payload(row.payload), Errc::kInvalidArgument, row.name);
   }
+  expect_ok(auth::validate_audience("alpha"), "validate_audience alpha");
+  expect_ok(auth::validate_audience("Cluster_2-b"), "validate_audience Cluster_2-b");
+  expect_ok(auth::validate_audience(std::string(64, 'z')), "validate_audience 64");
+  expect_error(auth::validate_audience(""), Errc::kInvalidArgument, "validate_audience empty");
+  expect_error(auth::validate_audience(std::string(65, 'z')), Errc::kInvalidArgument,
+               "validate_audience 65");
+  expect_error(auth::validate_audience("a b"), Errc::kInvalidArgument, "validate_audience space");
   expect_ok(auth::validate_method("DELETE"), "validate_method DELETE");
   expect_error(auth::validate_method("DEL ETE"), Errc::kInvalidArgument, "validate_method");
   expect_ok(auth::validate_path("/v1/co?x=%20&y"), "validate_path");
@@ -714,6 +757,7 @@ START_TEST(config_validation) {
 
   auto bad = [](const char* name, auto change) {
     auth::VerifierConfig vc;
+    vc.audience = "alpha";
     change(vc);
     expect_error(auth::Verifier::create(vc), Errc::kInvalidArgument, name);
   };
@@ -726,7 +770,11 @@ START_TEST(config_validation) {
     c.replay_capacity = auth::kMaxReplayCapacity + 1;
   });
   bad("relative socket", [](auth::VerifierConfig& c) { c.socket_path = "munge.sock"; });
+  bad("no audience", [](auth::VerifierConfig& c) { c.audience = ""; });
+  bad("audience with space", [](auth::VerifierConfig& c) { c.audience = "alpha beta"; });
+  bad("audience too long", [](auth::VerifierConfig& c) { c.audience = std::string(65, 'a'); });
   auth::VerifierConfig vc;
+  vc.audience = std::string(auth::kFlexcodAudience);
   auto v = auth::Verifier::create(vc);
   expect_ok(v, "default verifier");
   ck_assert_int_eq(v.value().config().max_age, 300);
@@ -808,6 +856,9 @@ START_TEST(signed_payload_is_as_documented) {
   const std::int64_t t0 = now_s();
   const auth::Payload a = raw_munge_decode(sign_or_fail(signer, "PUT", "/v1/x?y=z", "body"));
   const std::int64_t t1 = now_s();
+  EXPECT_STR_EQ(a.audience, kAudience);
+  EXPECT_STR_EQ(raw_munge_decode(sign_for_or_fail(signer, "beta", "GET", "/", "")).audience,
+                "beta");
   EXPECT_STR_EQ(a.method, "PUT");
   EXPECT_STR_EQ(a.path, "/v1/x?y=z");
   EXPECT_STR_EQ(a.body_sha256, flexco::sha256_hex("body"));
@@ -815,7 +866,7 @@ START_TEST(signed_payload_is_as_documented) {
   ck_assert_int_le(a.timestamp, t1);
   const auth::Payload b = raw_munge_decode(sign_or_fail(signer, "PUT", "/v1/x?y=z", "body"));
   ck_assert(a.nonce != b.nonce);
-  auto c = signer.sign_at("GET", "/", "", 1234);
+  auto c = signer.sign_at(kAudience, "GET", "/", "", 1234);
   expect_ok(c, "sign_at");
   ck_assert_int_eq(raw_munge_decode(c.value()).timestamp, 1234);
 }
@@ -923,10 +974,10 @@ START_TEST(timestamp_window_with_explicit_now) {
     }
   }
   // A forged old timestamp against the real clock: no waiting needed.
-  auto old = signer.sign_at("GET", "/v1/co", "", now_s() - 3600);
+  auto old = signer.sign_at(kAudience, "GET", "/v1/co", "", now_s() - 3600);
   expect_ok(old, "sign_at old");
   expect_error(verifier.verify("GET", "/v1/co", "", old.value()), Errc::kExpired, "forged old");
-  auto future = signer.sign_at("GET", "/v1/co", "", now_s() + 3600);
+  auto future = signer.sign_at(kAudience, "GET", "/v1/co", "", now_s() + 3600);
   expect_ok(future, "sign_at future");
   expect_error(verifier.verify("GET", "/v1/co", "", future.value()), Errc::kNotYetValid,
                "forged future");
@@ -972,7 +1023,7 @@ START_TEST(munged_unreachable) {
   expect_error(r, Errc::kMungeUnavailable, "verify without munged");
   ck_assert_int_eq(r.error().munge_error, EMUNGE_SOCKET);
   const auth::Signer lost = make_signer(nowhere);
-  auto s = lost.sign("GET", "/v1/co", "");
+  auto s = lost.sign(kAudience, "GET", "/v1/co", "");
   expect_error(s, Errc::kMungeUnavailable, "sign without munged");
 }
 END_TEST
@@ -1029,12 +1080,70 @@ START_TEST(foreign_payload_rejected) {
   expect_error(r, Errc::kMalformedPayload, "foreign payload");
   r = verifier.verify("GET", "/v1/co", "", raw_munge_encode(nullptr, 0));
   expect_error(r, Errc::kMalformedPayload, "empty payload");
-  const std::string v2 =
-      payload_text("flexco-auth-v2", "GET", "/v1/co", kEmptyDigest, std::to_string(now_s()),
-                   random_nonce());
+  const std::string v3 = payload_text("flexco-auth-v3", kAudience, "GET", "/v1/co", kEmptyDigest,
+                                      std::to_string(now_s()), random_nonce());
   r = verifier.verify("GET", "/v1/co", "",
-                      raw_munge_encode(v2.data(), static_cast<int>(v2.size())));
-  expect_error(r, Errc::kMalformedPayload, "version 2 payload");
+                      raw_munge_encode(v3.data(), static_cast<int>(v3.size())));
+  expect_error(r, Errc::kMalformedPayload, "version 3 payload");
+  ck_assert_uint_eq(verifier.replay_cache_size(), 0);
+}
+END_TEST
+
+START_TEST(wrong_audience_refused) {
+  // Issue 14 §1.2: a request signed for cluster alpha, delivered to cluster
+  // beta, is refused there (and so is one signed for flexcod).
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier beta = make_verifier(300, 60, 1024, g_munged.socket, "beta");
+  const std::string body = "{\"nodes\":4}";
+  const std::string for_alpha =
+      sign_for_or_fail(signer, "alpha", "DELETE", "/v1/reservations/5", "");
+  auto r = beta.verify("DELETE", "/v1/reservations/5", "", for_alpha);
+  expect_error(r, Errc::kWrongAudience, "signed for alpha, sent to beta");
+  ck_assert_int_eq(r.error().status, 401);
+  ck_assert_int_eq(r.error().munge_error, 0);
+  ck_assert_msg(contains(r.error().message, "'alpha'") && contains(r.error().message, "'beta'"),
+                "%s", r.error().message.c_str());
+  ck_assert_uint_eq(beta.replay_cache_size(), 0);  // nothing recorded
+
+  // Compared byte for byte: no case folding, no prefix match.
+  for (const char* other : {"Beta", "BETA", "bet", "beta2", "flexcod"}) {
+    const std::string h = sign_for_or_fail(signer, other, "POST", "/v1/reservations", body);
+    expect_error(beta.verify("POST", "/v1/reservations", body, h), Errc::kWrongAudience, other);
+  }
+  // The audience is checked before the request fields: a credential for
+  // another cluster is wrong_audience even when the request differs too.
+  const std::string h = sign_for_or_fail(signer, "alpha", "GET", "/v1/stats", "");
+  expect_error(beta.verify("POST", "/v1/reservations", body, h), Errc::kWrongAudience,
+               "other audience and other request");
+
+  // Signed for beta: accepted by beta.
+  const std::string for_beta = sign_for_or_fail(signer, "beta", "POST", "/v1/reservations", body);
+  expect_ok(beta.verify("POST", "/v1/reservations", body, for_beta), "signed for beta");
+  ck_assert_uint_eq(beta.replay_cache_size(), 1);
+
+  // flexcod's audience.
+  const auth::Verifier flexcod =
+      make_verifier(300, 60, 1024, g_munged.socket, std::string(auth::kFlexcodAudience));
+  expect_error(flexcod.verify("GET", "/v1/co", "",
+                              sign_for_or_fail(signer, "alpha", "GET", "/v1/co", "")),
+               Errc::kWrongAudience, "cluster credential at flexcod");
+  expect_ok(flexcod.verify("GET", "/v1/co", "",
+                           sign_for_or_fail(signer, "flexcod", "GET", "/v1/co", "")),
+            "flexcod credential at flexcod");
+}
+END_TEST
+
+START_TEST(version_1_refused) {
+  // A genuine flexco-auth-v1 credential for exactly this request (what an
+  // old signer sends): refused, since it names no audience.
+  const auth::Verifier verifier = make_verifier();
+  const std::string v1 = "flexco-auth-v1\nGET\n/v1/co\n" + kEmptyDigest + "\n" +
+                         std::to_string(now_s()) + "\n" + random_nonce() + "\n";
+  auto r = verifier.verify("GET", "/v1/co", "",
+                           raw_munge_encode(v1.data(), static_cast<int>(v1.size())));
+  expect_error(r, Errc::kMalformedPayload, "version 1 payload");
+  ck_assert_msg(contains(r.error().message, "no longer accepted"), "%s",
+                r.error().message.c_str());
   ck_assert_uint_eq(verifier.replay_cache_size(), 0);
 }
 END_TEST
@@ -1052,10 +1161,13 @@ START_TEST(invalid_request_and_sign_input) {
   // The header was never sent to munged, so it still verifies.
   expect_ok(verifier.verify("GET", "/v1/co", "", header), "untouched header");
 
-  expect_error(signer.sign("", "/v1/co", ""), Errc::kInvalidArgument, "sign empty method");
-  expect_error(signer.sign("GET", "", ""), Errc::kInvalidArgument, "sign empty path");
-  expect_error(signer.sign("GET", "/a b", ""), Errc::kInvalidArgument, "sign space in path");
-  expect_error(signer.sign_at("GET", "/", "", -1), Errc::kInvalidArgument, "sign_at -1");
+  expect_error(signer.sign("", "GET", "/v1/co", ""), Errc::kInvalidArgument, "sign no audience");
+  expect_error(signer.sign("alpha\n", "GET", "/v1/co", ""), Errc::kInvalidArgument,
+               "sign newline in audience");
+  expect_error(signer.sign(kAudience, "", "/v1/co", ""), Errc::kInvalidArgument, "sign empty method");
+  expect_error(signer.sign(kAudience, "GET", "", ""), Errc::kInvalidArgument, "sign empty path");
+  expect_error(signer.sign(kAudience, "GET", "/a b", ""), Errc::kInvalidArgument, "sign space in path");
+  expect_error(signer.sign_at(kAudience, "GET", "/", "", -1), Errc::kInvalidArgument, "sign_at -1");
   auth::Payload p = sample_payload(now_s());
   p.nonce = "short";
   expect_error(signer.sign_payload(p), Errc::kInvalidArgument, "sign_payload bad nonce");
@@ -1064,14 +1176,17 @@ END_TEST
 
 START_TEST(longest_request_fits) {
   const auth::Signer signer = make_signer(g_munged.socket);
-  const auth::Verifier verifier = make_verifier();
   const std::string method(auth::kMaxMethodLength, 'X');
   const std::string path = "/" + std::string(auth::kMaxPathLength - 1, '%');
   const std::string body(1 << 20, 'b');
-  const std::string header = sign_or_fail(signer, method, path, body);
+  const std::string audience(auth::kMaxAudienceLength, 'a');
+  const auth::Verifier longest = make_verifier(300, 60, 1024, g_munged.socket, audience);
+  const std::string header = sign_for_or_fail(signer, audience, method, path, body);
   ck_assert_uint_le(header.size(), auth::kMaxHeaderValueLength);
-  expect_ok(verifier.verify(method, path, body, header), "longest request");
-  expect_error(signer.sign(method, path + "x", body), Errc::kInvalidArgument, "path + 1");
+  expect_ok(longest.verify(method, path, body, header), "longest request");
+  expect_error(signer.sign(kAudience, method, path + "x", body), Errc::kInvalidArgument, "path + 1");
+  expect_error(signer.sign(audience + "a", method, path, body), Errc::kInvalidArgument,
+               "audience + 1");
 }
 END_TEST
 
@@ -1122,7 +1237,7 @@ START_TEST(concurrent_verify) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kEach; ++i) {
         const int n = t * kEach + i;
-        auto h = signer.sign("POST", path_of(n), "body");
+        auto h = signer.sign(kAudience, "POST", path_of(n), "body");
         if (!h) { ++other; continue; }
         headers[static_cast<std::size_t>(n)] = h.value();
         if (verifier.verify("POST", path_of(n), "body", h.value())) ++good; else ++other;
@@ -1192,6 +1307,8 @@ Suite* make_suite() {
   tcase_add_test(munge, munged_unreachable);
   tcase_add_loop_test(munge, bad_headers_rejected, 0, static_cast<int>(bad_headers().size()));
   tcase_add_test(munge, foreign_payload_rejected);
+  tcase_add_test(munge, wrong_audience_refused);
+  tcase_add_test(munge, version_1_refused);
   tcase_add_test(munge, invalid_request_and_sign_input);
   tcase_add_test(munge, longest_request_fits);
   tcase_add_test(munge, replay_cache_full_then_recovers);

@@ -121,6 +121,7 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1 URL=http://h:2\n", 1, "given twice"},
     {"Cluster=a URL=http://h:1\nCluster=A URL=http://h:2\n", 2, "defined twice"},
     {"Cluster=a/b URL=http://h:1\n", 1, "name"},
+    {"Cluster=a URL=http://h:1\nCluster=FlexCoD URL=http://h:2\n", 2, "'flexcod' is reserved"},
     {"Cluster=a URL=http://h:1\nURL=http://h:2\n", 2, "only allowed on a Cluster line"},
     {"ListenPort=1 Cluster=a URL=http://h:1\n", 1, "must start its own line"},
     {"ListenPort=1\n", 0, "at least one cluster"},

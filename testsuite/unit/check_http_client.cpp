@@ -275,6 +275,13 @@ START_TEST(sign_failed_when_munged_absent) {
   ck_assert(signer.ok());
   http::ClientConfig cfg;
   cfg.base_url = "http://127.0.0.1:" + std::to_string(closed_port());
+  // A signing client needs an audience (doc/auth.md), and a valid one.
+  auto none = http::Client::create(cfg, signer.value());
+  ck_assert(!none.ok());
+  ck_assert_msg(none.error().code == Errc::kInvalidArgument, "%s", none.error().message.c_str());
+  cfg.audience = "alpha beta";
+  ck_assert(!http::Client::create(cfg, signer.value()).ok());
+  cfg.audience = "alpha";
   auto c = http::Client::create(cfg, signer.value());
   ck_assert(c.ok());
   auto r = c.value().request("GET", "/v1/profile");
