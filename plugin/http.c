@@ -216,6 +216,11 @@ static enum MHD_Result _send(struct MHD_Connection *c, req_t *req, int status,
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	if (allow)
 		MHD_add_response_header(resp, "Allow", allow);
+	/* doc/auth.md: the scheme on every 401; when to retry on a 503 */
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(resp, "WWW-Authenticate", "MUNGE");
+	else if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		MHD_add_response_header(resp, "Retry-After", "1");
 	if (req)
 		req->status = status;
 	rc = MHD_queue_response(c, status, resp);

@@ -61,6 +61,9 @@ def main():
              and r.error_code() == "missing_credential",
              "no Authorization header: 401 missing_credential JSON error",
              "%s %r" % (r.status, r.raw[:300]))
+        t.ok(r.headers.get("WWW-Authenticate") == "MUNGE",
+             "a 401 names the scheme: WWW-Authenticate: MUNGE (doc/auth.md)",
+             "%r" % r.headers)
         r = alpha.get("/v1/stats", auth="Basic cm9vdDpyb290")
         t.ok(r.status == 401 and r.is_json_error(),
              "wrong scheme: 401 JSON error", "%s %r" % (r.status, r.raw[:300]))
