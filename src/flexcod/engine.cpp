@@ -1042,18 +1042,25 @@ void Engine::recover_db() {
   }
 }
 
+// Reconcile (at start, and again whenever the event stream says events
+// were lost), then follow the events.
 void Engine::cluster_loop(std::size_t ci) {
   Cluster& c = *clusters_[ci];
-  int backoff_ms = 1000;
   while (!stopping_) {
-    if (reconcile_cluster(ci)) break;
-    fc_error("cluster %s: %s (%s); retrying in %d s", c.conf.name.c_str(),
-             c.audience_refused ? "refuses our requests" : "unreachable",
-             c.last_error.c_str(), backoff_ms / 1000);
-    if (wait_stop(backoff_ms)) return;
-    backoff_ms = std::min(backoff_ms * 2, 60000);
+    int backoff_ms = 1000;
+    while (!stopping_) {
+      if (reconcile_cluster(ci)) break;
+      fc_error("cluster %s: %s (%s); retrying in %d s", c.conf.name.c_str(),
+               c.audience_refused ? "refuses our requests" : "unreachable",
+               c.last_error.c_str(), backoff_ms / 1000);
+      if (wait_stop(backoff_ms)) return;
+      backoff_ms = std::min(backoff_ms * 2, 60000);
+    }
+    if (stopping_ || !follow_events(ci)) return;
+    // Events were lost: nothing is planned on the cluster until it is
+    // reconciled again (as at start).
+    c.reconciled = false;
   }
-  follow_events(ci);
 }
 
 bool Engine::reconcile_cluster(std::size_t ci) {
@@ -1075,8 +1082,15 @@ bool Engine::reconcile_cluster(std::size_t ci) {
     finish_if_done(p.co_id);
   }
   // Orphans: live flexco reservations that no part of ours holds.  Nothing
-  // is planned on this cluster before this pass ends, so every reservation
-  // of ours is in the database already.
+  // new is planned on this cluster before this pass ends, so every
+  // reservation of ours is in the database already -- except one whose
+  // create is in flight in a commit or move that began before this pass
+  // (a reconciliation after lost events): its part is "reserving" without
+  // an id.  The list is read before the database, so a reservation in it
+  // was either written with its id by then or its part is still such a
+  // one; while there is one, unknown reservations are left alone (the
+  // next reconciliation, or the reservation's own confirm deadline, takes
+  // care of a real orphan).
   bump("messages.list");
   auto list = c.client->list_reservations();
   if (!list.ok()) {
@@ -1085,13 +1099,20 @@ bool Engine::reconcile_cluster(std::size_t ci) {
   }
   c.note(true, "");
   std::set<std::int64_t> known;
+  bool in_flight = false;
   for (const auto& p : store_.parts_in_states({"reserving", "tentative", "confirming", "confirmed",
                                                "submitting", "submitted", "running", "cancelling"})) {
     if (p.cluster == c.conf.name && p.reservation_id != 0) known.insert(p.reservation_id);
+    if (p.cluster == c.conf.name && p.reservation_id == 0 && p.state == "reserving") in_flight = true;
   }
   for (const auto& r : list.value()) {
     if (r.state != "tentative" && r.state != "confirmed" && r.state != "creating") continue;
     if (known.count(r.id)) continue;
+    if (in_flight) {
+      fc_info("cluster %s: reservation %s is not ours yet, but a create is in flight; "
+              "not deleted now", c.conf.name.c_str(), r.name.c_str());
+      continue;
+    }
     bump("orphans");
     bump("messages.delete");
     auto d = c.client->delete_reservation(r.id, "flexcod-" + store_.instance() + "-orphan-" +
@@ -1272,31 +1293,42 @@ void Engine::handle_event(std::size_t ci, const http::Event& e) {
   }
 }
 
-void Engine::follow_events(std::size_t ci) {
+bool Engine::follow_events(std::size_t ci) {
   Cluster& c = *clusters_[ci];
   int backoff_ms = 1000;
   while (!stopping_) {
     bump("messages.events");
     auto r = c.client->events(c.event_seq, 10, 200, &stopping_);
     if (!r.ok()) {
-      if (stopping_) return;
+      if (stopping_) return false;
       c.note_error(r.error());
       fc_debug("cluster %s: events: %s", c.conf.name.c_str(), r.error().message.c_str());
-      if (wait_stop(backoff_ms)) return;
+      if (wait_stop(backoff_ms)) return false;
       backoff_ms = std::min(backoff_ms * 2, 30000);
       continue;
     }
     backoff_ms = 1000;
     c.note(true, "");
     const auto& b = r.value();
-    if (b.lost) fc_error("cluster %s: events after %ld were lost", c.conf.name.c_str(), (long)c.event_seq);
+    const std::int64_t after = c.event_seq;
     for (const auto& e : b.events) handle_event(ci, e);
     if (b.next != c.event_seq) {
       c.event_seq = b.next;
       std::string err;
       if (!store_.set_event_seq(c.conf.name, c.event_seq, &err)) fc_error("%s", err.c_str());
     }
+    if (b.lost) {
+      // What the missing events said is unknown: read the cluster's state
+      // in full (the same reconciliation as at start).  The events that
+      // did arrive were applied first; the cursor is past them, so a crash
+      // now still reconciles at the restart.
+      fc_error("cluster %s: events after %ld were lost (oldest retained %ld, latest %ld); "
+               "full reconcile of the cluster",
+               c.conf.name.c_str(), (long)after, (long)b.oldest, (long)b.latest);
+      return true;
+    }
   }
+  return false;
 }
 
 void Engine::reap_loop() {

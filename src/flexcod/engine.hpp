@@ -136,7 +136,9 @@ class Engine {
   void recover_db();
   void cluster_loop(std::size_t ci);
   bool reconcile_cluster(std::size_t ci);
-  void follow_events(std::size_t ci);
+  // Until stop (false) or until the plugin says events were lost (true:
+  // the cluster must be reconciled again).
+  bool follow_events(std::size_t ci);
   void handle_event(std::size_t ci, const flexco::http::Event& e);
   void reap_loop();
   void publish_loop(std::size_t ci);
