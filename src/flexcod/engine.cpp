@@ -163,6 +163,40 @@ bool answered(const http::Error& e) {
   return e.code == http::Errc::kHttp || e.code == http::Errc::kBadResponse;
 }
 
+// What a part job's state means for its part.
+enum class JobPhase { kPending, kRunning, kEnded };
+
+JobPhase phase_of(const std::string& slurm_state) {
+  if (slurm_state == "PENDING") return JobPhase::kPending;
+  if (slurm_state == "RUNNING" || slurm_state == "COMPLETING" || slurm_state == "SUSPENDED" ||
+      slurm_state == "CONFIGURING" || slurm_state == "RESIZING" || slurm_state == "SIGNALING" ||
+      slurm_state == "STAGE_OUT") {
+    return JobPhase::kRunning;
+  }
+  return JobPhase::kEnded;  // COMPLETED, CANCELLED, FAILED, ..., UNKNOWN once purged
+}
+
+// The transition of part q that its job reaching `phase` implies: the one
+// place where a live part_job_started / part_job_ended event and a job
+// state read at reconciliation change a part.  Times and exit code are
+// taken when known (> 0, >= 0).  true if the part's state changed.
+bool apply_job_phase(PartRecord& q, JobPhase phase, const std::string& job_state,
+                     std::int64_t start, std::int64_t end, int exit_code) {
+  if (!job_state.empty()) q.job_state = job_state;
+  if (start > 0 && phase != JobPhase::kPending) q.actual_start = start;
+  const std::string before = q.state;
+  if (phase == JobPhase::kRunning) {
+    if (q.state == "submitted" || q.state == "submitting") q.state = "running";
+  } else if (phase == JobPhase::kEnded) {
+    if (end > 0) q.actual_end = end;
+    if (exit_code >= 0) q.exit_code = exit_code;
+    if (q.state == "submitted" || q.state == "submitting" || q.state == "running") {
+      q.state = q.job_state == "COMPLETED" ? "completed" : "failed";
+    }
+  }
+  return q.state != before;
+}
+
 }  // namespace
 
 // A wrong_audience answer means that the name flexcod signs for (Cluster= in
@@ -1008,18 +1042,25 @@ void Engine::recover_db() {
   }
 }
 
+// Reconcile (at start, and again whenever the event stream says events
+// were lost), then follow the events.
 void Engine::cluster_loop(std::size_t ci) {
   Cluster& c = *clusters_[ci];
-  int backoff_ms = 1000;
   while (!stopping_) {
-    if (reconcile_cluster(ci)) break;
-    fc_error("cluster %s: %s (%s); retrying in %d s", c.conf.name.c_str(),
-             c.audience_refused ? "refuses our requests" : "unreachable",
-             c.last_error.c_str(), backoff_ms / 1000);
-    if (wait_stop(backoff_ms)) return;
-    backoff_ms = std::min(backoff_ms * 2, 60000);
+    int backoff_ms = 1000;
+    while (!stopping_) {
+      if (reconcile_cluster(ci)) break;
+      fc_error("cluster %s: %s (%s); retrying in %d s", c.conf.name.c_str(),
+               c.audience_refused ? "refuses our requests" : "unreachable",
+               c.last_error.c_str(), backoff_ms / 1000);
+      if (wait_stop(backoff_ms)) return;
+      backoff_ms = std::min(backoff_ms * 2, 60000);
+    }
+    if (stopping_ || !follow_events(ci)) return;
+    // Events were lost: nothing is planned on the cluster until it is
+    // reconciled again (as at start).
+    c.reconciled = false;
   }
-  follow_events(ci);
 }
 
 bool Engine::reconcile_cluster(std::size_t ci) {
@@ -1041,8 +1082,15 @@ bool Engine::reconcile_cluster(std::size_t ci) {
     finish_if_done(p.co_id);
   }
   // Orphans: live flexco reservations that no part of ours holds.  Nothing
-  // is planned on this cluster before this pass ends, so every reservation
-  // of ours is in the database already.
+  // new is planned on this cluster before this pass ends, so every
+  // reservation of ours is in the database already -- except one whose
+  // create is in flight in a commit or move that began before this pass
+  // (a reconciliation after lost events): its part is "reserving" without
+  // an id.  The list is read before the database, so a reservation in it
+  // was either written with its id by then or its part is still such a
+  // one; while there is one, unknown reservations are left alone (the
+  // next reconciliation, or the reservation's own confirm deadline, takes
+  // care of a real orphan).
   bump("messages.list");
   auto list = c.client->list_reservations();
   if (!list.ok()) {
@@ -1051,13 +1099,20 @@ bool Engine::reconcile_cluster(std::size_t ci) {
   }
   c.note(true, "");
   std::set<std::int64_t> known;
+  bool in_flight = false;
   for (const auto& p : store_.parts_in_states({"reserving", "tentative", "confirming", "confirmed",
                                                "submitting", "submitted", "running", "cancelling"})) {
     if (p.cluster == c.conf.name && p.reservation_id != 0) known.insert(p.reservation_id);
+    if (p.cluster == c.conf.name && p.reservation_id == 0 && p.state == "reserving") in_flight = true;
   }
   for (const auto& r : list.value()) {
     if (r.state != "tentative" && r.state != "confirmed" && r.state != "creating") continue;
     if (known.count(r.id)) continue;
+    if (in_flight) {
+      fc_info("cluster %s: reservation %s is not ours yet, but a create is in flight; "
+              "not deleted now", c.conf.name.c_str(), r.name.c_str());
+      continue;
+    }
     bump("orphans");
     bump("messages.delete");
     auto d = c.client->delete_reservation(r.id, "flexcod-" + store_.instance() + "-orphan-" +
@@ -1070,36 +1125,86 @@ bool Engine::reconcile_cluster(std::size_t ci) {
       return false;
     }
   }
-  // Part jobs we think are waiting or running: their state now.
-  for (auto& p : store_.parts_in_states({"submitted", "running"})) {
+  // Part jobs we think are waiting or running: their state now, applied
+  // exactly as the part_job_started / part_job_ended events would have
+  // been (apply_job_phase).  A part whose reservation the plugin no longer
+  // has (404) cannot run any more: it ended, how is unknown.
+  std::set<std::int64_t> touched;
+  for (const auto& p : store_.parts_in_states({"submitting", "submitted", "running"})) {
     if (p.cluster != c.conf.name || p.job_id == 0) continue;
     bump("messages.get");
     auto j = c.client->get_job(p.reservation_id, p.job_id);
-    if (!j.ok()) continue;
+    http::PartJob job;
+    if (j.ok()) {
+      job = j.value();
+    } else if (j.error().code == http::Errc::kHttp && j.error().http_status == 404) {
+      job.state = "UNKNOWN";
+    } else if (!answered(j.error())) {
+      c.note_error(j.error());
+      return false;  // unreachable: the whole pass is retried
+    } else {
+      fc_error("co-%ld: part %d on %s: part job %ld: %s", (long)p.co_id, p.idx,
+               c.conf.name.c_str(), (long)p.job_id, j.error().message.c_str());
+      continue;
+    }
     auto m = co_mutex(p.co_id);
     std::lock_guard<std::mutex> lock(*m);
-    const std::string st = j.value().state;
-    p.job_state = st;
-    if (j.value().start_time > 0 && st != "PENDING") p.actual_start = j.value().start_time;
-    if (st == "RUNNING" || st == "COMPLETING") {
-      p.state = "running";
-    } else if (st != "PENDING") {
-      p.state = st == "COMPLETED" ? "completed" : "failed";
-      p.actual_end = j.value().end_time;
-      p.exit_code = j.value().exit_code;
+    for (auto& q : store_.parts(p.co_id, false)) {  // re-read under the lock
+      if (q.attempt != p.attempt || q.idx != p.idx) continue;
+      const JobPhase ph = phase_of(job.state);
+      const std::string was = q.state;
+      if (!apply_job_phase(q, ph, job.state, job.start_time, job.end_time, job.exit_code) &&
+          q.job_state == p.job_state) {
+        continue;
+      }
+      std::string err;
+      store_.update_part(q, "part job " + job.state + " at reconciliation", &err);
+      if (q.state != was) {
+        fc_info("co-%ld: part %d on %s: %s -> %s (part job %ld %s, seen at reconciliation)",
+                (long)q.co_id, q.idx, q.cluster.c_str(), was.c_str(), q.state.c_str(),
+                (long)q.job_id, job.state.c_str());
+      }
     }
-    std::string err;
-    store_.update_part(p, "part job " + st + " at recovery", &err);
+    touched.insert(p.co_id);
   }
+  // Then every live co-allocation with a part here takes the transition its
+  // parts' states now imply (completed, failed with the siblings released,
+  // running), as finish_if_done does after a live event.  This also covers
+  // a part whose end was written just before a crash that came before its
+  // co-allocation's transition.
+  for (const auto& co : store_.in_states({"scheduled", "running"})) {
+    for (const auto& p : store_.parts(co.id, true)) {
+      if (p.cluster == c.conf.name) touched.insert(co.id);
+    }
+  }
+  for (std::int64_t id : touched) finish_if_done(id, true);
   c.reconciled = true;
   fc_info("cluster %s: reconciled", c.conf.name.c_str());
   return true;
 }
 
-void Engine::finish_if_done(std::int64_t co_id) {
+// The nodes of parts whose job ended are free again: give their
+// reservations back now rather than at their end.  A failure here costs
+// nothing lasting: the reservation ends by itself at planned_end.
+void Engine::give_back_ended(const CoRecord& co, std::vector<PartRecord>& parts) {
+  std::string err;
+  for (auto& p : parts) {
+    if (p.reservation_id == 0 || (p.state != "completed" && p.state != "failed")) continue;
+    if (release_part(co, p)) {
+      store_.update_part(p, "reservation " + p.reservation + " released after the part job ended",
+                         &err);
+    }
+  }
+}
+
+void Engine::finish_if_done(std::int64_t co_id, bool wait) {
   auto m = co_mutex(co_id);
-  std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
-  if (!lock.owns_lock()) return;
+  std::unique_lock<std::mutex> lock(*m, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return;
+  }
   auto co = store_.get_coalloc(co_id);
   if (!co) return;
   auto parts = store_.parts(co_id, true);
@@ -1131,21 +1236,14 @@ void Engine::finish_if_done(std::int64_t co_id) {
       store_.update_coalloc(*co, co->reason, &err);
       fc_info("co-%ld: %s", (long)co_id, co->reason.c_str());
       release(*co, parts, "cancelled", co->reason);
+      give_back_ended(*co, parts);
       return;
     }
     if (all_ended) {
       co->state = any_failed ? "failed" : "completed";
       co->reason = any_failed ? "a part job failed" : "every part job completed";
       store_.update_coalloc(*co, co->reason, &err);
-      // The nodes are free again: give the reservations back now rather
-      // than at their end.  A failure here costs nothing lasting: the
-      // reservation ends by itself at planned_end.
-      for (auto& p : parts) {
-        if (p.reservation_id == 0) continue;
-        if (release_part(*co, p)) {
-          store_.update_part(p, "reservation " + p.reservation + " released after the part job ended", &err);
-        }
-      }
+      give_back_ended(*co, parts);
     } else if (any_running && co->state == "scheduled") {
       co->state = "running";
       co->reason = "part jobs started";
@@ -1179,20 +1277,14 @@ void Engine::handle_event(std::size_t ci, const http::Event& e) {
         if (q.attempt != p.attempt || q.idx != p.idx) continue;
         const json_t* r = e.raw.get();
         const json_t* st = json_object_get(r, "start_time");
-        if (json_is_integer(st)) q.actual_start = json_integer_value(st);
         const json_t* state = json_object_get(r, "state");
-        if (json_is_string(state)) q.job_state = json_string_value(state);
-        if (e.type == "part_job_started") {
-          if (q.state == "submitted" || q.state == "submitting") q.state = "running";
-        } else {
-          const json_t* et = json_object_get(r, "end_time");
-          if (json_is_integer(et)) q.actual_end = json_integer_value(et);
-          const json_t* ec = json_object_get(r, "exit_code");
-          if (json_is_integer(ec)) q.exit_code = static_cast<int>(json_integer_value(ec));
-          if (q.state != "cancelling" && q.state != "released" && q.state != "cancelled") {
-            q.state = q.job_state == "COMPLETED" ? "completed" : "failed";
-          }
-        }
+        const json_t* et = json_object_get(r, "end_time");
+        const json_t* ec = json_object_get(r, "exit_code");
+        apply_job_phase(q, e.type == "part_job_started" ? JobPhase::kRunning : JobPhase::kEnded,
+                        json_is_string(state) ? json_string_value(state) : "",
+                        json_is_integer(st) ? json_integer_value(st) : 0,
+                        json_is_integer(et) ? json_integer_value(et) : 0,
+                        json_is_integer(ec) ? static_cast<int>(json_integer_value(ec)) : -1);
         std::string err;
         store_.update_part(q, e.type + " (job " + std::to_string(job_id) + ")", &err);
       }
@@ -1201,31 +1293,42 @@ void Engine::handle_event(std::size_t ci, const http::Event& e) {
   }
 }
 
-void Engine::follow_events(std::size_t ci) {
+bool Engine::follow_events(std::size_t ci) {
   Cluster& c = *clusters_[ci];
   int backoff_ms = 1000;
   while (!stopping_) {
     bump("messages.events");
     auto r = c.client->events(c.event_seq, 10, 200, &stopping_);
     if (!r.ok()) {
-      if (stopping_) return;
+      if (stopping_) return false;
       c.note_error(r.error());
       fc_debug("cluster %s: events: %s", c.conf.name.c_str(), r.error().message.c_str());
-      if (wait_stop(backoff_ms)) return;
+      if (wait_stop(backoff_ms)) return false;
       backoff_ms = std::min(backoff_ms * 2, 30000);
       continue;
     }
     backoff_ms = 1000;
     c.note(true, "");
     const auto& b = r.value();
-    if (b.lost) fc_error("cluster %s: events after %ld were lost", c.conf.name.c_str(), (long)c.event_seq);
+    const std::int64_t after = c.event_seq;
     for (const auto& e : b.events) handle_event(ci, e);
     if (b.next != c.event_seq) {
       c.event_seq = b.next;
       std::string err;
       if (!store_.set_event_seq(c.conf.name, c.event_seq, &err)) fc_error("%s", err.c_str());
     }
+    if (b.lost) {
+      // What the missing events said is unknown: read the cluster's state
+      // in full (the same reconciliation as at start).  The events that
+      // did arrive were applied first; the cursor is past them, so a crash
+      // now still reconciles at the restart.
+      fc_error("cluster %s: events after %ld were lost (oldest retained %ld, latest %ld); "
+               "full reconcile of the cluster",
+               c.conf.name.c_str(), (long)after, (long)b.oldest, (long)b.latest);
+      return true;
+    }
   }
+  return false;
 }
 
 void Engine::reap_loop() {

@@ -136,7 +136,9 @@ class Engine {
   void recover_db();
   void cluster_loop(std::size_t ci);
   bool reconcile_cluster(std::size_t ci);
-  void follow_events(std::size_t ci);
+  // Until stop (false) or until the plugin says events were lost (true:
+  // the cluster must be reconciled again).
+  bool follow_events(std::size_t ci);
   void handle_event(std::size_t ci, const flexco::http::Event& e);
   void reap_loop();
   void publish_loop(std::size_t ci);
@@ -147,7 +149,11 @@ class Engine {
   Cluster* cluster(const std::string& name);
   std::string key(const CoRecord& co, int attempt, int idx, const char* what) const;
   void bump(const std::string& what, std::int64_t n = 1);
-  void finish_if_done(std::int64_t co_id);
+  // The co-allocation's transition that its current parts' states imply
+  // (running, completed, failed with the other parts released, cancelled).
+  // wait=false skips it when the co-allocation's mutex is taken.
+  void finish_if_done(std::int64_t co_id, bool wait = false);
+  void give_back_ended(const CoRecord& co, std::vector<PartRecord>& parts);
 
   flexco::conf::FlexcodConf conf_;
   std::mutex conf_mutex_;
