@@ -336,7 +336,7 @@ static int _save(void)
 	if (!text)
 		return SLURM_ERROR;
 
-	rc = statefile_write("reservations", state_path, text);
+	rc = statefile_write("reservations", state_path, text, NULL, 0);
 	free(text);
 	return rc;
 }
