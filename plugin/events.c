@@ -62,6 +62,7 @@
 
 #include "compat.h"
 #include "events.h"
+#include "statefile.h"
 
 extern const char plugin_type[];
 
@@ -173,7 +174,8 @@ static time_t seen_resv_update = 0, resv_snap_time = 0;
 static uint64_t next_seq = 1, reserved_seq = 0;
 static bool dirty = false;
 static time_t last_save = 0;
-static char *state_dir = NULL, *state_path = NULL, *state_tmp = NULL;
+static char *state_path = NULL;
+static char *st_last_save_error = NULL;	/* under ring_lock */
 
 /* ---------------------------------------------------------------------- */
 /* helpers */
@@ -663,23 +665,18 @@ static void _check_resv_times(json_t *batch, time_t now)
 /* ---------------------------------------------------------------------- */
 /* state file */
 
-static int _write_all(FILE *f, const char *s, size_t n)
-{
-	return (fwrite(s, 1, n, f) == n) ? 0 : -1;
-}
-
 /*
- * Write the whole state to a temp file, fsync it, rename it over the state
- * file and fsync the directory.  Events thread only (or after it was
- * joined), never with a slurmctld lock held.
+ * Write the whole state through the state-file module (temp file, fsync,
+ * .prev kept, rename, directory fsync).  Events thread only (or after it
+ * was joined), never with a slurmctld lock held.
  */
 static int _save_state(uint64_t reserved, bool clean)
 {
 	json_t *root, *rep, *rv;
-	char *head = NULL;
-	FILE *f = NULL;
+	statefile_writer_t *w = NULL;
+	char *head = NULL, err[256] = "";
 	uint32_t i;
-	int fd, rc = -1;
+	int rc = -1;
 	size_t hlen;
 
 	rep = json_array();
@@ -712,57 +709,35 @@ static int _save_state(uint64_t reserved, bool clean)
 	if (root)
 		head = json_dumps(root, JSON_COMPACT);
 	json_decref(root);
-	if (!head || ((hlen = strlen(head)) < 2) || (head[hlen - 1] != '}'))
-		goto out;
-
-	fd = open(state_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if ((fd < 0) || !(f = fdopen(fd, "w"))) {
-		if (fd >= 0)
-			close(fd);
-		error("%s: events: cannot write %s: %m", plugin_type,
-		      state_tmp);
+	if (!head || ((hlen = strlen(head)) < 2) || (head[hlen - 1] != '}')) {
+		snprintf(err, sizeof(err), "cannot encode the state");
+		error("%s: events: %s", plugin_type, err);
 		goto out;
 	}
+
+	if (!(w = statefile_begin("events", state_path, err, sizeof(err))))
+		goto out;
 	/* {...head..., "events":[e1,e2,...]} with the stored texts as is */
-	if (_write_all(f, head, hlen - 1) ||
-	    _write_all(f, ",\"events\":[", 11))
-		goto write_err;
+	statefile_append(w, head, hlen - 1);
+	statefile_append(w, ",\"events\":[", 11);
 	for (i = 0; i < ring_cnt; i++) {
-		if ((i && _write_all(f, ",\n", 2)) ||
-		    _write_all(f, RING_AT(i).json, RING_AT(i).len))
-			goto write_err;
+		if (i)
+			statefile_append(w, ",\n", 2);
+		statefile_append(w, RING_AT(i).json, RING_AT(i).len);
 	}
-	if (_write_all(f, "]}\n", 3) || fflush(f) || fsync(fileno(f)))
-		goto write_err;
-	if (fclose(f)) {
-		f = NULL;
-		goto write_err;
-	}
-	f = NULL;
-	if (rename(state_tmp, state_path)) {
-		error("%s: events: cannot rename %s to %s: %m", plugin_type,
-		      state_tmp, state_path);
-		goto out;
-	}
-	if ((fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		(void) fsync(fd);
-		close(fd);
-	}
-	rc = 0;
-	goto out;
-
-write_err:
-	error("%s: events: cannot write %s: %m", plugin_type, state_tmp);
-	if (f)
-		fclose(f);
-	(void) unlink(state_tmp);
+	statefile_append(w, "]}\n", 3);
+	if (statefile_commit(w, err, sizeof(err)) == SLURM_SUCCESS)
+		rc = 0;
 out:
 	free(head);
 	slurm_mutex_lock(&ring_lock);
-	if (rc)
+	if (rc) {
 		st_save_errors++;
-	else
+		xfree(st_last_save_error);
+		st_last_save_error = xstrdup(err);
+	} else {
 		st_saves++;
+	}
 	slurm_mutex_unlock(&ring_lock);
 	if (!rc) {
 		dirty = false;
@@ -861,38 +836,20 @@ static void _reset_tracking(void)
 	reported_cnt = 0;
 }
 
-/*
- * Read the state file.  Missing: a first start, numbering from 1, and
- * what already exists (finished jobs, reservations) is the baseline, not
- * news.  Unreadable: keep it as .corrupt, and number from (epoch seconds)
- * x 10^6 -- above anything the lost counter can have reached -- telling
- * every client that it may have missed events.
- */
-static void _load_state(void)
+/* One copy of the state file (statefile_parse_t); nothing kept on error. */
+static int _parse_state(const char *text, size_t len, void *arg, char *why,
+			size_t why_len)
 {
 	json_t *root, *rep, *rv, *evs;
 	json_error_t jerr;
 	json_int_t version, reserved, latest, lost, floor;
 	int clean;
-	struct stat st;
-	time_t now = time(NULL);
-	char *bad;
 
-	if ((stat(state_path, &st) < 0) && (errno == ENOENT)) {
-		next_seq = 1;
-		reserved_seq = latest_seq = lost_upto = 0;
-		job_floor = now;
-		resv_baseline = true;
-		info("%s: events: no %s yet, numbering events from 1",
-		     plugin_type, state_path);
-		return;
-	}
-
-	root = json_load_file(state_path, 0, &jerr);
+	(void) arg;
+	root = json_loadb(text, len, 0, &jerr);
 	if (!root) {
-		error("%s: events: cannot read %s: %s (line %d)", plugin_type,
-		      state_path, jerr.text, jerr.line);
-		goto corrupt;
+		snprintf(why, why_len, "%s (line %d)", jerr.text, jerr.line);
+		return -1;
 	}
 	if (json_unpack_ex(root, &jerr, 0,
 			   "{s:I, s:b, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
@@ -905,21 +862,20 @@ static void _load_state(void)
 	    (latest > reserved) || (lost < 0) || (lost > latest) ||
 	    !json_is_array(rep) || !json_is_array(rv) ||
 	    !json_is_array(evs)) {
-		error("%s: events: %s: unexpected content (%s)", plugin_type,
-		      state_path, jerr.text[0] ? jerr.text : "bad values");
+		snprintf(why, why_len, "unexpected content (%s)",
+			 jerr.text[0] ? jerr.text : "bad values");
 		json_decref(root);
-		goto corrupt;
+		return -1;
 	}
 	reserved_seq = reserved;
 	latest_seq = latest;
 	lost_upto = lost;
 	job_floor = floor;
 	if (_load_events(evs) || _load_tracking(rep, rv)) {
-		error("%s: events: %s: malformed event or tracking record",
-		      plugin_type, state_path);
+		snprintf(why, why_len, "malformed event or tracking record");
 		json_decref(root);
 		_reset_tracking();
-		goto corrupt;
+		return -1;
 	}
 	json_decref(root);
 	if (!clean) {
@@ -928,25 +884,54 @@ static void _load_state(void)
 		latest_seq = reserved_seq;
 		lost_upto = reserved_seq;
 	}
+	return 0;
+}
+
+/*
+ * Read the state file (the current copy, else the previous one).
+ * None: a first start, numbering from 1, and what already exists
+ * (finished jobs, reservations) is the baseline, not news.  No valid copy,
+ * or only the previous one (numbers reserved by the lost save may have
+ * been handed out): number from (epoch seconds) x 10^6 -- above anything
+ * the lost counter can have reached -- telling every client that it may
+ * have missed events.
+ */
+static void _load_state(void)
+{
+	time_t now = time(NULL);
+	statefile_src_t src;
+	uint64_t floor = (uint64_t) now * 1000000;
+
+	src = statefile_load("events", state_path, SIZE_MAX, _parse_state,
+			     NULL);
+	if (src == STATEFILE_NONE) {
+		next_seq = 1;
+		reserved_seq = latest_seq = lost_upto = 0;
+		job_floor = now;
+		resv_baseline = true;
+		info("%s: events: numbering events from 1", plugin_type);
+		return;
+	}
+	if (src == STATEFILE_LOST) {
+		_reset_tracking();
+		next_seq = floor;
+		reserved_seq = latest_seq = lost_upto = next_seq - 1;
+		job_floor = now;
+		resv_baseline = true;
+		error("%s: events: starting over at sequence number %"PRIu64,
+		      plugin_type, next_seq);
+		return;
+	}
+	if ((src == STATEFILE_PREV) && (reserved_seq < floor)) {
+		latest_seq = lost_upto = reserved_seq = floor - 1;
+		error("%s: events: numbering continues at %"PRIu64" after the previous copy",
+		      plugin_type, floor);
+	}
 	next_seq = reserved_seq + 1;
 	resv_baseline = false;
-	info("%s: events: restored %u events from %s (latest %"PRIu64", %s shutdown); numbering continues at %"PRIu64,
-	     plugin_type, ring_cnt, state_path, latest_seq,
-	     clean ? "clean" : "unclean", next_seq);
-	return;
-
-corrupt:
-	bad = xstrdup_printf("%s.corrupt", state_path);
-	if (rename(state_path, bad))
-		error("%s: events: cannot rename %s: %m", plugin_type,
-		      state_path);
-	xfree(bad);
-	next_seq = (uint64_t) now * 1000000;
-	reserved_seq = latest_seq = lost_upto = next_seq - 1;
-	job_floor = now;
-	resv_baseline = true;
-	error("%s: events: starting over at sequence number %"PRIu64,
-	      plugin_type, next_seq);
+	info("%s: events: restored %u events from %s (latest %"PRIu64"); numbering continues at %"PRIu64,
+	     plugin_type, ring_cnt, statefile_src_name(src), latest_seq,
+	     next_seq);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1113,9 +1098,8 @@ extern int events_start(const flexco_conf_t *conf)
 	ring_cap = conf->event_buffer_size;
 	ring = xcalloc(ring_cap, sizeof(ring_ev_t));
 	ring_head = ring_cnt = 0;
-	state_dir = xstrdup(slurm_conf.state_save_location);
-	state_path = xstrdup_printf("%s/%s", state_dir, EVENTS_STATE_FILE);
-	state_tmp = xstrdup_printf("%s.new", state_path);
+	state_path = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
+				    EVENTS_STATE_FILE);
 	_load_state();
 	dirty = false;
 	last_save = 0;
@@ -1175,9 +1159,8 @@ extern void events_stop(void)
 	resv_cap = 0;
 	xfree(reported);
 	reported_cap = 0;
-	xfree(state_dir);
 	xfree(state_path);
-	xfree(state_tmp);
+	xfree(st_last_save_error);
 	pthread_cond_destroy(&hook_cond);
 	info("%s: events: stopped at sequence number %"PRIu64, plugin_type,
 	     latest_seq);
@@ -1290,6 +1273,8 @@ extern json_t *events_stats_json(void)
 		      "resv_snapshots", (json_int_t) st_resv_snaps,
 		      "state_saves", (json_int_t) st_saves,
 		      "state_save_errors", (json_int_t) st_save_errors);
+	json_object_set_new(o, "state_last_save_error", st_last_save_error ?
+			    json_string(st_last_save_error) : json_null());
 	slurm_mutex_unlock(&ring_lock);
 	return o;
 }

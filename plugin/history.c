@@ -59,12 +59,25 @@ static int64_t period = FLEXCO_DEFAULT_HISTORY_PERIOD;
 static time_t next_sample = 0;		/* agent thread only */
 static sample_t sample_buf[HIST_MAX_PARTS];	/* agent thread only */
 
+typedef struct {
+	flexco_histories_t *h;
+} hist_load_t;
+
+static int _parse(const char *text, size_t len, void *arg, char *why,
+		  size_t why_len)
+{
+	hist_load_t *l = arg;
+
+	l->h = flexco_histories_load(text, len, period, interval, why,
+				     why_len);
+	return l->h ? 0 : -1;
+}
+
 extern int history_start(const flexco_conf_t *conf)
 {
 	char err[512];
-	char *text;
-	size_t len = 0;
-	flexco_histories_t *h = NULL;
+	hist_load_t l = { NULL };
+	flexco_histories_t *h;
 
 	interval = conf->history_interval;
 	period = conf->history_period;
@@ -72,22 +85,10 @@ extern int history_start(const flexco_conf_t *conf)
 	state_path = xstrdup_printf("%s/flexco_history.state",
 				    slurm_conf.state_save_location);
 
-	if ((text = statefile_read(state_path, HIST_MAX_FILE, &len))) {
-		h = flexco_histories_load(text, len, period, interval,
-					  err, sizeof(err));
-		if (!h) {
-			char *bad = xstrdup_printf("%s.bad", state_path);
-
-			error("%s: history: %s: %s; kept as %s, starting a new history",
-			      plugin_type, state_path, err, bad);
-			(void) rename(state_path, bad);
-			xfree(bad);
-		}
-		xfree(text);
-	} else if (errno != ENOENT) {
-		error("%s: history: cannot read %s: %m; starting a new history",
-		      plugin_type, state_path);
-	}
+	if (statefile_load("history", state_path, HIST_MAX_FILE, _parse, &l) ==
+	    STATEFILE_LOST)
+		error("%s: history: starting a new history", plugin_type);
+	h = l.h;
 	if (!h)
 		h = flexco_histories_create(period, interval, err, sizeof(err));
 	if (!h) {
@@ -151,7 +152,7 @@ static void _save(void)
 	text = hist ? flexco_histories_save(hist) : NULL;
 	slurm_mutex_unlock(&hist_lock);
 	if (text) {
-		(void) statefile_write("history", state_path, text);
+		(void) statefile_write("history", state_path, text, NULL, 0);
 		free(text);
 	}
 }

@@ -16,7 +16,12 @@
  *  before create_resv(); on restart a "creating" record whose Slurm
  *  reservation exists becomes tentative with an expired deadline (so it is
  *  deleted at once) and one whose reservation does not exist is dropped.
- *  Slurm reservations named flexco_* that no record knows are deleted.
+ *  The state file is saved and loaded through statefile.c (.prev kept,
+ *  newest valid copy loaded).  With the current copy, Slurm reservations
+ *  named flexco_* that no record knows are deleted; with an older copy or
+ *  none, they are adopted and nothing is deleted (_reconcile), and ids
+ *  stay above every flexco_<id> in Slurm.  A failed save makes every
+ *  mutation 503 until a save succeeds (doc/reservations.md).
  *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
@@ -116,6 +121,16 @@ static idem_t idem[IDEM_MAX];
 static int idem_next = 0;
 static uint64_t next_id = 1;
 static uint64_t refused_busy = 0, refused_fit = 0;	/* under resv_lock */
+
+/* The state file (under resv_lock): where it came from, saves. */
+#define MAX_STATE_FILE (256 * 1024 * 1024)
+static statefile_src_t loaded_from = STATEFILE_NONE;
+static bool reconciled = false;	/* first tick compared state and Slurm */
+static bool save_failing = false;	/* the last save failed */
+static uint64_t saves = 0, save_errors = 0;
+static uint64_t adopted = 0, unaccounted = 0;
+static char last_save_error[256] = "";
+static int64_t last_save_error_at = 0;
 
 /* ---------------------------------------------------------------------- */
 /* helpers */
@@ -313,7 +328,7 @@ static int _replay(idem_t *e, char **json_out)
 static int _save(void)
 {
 	json_t *root = json_object(), *list = json_array(), *keys = json_array();
-	char *text;
+	char *text, err[sizeof(last_save_error)] = "";
 	int i, rc;
 
 	for (i = 0; i < rv_cnt; i++)
@@ -333,12 +348,68 @@ static int _save(void)
 	json_object_set_new(root, "reservations", list);
 	json_object_set_new(root, "requests", keys);
 	text = _dump(root);
-	if (!text)
-		return SLURM_ERROR;
-
-	rc = statefile_write("reservations", state_path, text);
-	free(text);
+	if (!text) {
+		snprintf(err, sizeof(err), "cannot encode the state");
+		error("%s: reservations: %s", plugin_type, err);
+		rc = SLURM_ERROR;
+	} else {
+		rc = statefile_write("reservations", state_path, text, err,
+				     sizeof(err));
+		free(text);
+	}
+	if (rc != SLURM_SUCCESS) {
+		save_errors++;
+		save_failing = true;
+		snprintf(last_save_error, sizeof(last_save_error), "%s", err);
+		last_save_error_at = time(NULL);
+	} else {
+		saves++;
+		if (save_failing)
+			info("%s: reservations: %s saved again", plugin_type,
+			     state_path);
+		save_failing = false;
+	}
 	return rc;
+}
+
+/*
+ * May a mutation go ahead (resv_lock held)?  Not while the state recovered
+ * from an older or no copy was not yet compared with Slurm's reservations,
+ * nor while the state cannot be saved (a save is tried first): 503.
+ */
+static bool _mutable(char **json_out, int *status)
+{
+	if (!reconciled && ((loaded_from == STATEFILE_PREV) ||
+			    (loaded_from == STATEFILE_LOST))) {
+		*json_out = flexco_error_json("recovering",
+			"the reservation state is being recovered; retry in a few seconds");
+		*status = 503;
+		return false;
+	}
+	if (save_failing && (_save() != SLURM_SUCCESS)) {
+		*json_out = _err("state_not_saved",
+				 "the reservation state cannot be saved (%s); nothing is changed until it can",
+				 last_save_error);
+		*status = 503;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Save after a mutation (resv_lock held).  If that fails the answer becomes
+ * 503: the change is made (and its answer kept under the Idempotency-Key)
+ * but not on disk, and a retry gets the answer once a save succeeds.
+ */
+static int _saved(int status, char **json_out)
+{
+	if (_save() == SLURM_SUCCESS)
+		return status;
+	free(*json_out);
+	*json_out = _err("state_not_saved",
+			 "done, but the reservation state cannot be saved (%s); retry with the same Idempotency-Key",
+			 last_save_error);
+	return 503;
 }
 
 static int _st_from_name(const char *s)
@@ -351,48 +422,93 @@ static int _st_from_name(const char *s)
 	return -1;
 }
 
-static void _load(void)
+static void _forget_all(void)
+{
+	int i;
+
+	for (i = 0; i < rv_cnt; i++)
+		_rv_free(&rvs[i]);
+	rv_cnt = 0;
+	for (i = 0; i < IDEM_MAX; i++) {
+		xfree(idem[i].key);
+		xfree(idem[i].response);
+	}
+	idem_next = 0;
+	next_id = 1;
+}
+
+/*
+ * One copy of the state file (statefile_parse_t), strictly: any malformed
+ * record rejects the whole copy (a sign of corruption; the previous copy
+ * is tried instead), and nothing is kept then.
+ */
+static int _parse_state(const char *text, size_t len, void *arg, char *why,
+			size_t why_len)
 {
 	json_error_t jerr;
 	json_t *root, *list, *keys, *o, *jo;
+	json_int_t version = 0, nid = 0;
 	size_t i, j;
 
-	root = json_load_file(state_path, 0, &jerr);
+	(void) arg;
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		if (access(state_path, F_OK) == 0)
-			error("%s: %s: %s (line %d); starting without saved reservations",
-			      plugin_type, state_path, jerr.text, jerr.line);
-		return;
+		snprintf(why, why_len, "%s (line %d)", jerr.text, jerr.line);
+		return -1;
 	}
-	next_id = json_integer_value(json_object_get(root, "next_id"));
-	if (next_id < 1)
-		next_id = 1;
-	list = json_object_get(root, "reservations");
+	if (json_unpack_ex(root, &jerr, JSON_STRICT, "{s:I, s:I, s:o, s:o}",
+			   "version", &version, "next_id", &nid,
+			   "reservations", &list, "requests", &keys) ||
+	    (version != 1) || (nid < 1) || !json_is_array(list) ||
+	    !json_is_array(keys) || (json_array_size(list) > MAX_RECORDS)) {
+		snprintf(why, why_len, "unexpected content (%s)",
+			 jerr.text[0] ? jerr.text : "bad values");
+		json_decref(root);
+		return -1;
+	}
+	next_id = nid;
 	json_array_foreach(list, i, o) {
 		rv_t r = { 0 };
-		const char *user = NULL, *part, *nl, *st = NULL, *reason;
+		const char *user = NULL, *name = NULL, *st = NULL;
 		json_int_t id = 0, uid = 0, nodes = 0, start = 0, end = 0,
-			   created = 0, changed = 0, confirm_by = 0;
-
-		json_t *jp = NULL, *jn = NULL, *jc = NULL, *jr = NULL;
+			   created = 0, changed = 0;
+		json_t *jp = NULL, *jn = NULL, *jc = NULL, *jr = NULL,
+		       *jobs = NULL;
+		char *want;
+		bool name_ok;
 
 		/* nullable fields are read as values, not unpacked */
-		if (json_unpack(o, "{s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s?o, s?o, s?o, s?o}",
-				"id", &id, "user", &user, "uid", &uid,
-				"nodes", &nodes, "start", &start, "end", &end,
-				"state", &st, "created", &created,
-				"changed", &changed, "partition", &jp,
-				"node_list", &jn, "confirm_by", &jc,
-				"reason", &jr) ||
-		    (_st_from_name(st) < 0) || (rv_cnt >= MAX_RECORDS)) {
-			error("%s: %s: skipping a malformed reservation record",
-			      plugin_type, state_path);
-			continue;
+		if (json_unpack_ex(o, &jerr, JSON_STRICT,
+				   "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o}",
+				   "id", &id, "name", &name, "user", &user,
+				   "uid", &uid, "nodes", &nodes,
+				   "start", &start, "end", &end,
+				   "state", &st, "created", &created,
+				   "changed", &changed, "partition", &jp,
+				   "node_list", &jn, "confirm_by", &jc,
+				   "reason", &jr, "jobs", &jobs) ||
+		    (id < 1) || (id > (json_int_t) 9007199254740992LL) ||
+		    (_st_from_name(st) < 0) || (uid < 0) ||
+		    (uid > UINT32_MAX) || (nodes < 0) ||
+		    (nodes > UINT32_MAX) || !json_is_array(jobs) ||
+		    (json_array_size(jobs) > MAX_JOBS) ||
+		    !(json_is_string(jp) || json_is_null(jp)) ||
+		    !(json_is_string(jn) || json_is_null(jn)) ||
+		    !(json_is_integer(jc) || json_is_null(jc)) ||
+		    !(json_is_string(jr) || json_is_null(jr)) ||
+		    _find(id)) {
+			snprintf(why, why_len, "malformed reservation record %zu (%s)",
+				 i, jerr.text[0] ? jerr.text : "bad values");
+			goto bad;
 		}
-		part = json_is_string(jp) ? json_string_value(jp) : NULL;
-		nl = json_is_string(jn) ? json_string_value(jn) : NULL;
-		reason = json_is_string(jr) ? json_string_value(jr) : NULL;
-		confirm_by = json_is_integer(jc) ? json_integer_value(jc) : 0;
+		want = _name_of(id);
+		name_ok = !strcmp(want, name);
+		xfree(want);
+		if (!name_ok) {
+			snprintf(why, why_len, "reservation record %zu: name %s does not match id %" PRId64,
+				 i, name, (int64_t) id);
+			goto bad;
+		}
 		r.id = id;
 		r.user = xstrdup(user);
 		r.uid = uid;
@@ -402,20 +518,25 @@ static void _load(void)
 		r.state = _st_from_name(st);
 		r.created = created;
 		r.changed = changed;
-		r.confirm_by = confirm_by;
-		r.partition = xstrdup(part);
-		r.node_list = xstrdup(nl);
-		r.reason = xstrdup(reason);
-		json_array_foreach(json_object_get(o, "jobs"), j, jo) {
+		r.confirm_by = json_is_integer(jc) ? json_integer_value(jc) : 0;
+		r.partition = xstrdup(json_string_value(jp));
+		r.node_list = xstrdup(json_string_value(jn));
+		r.reason = xstrdup(json_string_value(jr));
+		json_array_foreach(jobs, j, jo) {
 			json_int_t jid = 0, sub = 0;
 			int pi = 0, started = 0, ended = 0;
 
-			if (json_unpack(jo, "{s:I, s:i, s:I, s?b, s?b}",
-					"job_id", &jid, "part_index", &pi,
-					"submitted", &sub, "started", &started,
-					"ended", &ended) ||
-			    (r.job_cnt >= MAX_JOBS))
-				continue;
+			if (json_unpack_ex(jo, &jerr, JSON_STRICT,
+					   "{s:I, s:i, s:I, s:b, s:b}",
+					   "job_id", &jid, "part_index", &pi,
+					   "submitted", &sub, "started",
+					   &started, "ended", &ended) ||
+			    (jid < 1) || (jid > UINT32_MAX)) {
+				snprintf(why, why_len, "malformed job %zu of reservation record %zu",
+					 j, i);
+				_rv_free(&r);
+				goto bad;
+			}
 			if (!r.jobs)
 				r.jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
 			r.jobs[r.job_cnt].job_id = jid;
@@ -428,24 +549,55 @@ static void _load(void)
 		if ((uint64_t) id >= next_id)
 			next_id = id + 1;
 	}
-	keys = json_object_get(root, "requests");
 	json_array_foreach(keys, i, o) {
 		const char *key = NULL, *resp = NULL;
 		json_int_t uid = 0, when = 0;
 		int status = 0;
 		idem_t *e;
 
-		if (json_unpack(o, "{s:s, s:I, s:i, s:s, s:I}", "key", &key,
-				"uid", &uid, "status", &status,
-				"response", &resp, "when", &when))
-			continue;
+		if (json_unpack_ex(o, &jerr, JSON_STRICT,
+				   "{s:s, s:I, s:i, s:s, s:I}", "key", &key,
+				   "uid", &uid, "status", &status,
+				   "response", &resp, "when", &when)) {
+			snprintf(why, why_len, "malformed request record %zu",
+				 i);
+			goto bad;
+		}
 		/* answers that are not final (saved by older versions) go */
 		if ((e = _idem_store(key, uid, status, resp)))
 			e->when = when;
 	}
 	json_decref(root);
-	info("%s: loaded %d reservation records from %s (next id %" PRIu64 ")",
-	     plugin_type, rv_cnt, state_path, next_id);
+	return 0;
+bad:
+	json_decref(root);
+	_forget_all();
+	return -1;
+}
+
+static void _load(void)
+{
+	loaded_from = statefile_load("reservations", state_path,
+				     MAX_STATE_FILE, _parse_state, NULL);
+	reconciled = false;
+	if (loaded_from == STATEFILE_PREV) {
+		/* the lost save may have handed out one more id */
+		next_id++;
+	} else if (loaded_from == STATEFILE_LOST) {
+		/*
+		 * Ids above every one ever handed out: the counter started
+		 * at 1 and grew by far less than one a second.
+		 */
+		_forget_all();
+		next_id = time(NULL);
+	}
+	if (loaded_from != STATEFILE_NONE)
+		info("%s: reservations: %d records from the %s copy of %s (next id %" PRIu64 ")",
+		     plugin_type, rv_cnt, statefile_src_name(loaded_from),
+		     state_path, next_id);
+	if ((loaded_from == STATEFILE_PREV) || (loaded_from == STATEFILE_LOST))
+		error("%s: reservations: the state is not the newest: Slurm's flexco_* reservations will be compared with it and adopted, never deleted; mutations wait for that (503)",
+		      plugin_type);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -601,6 +753,208 @@ static uint64_t *_slurm_flexco_ids(int *count)
 	unlock_slurmctld(lk);
 	*count = n;
 	return ids;
+}
+
+/* Raise next_id above every flexco_<id> reservation in Slurm. */
+static void _id_floor(const uint64_t *ids, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] >= next_id)
+			next_id = ids[i] + 1;
+}
+
+/* One of Slurm's flexco_* reservations and its jobs, for adoption. */
+typedef struct {
+	uint64_t id;
+	char *users;
+	uint32_t uid;
+	uint32_t nodes;
+	char *node_list;
+	char *partition;
+	int64_t start, end;
+	rj_t *jobs;
+	int job_cnt;
+} sres_t;
+
+static void _sres_free(sres_t *s, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		xfree(s[i].users);
+		xfree(s[i].node_list);
+		xfree(s[i].partition);
+		xfree(s[i].jobs);
+	}
+	xfree(s);
+}
+
+/*
+ * Slurm's flexco_* reservations with what a record needs, and the jobs
+ * not yet finished in each, copied under the job and node read locks
+ * (resv_list is protected by the node lock).  Only when the state is
+ * recovered: it walks the whole job list once.
+ */
+static sres_t *_slurm_flexco_resvs(int *count)
+{
+	slurmctld_lock_t lk = { .job = READ_LOCK, .node = READ_LOCK };
+	slurmctld_resv_t *r;
+	job_record_t *job_ptr;
+	flexco_list_itr_t it;
+	sres_t *out;
+	uint64_t id;
+	int n = 0, cap, i;
+
+	lock_slurmctld(lk);
+	cap = list_count(resv_list) + 1;
+	out = xcalloc(cap, sizeof(sres_t));
+	it = list_iterator_create(resv_list);
+	while ((r = list_next(it)) && (n < cap)) {
+		sres_t *s = &out[n];
+
+		if (!r->name || strncmp(r->name, NAME_PREFIX,
+					strlen(NAME_PREFIX)) ||
+		    _parse_id(r->name + strlen(NAME_PREFIX), &id))
+			continue;
+		s->id = id;
+		s->users = xstrdup(r->users);
+		s->uid = (r->user_cnt > 0) ? r->user_list[0] : NO_VAL;
+		s->nodes = r->node_cnt;
+		s->node_list = xstrdup(r->node_list);
+		s->partition = xstrdup(r->partition);
+		s->start = r->start_time;
+		s->end = r->end_time;
+		n++;
+	}
+	list_iterator_destroy(it);
+	it = list_iterator_create(job_list);
+	while ((job_ptr = list_next(it))) {
+		if (IS_JOB_FINISHED(job_ptr) || !job_ptr->resv_name ||
+		    strncmp(job_ptr->resv_name, NAME_PREFIX,
+			    strlen(NAME_PREFIX)))
+			continue;
+		for (i = 0; i < n; i++) {
+			sres_t *s = &out[i];
+			char *name = _name_of(s->id);
+			bool match = !strcmp(name, job_ptr->resv_name);
+
+			xfree(name);
+			if (!match || (s->job_cnt >= MAX_JOBS))
+				continue;
+			if (!s->jobs)
+				s->jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
+			s->jobs[s->job_cnt].job_id = job_ptr->job_id;
+			s->jobs[s->job_cnt++].submitted = job_ptr->details ?
+				job_ptr->details->submit_time : 0;
+			break;
+		}
+	}
+	list_iterator_destroy(it);
+	unlock_slurmctld(lk);
+	*count = n;
+	return out;
+}
+
+/* Add Slurm's jobs in the reservation that r does not list yet. */
+static void _merge_jobs(rv_t *r, const sres_t *s)
+{
+	int i, k;
+
+	for (i = 0; i < s->job_cnt; i++) {
+		bool known = false;
+
+		for (k = 0; k < r->job_cnt; k++)
+			if (r->jobs[k].job_id == s->jobs[i].job_id)
+				known = true;
+		if (known || (r->job_cnt >= MAX_JOBS))
+			continue;
+		if (!r->jobs)
+			r->jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
+		r->jobs[r->job_cnt++] = s->jobs[i];
+		info("%s: reservations: JobId=%u in %s%" PRIu64 " adopted as a part job",
+		     plugin_type, s->jobs[i].job_id, NAME_PREFIX, r->id);
+	}
+}
+
+/*
+ * First tick after a start (resv_lock held).  With the current copy of the
+ * state nothing is to do.  Otherwise (previous copy, no valid copy, or no
+ * file while Slurm has flexco_* reservations) every flexco_* reservation
+ * in Slurm is accounted for: one the state knows as live stays (a
+ * tentative or creating record of the previous copy becomes confirmed, as
+ * its confirmation may be what the lost save held), one it does not know
+ * is adopted as confirmed from Slurm's own record, and its jobs become its
+ * part jobs.  Nothing is deleted; ids continue above every one seen.
+ */
+static void _reconcile(void)
+{
+	sres_t *sr;
+	int n, i;
+
+	reconciled = true;
+	if (loaded_from == STATEFILE_CURRENT)
+		return;
+	sr = _slurm_flexco_resvs(&n);
+	if ((loaded_from == STATEFILE_NONE) && n) {
+		error("%s: reservations: no state file, but Slurm has %d flexco_* reservations: the state was lost",
+		      plugin_type, n);
+		loaded_from = STATEFILE_LOST;
+		if (next_id < (uint64_t) time(NULL))
+			next_id = time(NULL);
+	}
+	for (i = 0; i < n; i++) {
+		sres_t *s = &sr[i];
+		rv_t *r = _find(s->id);
+
+		if (s->id >= next_id)
+			next_id = s->id + 1;
+		if (r && _live(r)) {
+			if ((r->state == ST_CREATING) ||
+			    (r->state == ST_TENTATIVE)) {
+				error("%s: reservations: %s%" PRIu64 " was %s in the older state copy; kept as confirmed",
+				      plugin_type, NAME_PREFIX, r->id,
+				      st_names[r->state]);
+				_set_state(r, ST_CONFIRMED,
+					   "recovered from an older state copy: kept as confirmed");
+			}
+			_merge_jobs(r, s);
+			continue;
+		}
+		if (!r && (rv_cnt >= MAX_RECORDS)) {
+			unaccounted++;
+			error("%s: reservations: %s%" PRIu64 " is unaccounted for (record limit %d reached); left to the admin, never deleted by the plugin",
+			      plugin_type, NAME_PREFIX, s->id, MAX_RECORDS);
+			continue;
+		}
+		if (r)
+			_rv_free(r);
+		else
+			r = &rvs[rv_cnt++];
+		memset(r, 0, sizeof(*r));
+		r->id = s->id;
+		r->user = xstrdup(s->users);
+		r->uid = s->uid;
+		r->nodes = s->nodes;
+		r->node_list = xstrdup(s->node_list);
+		r->partition = xstrdup(s->partition);
+		r->start = s->start;
+		r->end = s->end;
+		r->created = time(NULL);
+		_set_state(r, ST_CONFIRMED,
+			   "adopted from Slurm's reservation list: the state file was lost");
+		adopted++;
+		error("%s: reservations: %s%" PRIu64 " adopted from Slurm (users %s, %u nodes %s, %" PRId64 " to %" PRId64 ") as confirmed: the state file did not account for it",
+		      plugin_type, NAME_PREFIX, r->id, r->user ? r->user : "?",
+		      r->nodes, r->node_list ? r->node_list : "?", r->start,
+		      r->end);
+		_merge_jobs(r, s);
+	}
+	_sres_free(sr, n);
+	info("%s: reservations: state recovered (%s copy): %d flexco_* reservations in Slurm, %" PRIu64 " adopted, %" PRIu64 " unaccounted; next id %" PRIu64,
+	     plugin_type, statefile_src_name(loaded_from), n, adopted,
+	     unaccounted, next_id);
 }
 
 static bool _in(const uint64_t *ids, int n, uint64_t id)
@@ -836,6 +1190,10 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		slurm_mutex_unlock(&resv_lock);
 		goto out;
 	}
+	if (!_mutable(json_out, &status)) {
+		slurm_mutex_unlock(&resv_lock);
+		goto out;
+	}
 	if (rv_cnt >= MAX_RECORDS) {
 		slurm_mutex_unlock(&resv_lock);
 		*json_out = _err("too_many", "%d reservation records kept; delete some",
@@ -844,6 +1202,13 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		goto out;
 	}
 	/* Write ahead: the id and a "creating" record reach the disk first. */
+	{
+		int n;
+		uint64_t *ids = _slurm_flexco_ids(&n);
+
+		_id_floor(ids, n);	/* never an id Slurm already has */
+		xfree(ids);
+	}
 	r = &rvs[rv_cnt++];
 	memset(r, 0, sizeof(*r));
 	r->id = next_id++;
@@ -860,8 +1225,10 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		_rv_free(r);
 		rv_cnt--;
 		slurm_mutex_unlock(&resv_lock);
-		*json_out = _err("internal", "cannot save the plugin state");
-		status = 500;
+		*json_out = _err("state_not_saved",
+				 "the reservation state cannot be saved (%s); nothing was made",
+				 last_save_error);
+		status = 503;
 		goto out;
 	}
 
@@ -892,7 +1259,7 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		     r->node_list, r->start, r->end, r->confirm_by);
 	}
 	_idem_store(request_id, uid, status, *json_out);
-	(void) _save();
+	status = _saved(status, json_out);
 	slurm_mutex_unlock(&resv_lock);
 out:
 	json_decref(o);
@@ -940,6 +1307,8 @@ extern int flexco_resv_confirm(uid_t uid, const char *request_id, const char *id
 		status = _replay(seen, json_out);
 		goto out;
 	}
+	if (!_mutable(json_out, &status))
+		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
 		goto out;
 	if (r->state == ST_TENTATIVE) {
@@ -955,7 +1324,7 @@ extern int flexco_resv_confirm(uid_t uid, const char *request_id, const char *id
 		status = 409;
 	}
 	_idem_store(request_id, uid, status, *json_out);
-	(void) _save();
+	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
 	return status;
@@ -979,6 +1348,8 @@ extern int flexco_resv_modify(uid_t uid, const char *request_id, const char *id,
 		status = _replay(seen, json_out);
 		goto out;
 	}
+	if (!_mutable(json_out, &status))
+		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
 		goto out;
 	if (!(o = _parse_body(body, len, json_out, &status)))
@@ -1041,7 +1412,7 @@ extern int flexco_resv_modify(uid_t uid, const char *request_id, const char *id,
 	*json_out = _dump(_rv_json(r));
 store:
 	_idem_store(request_id, uid, status, *json_out);
-	(void) _save();
+	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
 	json_decref(o);
@@ -1060,6 +1431,8 @@ extern int flexco_resv_delete(uid_t uid, const char *request_id, const char *id,
 		status = _replay(seen, json_out);
 		goto out;
 	}
+	if (!_mutable(json_out, &status))
+		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
 		goto out;
 	if (_live(r)) {
@@ -1078,7 +1451,7 @@ extern int flexco_resv_delete(uid_t uid, const char *request_id, const char *id,
 	*json_out = _dump(_rv_json(r));
 store:
 	_idem_store(request_id, uid, status, *json_out);
-	(void) _save();
+	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
 	return status;
@@ -1143,6 +1516,8 @@ extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
 		status = _replay(seen, json_out);
 		goto out;
 	}
+	if (!_mutable(json_out, &status))
+		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
 		goto out;
 	if ((status = flexco_job_parse(body, len, &spec, json_out)))
@@ -1213,7 +1588,7 @@ extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
 				    "state", "PENDING"));
 store:
 	_idem_store(request_id, uid, status, *json_out);
-	(void) _save();
+	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
 	flexco_job_spec_free(&spec);
@@ -1334,7 +1709,12 @@ extern void flexco_resv_tick(void)
 	if (!rconf)
 		return;
 	slurm_mutex_lock(&resv_lock);
+	if (!reconciled) {
+		_reconcile();
+		dirty = true;
+	}
 	ids = _slurm_flexco_ids(&n);
+	_id_floor(ids, n);
 	for (i = 0; i < rv_cnt; i++) {
 		rv_t *r = &rvs[i];
 
@@ -1361,8 +1741,13 @@ extern void flexco_resv_tick(void)
 			dirty = true;
 		}
 	}
-	/* Slurm reservations named flexco_* that no record knows: orphans */
-	for (j = 0; j < n; j++) {
+	/*
+	 * Slurm reservations named flexco_* that no live record knows:
+	 * orphans, deleted only while the state accounts for every flexco_*
+	 * reservation (after a lost state they were adopted; ones that could
+	 * not be are left alone).
+	 */
+	for (j = 0; (j < n) && !unaccounted; j++) {
 		rv_t *r = _find(ids[j]);
 
 		if (!r || !_live(r)) {
@@ -1385,7 +1770,7 @@ extern void flexco_resv_tick(void)
 			i++;
 		}
 	}
-	if (dirty)
+	if (dirty || save_failing)
 		(void) _save();
 	slurm_mutex_unlock(&resv_lock);
 }
@@ -1440,6 +1825,19 @@ extern json_t *flexco_resv_stats_json(void)
 			 "refused", "not_available", (json_int_t) refused_busy,
 			 "low_fit", (json_int_t) refused_fit,
 			 "next_id", (json_int_t) next_id);
+	json_object_set_new(root, "adopted", json_integer(adopted));
+	json_object_set_new(root, "unaccounted", json_integer(unaccounted));
+	json_object_set_new(root, "state", json_pack(
+		"{s:s, s:b, s:b, s:I, s:I, s:o, s:o}",
+		"loaded_from", statefile_src_name(loaded_from),
+		"recovered", reconciled,
+		"saving", !save_failing,
+		"saves", (json_int_t) saves,
+		"save_errors", (json_int_t) save_errors,
+		"last_save_error", last_save_error[0] ?
+			json_string(last_save_error) : json_null(),
+		"last_save_error_at", last_save_error_at ?
+			json_integer(last_save_error_at) : json_null()));
 	slurm_mutex_unlock(&resv_lock);
 	return root;
 }

@@ -8,8 +8,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "src/common/log.h"
@@ -20,48 +22,193 @@
 
 extern const char plugin_type[];
 
-extern int statefile_write(const char *what, const char *path,
-			   const char *text)
-{
-	char *tmp = xstrdup_printf("%s.new", path);
-	size_t len = strlen(text), off = 0;
-	int rc = SLURM_SUCCESS;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+struct statefile_writer {
+	char *what;
+	char *path;
+	char *tmp;
+	int fd;
+	int err;		/* first write errno, 0 if none */
+};
 
-	if (fd < 0) {
-		error("%s: %s: cannot write %s: %m", plugin_type, what, tmp);
-		xfree(tmp);
-		return SLURM_ERROR;
+extern const char *statefile_src_name(statefile_src_t src)
+{
+	switch (src) {
+	case STATEFILE_NONE:
+		return "none";
+	case STATEFILE_CURRENT:
+		return "current";
+	case STATEFILE_PREV:
+		return "previous";
+	case STATEFILE_LOST:
+		return "lost";
 	}
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
+	return "?";
+}
+
+/* ---------------------------------------------------------------------- */
+/* saving */
+
+static void _writer_free(statefile_writer_t *w)
+{
+	xfree(w->what);
+	xfree(w->path);
+	xfree(w->tmp);
+	xfree(w);
+}
+
+static int _fail(const char *what, char *err, size_t err_len,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int _fail(const char *what, char *err, size_t err_len,
+		 const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	error("%s: %s: state not saved: %s", plugin_type, what, msg);
+	if (err && err_len)
+		snprintf(err, err_len, "%s", msg);
+	return SLURM_ERROR;
+}
+
+extern statefile_writer_t *statefile_begin(const char *what, const char *path,
+					   char *err, size_t err_len)
+{
+	statefile_writer_t *w = xmalloc(sizeof(*w));
+
+	w->what = xstrdup(what);
+	w->path = xstrdup(path);
+	w->tmp = xstrdup_printf("%s.new", path);
+	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		(void) _fail(what, err, err_len, "cannot create %s: %s",
+			     w->tmp, strerror(errno));
+		_writer_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+extern void statefile_append(statefile_writer_t *w, const void *buf,
+			     size_t len)
+{
+	const char *p = buf;
+	size_t off = 0;
+
+	while (!w->err && (off < len)) {
+		ssize_t n = write(w->fd, p + off, len - off);
 
 		if ((n < 0) && (errno == EINTR))
 			continue;
 		if (n <= 0) {
-			error("%s: %s: cannot write %s: %m",
-			      plugin_type, what, tmp);
-			rc = SLURM_ERROR;
+			w->err = (n < 0) ? errno : EIO;
 			break;
 		}
 		off += n;
 	}
-	if ((rc == SLURM_SUCCESS) && fsync(fd)) {
-		error("%s: %s: fsync %s: %m", plugin_type, what, tmp);
-		rc = SLURM_ERROR;
+}
+
+extern void statefile_abort(statefile_writer_t *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	(void) unlink(w->tmp);
+	_writer_free(w);
+}
+
+/* Keep the copy about to be replaced as <path>.prev: link, then rename. */
+static void _rotate(const char *what, const char *path)
+{
+	char *prev = xstrdup_printf("%s.prev", path);
+	char *prev_tmp = xstrdup_printf("%s.prev.new", path);
+
+	(void) unlink(prev_tmp);
+	if (link(path, prev_tmp)) {
+		if (errno != ENOENT)	/* no current copy: nothing to keep */
+			error("%s: %s: cannot keep %s as %s: %m", plugin_type,
+			      what, path, prev);
+	} else if (rename(prev_tmp, prev)) {
+		error("%s: %s: cannot keep %s as %s: %m", plugin_type, what,
+		      path, prev);
+		(void) unlink(prev_tmp);
 	}
-	close(fd);
-	if ((rc == SLURM_SUCCESS) && rename(tmp, path)) {
-		error("%s: %s: rename %s: %m", plugin_type, what, tmp);
-		rc = SLURM_ERROR;
-	}
-	if (rc != SLURM_SUCCESS)
-		(void) unlink(tmp);
-	xfree(tmp);
+	xfree(prev);
+	xfree(prev_tmp);
+}
+
+static int _fsync_dir(const char *path)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	int fd, rc = 0;
+
+	if (slash)
+		slash[slash == dir] = '\0';	/* "/x" -> "/", "/a/x" -> "/a" */
+	fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		rc = errno;
+	else if (fsync(fd))
+		rc = errno;
+	if (fd >= 0)
+		close(fd);
+	xfree(dir);
 	return rc;
 }
 
-extern char *statefile_read(const char *path, size_t max, size_t *len)
+extern int statefile_commit(statefile_writer_t *w, char *err, size_t err_len)
+{
+	int rc = SLURM_SUCCESS, e;
+
+	if (w->err) {
+		rc = _fail(w->what, err, err_len, "cannot write %s: %s",
+			   w->tmp, strerror(w->err));
+	} else if (fsync(w->fd)) {
+		rc = _fail(w->what, err, err_len, "fsync %s: %s", w->tmp,
+			   strerror(errno));
+	}
+	e = close(w->fd) ? errno : 0;
+	w->fd = -1;
+	if ((rc == SLURM_SUCCESS) && e)
+		rc = _fail(w->what, err, err_len, "close %s: %s", w->tmp,
+			   strerror(e));
+	if (rc != SLURM_SUCCESS) {
+		statefile_abort(w);
+		return rc;
+	}
+	_rotate(w->what, w->path);
+	if (rename(w->tmp, w->path)) {
+		rc = _fail(w->what, err, err_len, "cannot rename %s to %s: %s",
+			   w->tmp, w->path, strerror(errno));
+		statefile_abort(w);
+		return rc;
+	}
+	if ((e = _fsync_dir(w->path)))
+		rc = _fail(w->what, err, err_len,
+			   "fsync of the directory of %s: %s", w->path,
+			   strerror(e));
+	_writer_free(w);
+	return rc;
+}
+
+extern int statefile_write(const char *what, const char *path,
+			   const char *text, char *err, size_t err_len)
+{
+	statefile_writer_t *w = statefile_begin(what, path, err, err_len);
+
+	if (!w)
+		return SLURM_ERROR;
+	statefile_append(w, text, strlen(text));
+	return statefile_commit(w, err, err_len);
+}
+
+/* ---------------------------------------------------------------------- */
+/* loading */
+
+/* The whole file, xmalloc'd and NUL-terminated; NULL with errno set. */
+static char *_read(const char *path, size_t max, size_t *len)
 {
 	struct stat st;
 	char *buf;
@@ -70,10 +217,19 @@ extern char *statefile_read(const char *path, size_t max, size_t *len)
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || (st.st_size < 0) ||
-	    ((size_t) st.st_size > max)) {
+	if (fstat(fd, &st)) {
+		int e = errno;
+
 		close(fd);
-		errno = EFBIG;
+		errno = e;
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_size < 0) ||
+	    ((size_t) st.st_size > max)) {
+		int e = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+
+		close(fd);
+		errno = e;
 		return NULL;
 	}
 	buf = xmalloc(st.st_size + 1);
@@ -82,11 +238,93 @@ extern char *statefile_read(const char *path, size_t max, size_t *len)
 
 		if ((n < 0) && (errno == EINTR))
 			continue;
-		if (n <= 0)
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			xfree(buf);
+			errno = e;
+			return NULL;
+		}
+		if (!n)
 			break;
 		off += n;
 	}
 	close(fd);
 	*len = off;
 	return buf;
+}
+
+/*
+ * Try one copy.  1: parsed.  0: it does not exist.  -1: rejected (why set,
+ * the copy renamed <copy>.bad.<epoch>).
+ */
+static int _try(const char *what, const char *copy, size_t max,
+		statefile_parse_t parse, void *arg, char *why, size_t why_len)
+{
+	char reason[512] = "";
+	size_t len = 0;
+	char *text = _read(copy, max, &len), *bad;
+	int rc;
+
+	if (!text && (errno == ENOENT)) {
+		snprintf(why, why_len, "%s does not exist", copy);
+		return 0;
+	}
+	if (!text) {
+		snprintf(reason, sizeof(reason), "cannot read it: %s",
+			 (errno == EFBIG) ? "larger than the limit" :
+			 strerror(errno));
+		rc = -1;
+	} else {
+		rc = parse(text, len, arg, reason, sizeof(reason)) ? -1 : 1;
+		xfree(text);
+	}
+	if (rc == 1)
+		return 1;
+
+	bad = xstrdup_printf("%s.bad.%ld", copy, (long) time(NULL));
+	if (rename(copy, bad)) {
+		snprintf(why, why_len, "%s rejected (%s), could not rename it: %s",
+			 copy, reason, strerror(errno));
+	} else {
+		snprintf(why, why_len, "%s rejected (%s), kept as %s", copy,
+			 reason, bad);
+	}
+	error("%s: %s: %s", plugin_type, what, why);
+	xfree(bad);
+	return -1;
+}
+
+extern statefile_src_t statefile_load(const char *what, const char *path,
+				      size_t max, statefile_parse_t parse,
+				      void *arg)
+{
+	char *prev = xstrdup_printf("%s.prev", path);
+	char why_cur[1024] = "", why_prev[1024] = "";
+	statefile_src_t src;
+	int cur, old = 0;
+
+	cur = _try(what, path, max, parse, arg, why_cur, sizeof(why_cur));
+	if (cur == 1) {
+		info("%s: %s: loaded %s", plugin_type, what, path);
+		src = STATEFILE_CURRENT;
+		goto out;
+	}
+	old = _try(what, prev, max, parse, arg, why_prev, sizeof(why_prev));
+	if (old == 1) {
+		error("%s: %s: loaded the previous copy %s because %s",
+		      plugin_type, what, prev, why_cur);
+		src = STATEFILE_PREV;
+	} else if ((cur == 0) && (old == 0)) {
+		info("%s: %s: no %s yet", plugin_type, what, path);
+		src = STATEFILE_NONE;
+	} else {
+		error("%s: %s: NO VALID STATE: %s; %s", plugin_type, what,
+		      why_cur, why_prev);
+		src = STATEFILE_LOST;
+	}
+out:
+	xfree(prev);
+	return src;
 }

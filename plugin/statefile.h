@@ -1,27 +1,70 @@
 /*****************************************************************************\
  *  statefile.h - the plugin's state files under StateSaveLocation
  *****************************************************************************
+ *  One module for every state file of the plugin (reservations, events,
+ *  history).  A save writes <path>.new, fsyncs it, keeps the copy it
+ *  replaces as <path>.prev (a hard link, so there is no moment without a
+ *  current copy), renames <path>.new over <path> and fsyncs the directory.
+ *  A load takes the newest valid copy: <path>, else <path>.prev; a copy
+ *  that cannot be read or parsed is renamed <path>.bad.<epoch> and kept.
+ *
+ *  Never call any of these while holding a slurmctld lock.
+ *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
 
 #ifndef _FLEXCO_STATEFILE_H
 #define _FLEXCO_STATEFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
-/*
- * Replace path with text atomically: write path.new, fsync it, rename it
- * over path.  Logs the failure (with what, e.g. "history") and returns
- * SLURM_ERROR; never call it while holding a slurmctld lock.
- */
-extern int statefile_write(const char *what, const char *path,
-			   const char *text);
+typedef enum {
+	STATEFILE_NONE,		/* no copy at all: a first start */
+	STATEFILE_CURRENT,	/* <path> */
+	STATEFILE_PREV,		/* <path> missing or invalid, <path>.prev used */
+	STATEFILE_LOST,		/* copies exist but none is valid */
+} statefile_src_t;
+
+/* "none", "current", "previous", "lost" */
+extern const char *statefile_src_name(statefile_src_t src);
 
 /*
- * The whole file, xmalloc'd and NUL-terminated, its length in *len; NULL
- * with errno set if it cannot be read or is larger than max bytes
- * (EFBIG).
+ * Parse one copy.  Returns 0 and keeps what it parsed, or -1 with a reason
+ * in why and nothing kept (the caller's state as before the call).
  */
-extern char *statefile_read(const char *path, size_t max, size_t *len);
+typedef int (*statefile_parse_t)(const char *text, size_t len, void *arg,
+				 char *why, size_t why_len);
+
+/*
+ * Load the newest valid copy of path (at most max bytes) through parse.
+ * Logs which copy was used and why another one was rejected (what names
+ * the file in log lines, e.g. "reservations").
+ */
+extern statefile_src_t statefile_load(const char *what, const char *path,
+				      size_t max, statefile_parse_t parse,
+				      void *arg);
+
+/* A save in steps, for files written in pieces. */
+typedef struct statefile_writer statefile_writer_t;
+
+/* NULL (logged, reason in err) if <path>.new cannot be created. */
+extern statefile_writer_t *statefile_begin(const char *what, const char *path,
+					   char *err, size_t err_len);
+/* Append bytes; an error is remembered and reported by commit. */
+extern void statefile_append(statefile_writer_t *w, const void *buf,
+			     size_t len);
+/*
+ * fsync, rotate <path> to <path>.prev, rename over <path>, fsync the
+ * directory; frees w.  SLURM_SUCCESS, or SLURM_ERROR logged with the
+ * reason (also in err), <path> untouched.
+ */
+extern int statefile_commit(statefile_writer_t *w, char *err, size_t err_len);
+/* Give up a save: removes <path>.new, frees w. */
+extern void statefile_abort(statefile_writer_t *w);
+
+/* begin + append(text) + commit. */
+extern int statefile_write(const char *what, const char *path,
+			   const char *text, char *err, size_t err_len);
 
 #endif

@@ -559,6 +559,15 @@ class Grid:
         `localgrid stop` ends it too.  Returns the new pid."""
         c = {x["name"]: x for x in self.status()["clusters"]}[cluster]
         pid = c["slurmctld_pid"]
+        if pid is None:
+            # localgrid knows only the slurmctld it started: after a first
+            # restart, the one started here (still running) is the one
+            mine = [p for p in getattr(self, "_restarted", [])
+                    if p.poll() is None
+                    and getattr(p, "flexco_cluster", None) == cluster]
+            pid = mine[-1].pid if mine else None
+        if pid is None:
+            raise GridError(f"no running slurmctld of {cluster} to restart")
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = [a.decode() for a in f.read().split(b"\0") if a]
         env = proc_environ(pid)
@@ -577,6 +586,7 @@ class Grid:
                                 start_new_session=True)
         if out is not subprocess.DEVNULL:
             out.close()
+        proc.flexco_cluster = cluster
         self._restarted = getattr(self, "_restarted", []) + [proc]
 
         def up():
