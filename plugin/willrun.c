@@ -5,7 +5,7 @@
  *  plugin's offers, to compare them.  Slurm's will_run test places the job
  *  against running jobs and a crude estimate of the higher-priority queue,
  *  ignores backfill's plan, needs the job and node write locks, and uses
- *  up a job id (slurm-22.05-internals.md §2.4), which is why it is only
+ *  up a job id (job_start_data() in job_scheduler.c), which is why it is only
  *  done when asked.  The locks are those of Slurm's own RPC handler
  *  (_slurm_rpc_job_will_run): nothing else is held, no I/O inside them.
  *

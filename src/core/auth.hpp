@@ -22,7 +22,7 @@
 // Blocking: Signer::sign* and Verifier::verify do blocking IPC with munged
 // over its Unix socket.  Never call them while holding a lock that anything
 // latency-sensitive waits for; in the slurmctld plugin, never with a
-// slurmctld lock held (ARCHITECTURE.md: no MUNGE work inside slurmctld locks).
+// slurmctld lock held (no MUNGE work inside slurmctld locks).
 //
 // Threads: Signer is immutable after create() and may be shared by threads.
 // Verifier::verify may be called concurrently from several threads on one

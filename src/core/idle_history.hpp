@@ -1,6 +1,6 @@
 // Idle-capacity history and the "history" reservation probability.
 //
-// The thesis (Röblitz, §9.4.1 eq. 9.1-9.4; cores-digest.md §5.4.1) estimates
+// The thesis (Röblitz, CORES, §9.4.1 eq. 9.1-9.4) estimates
 // the chance that a reservation is still granted later from how many
 // processors were idle at the same time of day in the past:
 //

@@ -209,8 +209,7 @@ Result<DelayReport> delay_caused_by(const LocalPlanInput& input, const Placehold
                                     Backfill policy = Backfill::kConservative);
 
 // ---------------------------------------------------------------------------
-// What-if fitness of offers (thesis §9.4.2, eq. 9.6-9.8; cores-digest.md
-// §5.4.2)
+// What-if fitness of offers (thesis §9.4.2, eq. 9.6-9.8)
 //
 //   C_max(P) = max_i (stt(P, j_i) + j_i.wct)                         (9.6)
 //   C_avg(P) = (1/N) sum_i (stt(P, j_i) + j_i.wct - j_i.sbt)         (9.7)

@@ -1,4 +1,4 @@
-// CORES (Roeblitz's thesis, ch. 9 to 11; cores-digest.md), reduced to one
+// CORES (Roeblitz's thesis, ch. 9 to 11), reduced to one
 // parallel job whose parts share a start, as read in doc/coalloc.md:
 //
 //   * candidates (ch. 9): the clusters' explicit offers, or event starts

@@ -8,7 +8,7 @@
 //      a horizon reaching latest_end (default: 7 days, longer if the request
 //      needs it);
 //   2. candidate slots (start, nodes) are enumerated by the distribution
-//      (thesis ch. 9.3, cores-digest.md §5.3): "event" (default) = the
+//      (thesis ch. 9.3): "event" (default) = the
 //      profile's change points where the request fits (earliest_fit, then
 //      next_fit); "even" = Def 31, K = max_offers starts per node count
 //      evenly spaced over [earliest_start, maxT - dur(q)]; "corner" = Def 30,
