@@ -831,17 +831,16 @@ static sres_t *_slurm_flexco_resvs(int *count)
 	list_iterator_destroy(it);
 	it = list_iterator_create(job_list);
 	while ((job_ptr = list_next(it))) {
+		/* the id parsed once, no allocation per job under the lock */
 		if (IS_JOB_FINISHED(job_ptr) || !job_ptr->resv_name ||
 		    strncmp(job_ptr->resv_name, NAME_PREFIX,
-			    strlen(NAME_PREFIX)))
+			    strlen(NAME_PREFIX)) ||
+		    _parse_id(job_ptr->resv_name + strlen(NAME_PREFIX), &id))
 			continue;
 		for (i = 0; i < n; i++) {
 			sres_t *s = &out[i];
-			char *name = _name_of(s->id);
-			bool match = !strcmp(name, job_ptr->resv_name);
 
-			xfree(name);
-			if (!match || (s->job_cnt >= MAX_JOBS))
+			if ((s->id != id) || (s->job_cnt >= MAX_JOBS))
 				continue;
 			if (!s->jobs)
 				s->jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
