@@ -77,15 +77,22 @@ bool valid_partition_name(const std::string& s) {
   return true;
 }
 
+// ceil(period / interval) for period, interval >= 1, without forming
+// period + interval (which overflows for periods near the top of Time).
+std::uint64_t bucket_count_for(Duration period, Duration interval) {
+  return static_cast<std::uint64_t>(period / interval + (period % interval != 0));
+}
+
 Status check_shape(const char* where, Duration period, Duration interval) {
-  if (period < 1)
-    return invalid(std::string(where) + ": period " + std::to_string(period) + " must be >= 1");
+  if (period < 1 || period > kHistoryMaxPeriod)
+    return invalid(std::string(where) + ": period " + std::to_string(period) +
+                   " must be in [1, " + std::to_string(kHistoryMaxPeriod) + "]");
   if (interval < 1 || interval > period)
     return invalid(std::string(where) + ": interval " + std::to_string(interval) +
                    " must be in [1, period " + std::to_string(period) + "]");
-  if (static_cast<std::uint64_t>((period + interval - 1) / interval) > kHistoryMaxBuckets)
+  if (bucket_count_for(period, interval) > kHistoryMaxBuckets)
     return invalid(std::string(where) + ": period / interval = " +
-                   std::to_string((period + interval - 1) / interval) + " buckets, more than " +
+                   std::to_string(bucket_count_for(period, interval)) + " buckets, more than " +
                    std::to_string(kHistoryMaxBuckets));
   return {};
 }
@@ -96,7 +103,7 @@ Result<IdleHistory> IdleHistory::create(Duration period, Duration interval) {
   if (auto st = check_shape("IdleHistory::create", period, interval); !st.ok())
     return st.error();
   return IdleHistory(period, interval,
-                     static_cast<std::size_t>((period + interval - 1) / interval));
+                     static_cast<std::size_t>(bucket_count_for(period, interval)));
 }
 
 std::size_t IdleHistory::bucket_of(Time t) const noexcept {

@@ -44,12 +44,15 @@ namespace flexco {
 inline constexpr Duration kHistoryDefaultPeriod = 86400;  // ap: one day (thesis Table 9.3)
 inline constexpr Duration kHistoryDefaultInterval = 300;  // L
 inline constexpr std::size_t kHistoryMaxBuckets = 100000;  // ap / L at most
+// The longest averaging period: a (leap) year.  It keeps every sum of two
+// times of the period far from overflowing Time.
+inline constexpr Duration kHistoryMaxPeriod = 366 * 86400;
 inline constexpr std::size_t kHistoryMaxPartitions = 256;
 
 class IdleHistory {
  public:
-  // period (ap) >= 1, interval (L) in [1, period], ceil(ap / L) <=
-  // kHistoryMaxBuckets.
+  // period (ap) in [1, kHistoryMaxPeriod], interval (L) in [1, period],
+  // ceil(ap / L) <= kHistoryMaxBuckets.
   static Result<IdleHistory> create(Duration period = kHistoryDefaultPeriod,
                                     Duration interval = kHistoryDefaultInterval);
 

@@ -3,6 +3,7 @@
 
 #include <cinttypes>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -118,6 +119,19 @@ START_TEST(bad_arguments) {
   auto c = IdleHistory::create(1000000, 1);
   ck_assert(!c.ok());
   HAS(c.error().message, "buckets");
+  // Periods near the top of Time: refused by the bound on the period, never
+  // by an overflowed bucket count (found by fuzz_history_state).
+  for (Duration p : {kHistoryMaxPeriod + 1, Duration{9223372036854769008},
+                     std::numeric_limits<Duration>::max()}) {
+    auto big = IdleHistory::create(p, p / 2);
+    ck_assert(!big.ok());
+    HAS(big.error().message, "must be in [1, 31622400]");
+  }
+  auto year = IdleHistory::create(kHistoryMaxPeriod, kHistoryMaxPeriod);
+  ck_assert(year.ok());
+  ck_assert_uint_eq(year.value().bucket_count(), 1);
+  ck_assert(year.value().record(kHistoryMaxPeriod * 3 + 5, 2).ok());
+  NEAR(*year.value().mean_idle(kHistoryMaxPeriod - 1, kHistoryMaxPeriod - 1), 2.0);
   IdleHistory h = sample();
   auto e1 = h.record(-1, 3);
   ck_assert(!e1.ok());
@@ -186,6 +200,7 @@ const BadText kBadTexts[] = {
     {"history 1000 100 1 5 5 1\n3 nan 1\nend\n", "line 2: malformed bucket line"},
     {"history 1000 100 0 5 5 0\nend\n", "inconsistent"},
     {"history 1000 0 0 -1 -1 0\nend\n", "interval 0"},
+    {"history 9223372036854769008 38640000 0 -1 -1 0\nend\n", "period 9223372036854769008"},
     {"history 1000 100 0 -1 -1 0\nend\nextra\n", "line 3: text after"},
 };
 
