@@ -37,3 +37,8 @@ AC_DEFUN([FLEXCO_CHECK_ZLIB], [
   PKG_CHECK_MODULES([ZLIB], [zlib >= 1.2], [],
     [AC_MSG_ERROR([zlib >= 1.2 (gzip traces) not found: apt-get install zlib1g-dev])])
 ])
+
+AC_DEFUN([FLEXCO_CHECK_NETTLE], [
+  PKG_CHECK_MODULES([NETTLE], [nettle >= 3.4], [],
+    [AC_MSG_ERROR([GNU Nettle >= 3.4 (SHA-256 of signed requests) not found: apt-get install nettle-dev])])
+])

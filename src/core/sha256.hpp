@@ -1,5 +1,8 @@
-// SHA-256 (FIPS 180-4), written for the request authentication of
-// doc/auth.md: every signed HTTP call binds the digest of its body.
+// SHA-256 for the request authentication of doc/auth.md: every signed HTTP
+// call binds the digest of its body.  A thin C++ face on GNU Nettle's
+// sha256 (libnettle, which libmicrohttpd's GnuTLS already brings into every
+// process that serves FlexCo's HTTP), so the digest itself is maintained
+// code, not ours.
 //
 // Incremental (update any number of times, then finish) or one-shot
 // (sha256 / sha256_hex).  No allocation except the hex string, no global
@@ -7,6 +10,8 @@
 
 #ifndef FLEXCO_CORE_SHA256_HPP
 #define FLEXCO_CORE_SHA256_HPP
+
+#include <nettle/sha2.h>
 
 #include <array>
 #include <cstddef>
@@ -18,9 +23,9 @@ namespace flexco {
 
 class Sha256 {
  public:
-  static constexpr std::size_t kDigestSize = 32;  // bytes
-  static constexpr std::size_t kHexSize = 64;     // characters
-  static constexpr std::size_t kBlockSize = 64;   // bytes
+  static constexpr std::size_t kDigestSize = SHA256_DIGEST_SIZE;  // 32 bytes
+  static constexpr std::size_t kHexSize = 2 * kDigestSize;        // characters
+  static constexpr std::size_t kBlockSize = SHA256_BLOCK_SIZE;    // 64 bytes
 
   using Digest = std::array<std::uint8_t, kDigestSize>;
 
@@ -29,10 +34,7 @@ class Sha256 {
   // Start over, as if freshly constructed.
   void reset() noexcept;
 
-  // Append `size` bytes.  `data` may be null only when size == 0.  The
-  // message may be at most 2^61 - 1 bytes long (the length field of
-  // FIPS 180-4 counts bits in 64 bits); more is never fed by our callers and
-  // would wrap the length silently.
+  // Append `size` bytes.  `data` may be null only when size == 0.
   void update(const void* data, std::size_t size) noexcept;
   void update(std::string_view data) noexcept { update(data.data(), data.size()); }
 
@@ -40,12 +42,7 @@ class Sha256 {
   Digest finish() noexcept;
 
  private:
-  void compress(const std::uint8_t* block) noexcept;
-
-  std::array<std::uint32_t, 8> state_{};
-  std::array<std::uint8_t, kBlockSize> buffer_{};
-  std::size_t buffered_ = 0;     // bytes waiting in buffer_ (< kBlockSize)
-  std::uint64_t length_ = 0;     // message bytes seen so far
+  struct sha256_ctx ctx_;
 };
 
 // Digest of one whole message.
