@@ -343,21 +343,26 @@ static uint32_t jobs_per_hold = 250;
  * Testing only: microseconds to sleep between two holds (with the locks
  * released), from FLEXCO_TEST_SNAPSHOT_PAUSE_USEC in slurmctld's
  * environment, so that a test can change records during a walk
- * (testsuite/integration/test_plugin_snapshot.py).  0 when unset.
+ * (testsuite/integration/test_plugin_snapshot.py).  0 when unset, and
+ * always 0 in the installed plugin, which is built without
+ * FLEXCO_TEST_HOOKS.
  */
 static useconds_t test_pause_usec = 0;
 
 extern void snapshot_set_jobs_per_hold(uint32_t n)
 {
+	jobs_per_hold = n ? n : 1;
+#ifdef FLEXCO_TEST_HOOKS
+	/* Only in the objects `make check` builds (plugin/testhooks/). */
 	const char *pause = getenv("FLEXCO_TEST_SNAPSHOT_PAUSE_USEC");
 
-	jobs_per_hold = n ? n : 1;
 	test_pause_usec = pause ? (useconds_t) strtoul(pause, NULL, 10) : 0;
 	if (test_pause_usec > 1000000)
 		test_pause_usec = 1000000;
 	if (test_pause_usec)
 		info("%s: FLEXCO_TEST_SNAPSHOT_PAUSE_USEC=%u: snapshots pause between holds (testing only)",
 		     plugin_type, (unsigned) test_pause_usec);
+#endif
 }
 
 /* The copies of nodes, partitions and reservations, and their lookups. */

@@ -18,6 +18,7 @@
 #include "core/availability.hpp"
 #include "core/wire_profile.hpp"
 #include "flexcod/log.hpp"
+#include "flexcod/test_hold.hpp"
 
 namespace flexcod {
 
@@ -216,24 +217,6 @@ void Engine::Cluster::note_error(const http::Error& e) {
            "(scontrol show config | grep ClusterName)",
            conf.name.c_str(), conf.url.c_str(), e.message.c_str(), conf.name.c_str());
 }
-
-namespace {
-
-// Fault injection for the integration tests (doc/flexcod.md, "Testing the
-// protocol"): with FLEXCOD_TEST_HOLD_DIR set, the commit protocol stops at
-// step S while the file <dir>/S.hold exists, after creating <dir>/S.reached,
-// so that a test can kill flexcod or stop a cluster at exactly that point.
-void test_hold(const char* step) {
-  const char* dir = std::getenv("FLEXCOD_TEST_HOLD_DIR");
-  if (dir == nullptr || dir[0] == '\0') return;
-  const std::string base = std::string(dir) + "/" + step;
-  if (access((base + ".hold").c_str(), F_OK) != 0) return;
-  if (FILE* f = std::fopen((base + ".reached").c_str(), "w")) std::fclose(f);
-  fc_info("test hold at step %s", step);
-  while (access((base + ".hold").c_str(), F_OK) == 0) usleep(50000);
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // Construction, threads

@@ -44,7 +44,7 @@ def main():
     t.require_grid_tools()
     hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
-    with t.Grid(nodes=NODES) as grid:
+    with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
         fc = Flexcod(grid)
         tmp = tempfile.mkdtemp(prefix="flexcod-failure-")
         os.chmod(tmp, 0o777)

@@ -24,7 +24,7 @@ def main():
     t.require_grid_tools()
     hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
-    with t.Grid(nodes=NODES) as grid:
+    with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
         fc = Flexcod(grid)
         st = grid.status()
         tmp = tempfile.mkdtemp(prefix="flexcod-recovery-")

@@ -23,7 +23,7 @@ def main():
     # holds of a snapshot, with the locks released, so that the walks last
     # long enough for reservations to change during them.
     os.environ["FLEXCO_TEST_SNAPSHOT_PAUSE_USEC"] = "2000"
-    with t.Grid(nodes=[NODES], args=["--no-flexcod", "--plugin-option",
+    with t.Grid(nodes=[NODES], args=["--test-hooks", "--no-flexcod", "--plugin-option",
                                      "SnapshotJobsPerHold=1"]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
