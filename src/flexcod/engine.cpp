@@ -1791,6 +1791,25 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
     return false;
   };
 
+  // A move never runs the job twice: the old set must not start before the
+  // switch (when it starts, its part jobs run, and releasing it would kill
+  // them).  Gathering offers and the three steps below take time, so this
+  // is checked again before every step and last right before the switch,
+  // with the co-allocation's lock held by the caller; the old set's
+  // start must still be more than kMoveLead seconds away, and no old part
+  // may have started according to the clusters' events.
+  auto old_set_starts = [&]() -> std::string {
+    if (stored.planned_start <= now_seconds() + kMoveLead)
+      return "the current set starts at " + slurm_time(stored.planned_start) + ", within " +
+             std::to_string(kMoveLead) + " s";
+    for (const auto& p : store_.parts(co.id, true)) {
+      if (p.actual_start > 0 || (!p.job_state.empty() && p.job_state != "PENDING"))
+        return "part " + std::to_string(p.idx) + " on " + p.cluster + " has started (" +
+               (p.job_state.empty() ? std::string("started") : p.job_state) + ")";
+    }
+    return "";
+  };
+
   // 1. Tentative reservations.
   const StepErrors refused = reserve_parts(co, parts, conf.confirm_within, " (move)");
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -1809,6 +1828,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   }
   if (!fail.empty()) return abandon(fail);
   test_hold("move-reserved");
+  if (auto started = old_set_starts(); !started.empty()) return abandon(started);
 
   // 2. Confirm all.
   for (auto& p : parts) p.state = "confirming";
@@ -1824,6 +1844,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
     fail += (fail.empty() ? "" : "; ") + std::string("state database: ") + err;
   }
   if (!fail.empty()) return abandon(fail);
+  if (auto started = old_set_starts(); !started.empty()) return abandon(started);
 
   // 3. The part jobs again, into the new reservations.
   for (auto& p : parts) {
@@ -1844,6 +1865,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
     return abandon(fail);
   }
   test_hold("move-submitted");
+  if (auto started = old_set_starts(); !started.empty()) return abandon(started);
 
   // 4. The switch, in one transaction: the new set becomes the current
   // placement, the old one is to be released, the move is recorded.
