@@ -291,6 +291,15 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "maxparts") {
         if (!need_int(1, 64)) return range(1, 64);
         c.max_parts = static_cast<int>(n);
+      } else if (k == "partstartskew") {
+        if (!need_int(5, 3600)) return range(5, 3600);
+        c.part_start_skew = static_cast<int>(n);
+      } else if (k == "partstartpolicy") {
+        const std::string l = lower(v);
+        if (l != "fail" && l != "warn") {
+          return parser.err(line, "PartStartPolicy: '" + v + "' is not fail or warn");
+        }
+        c.part_start_policy = l;
       } else if (k == "planhorizon") {
         if (!need_int(60, 31622400)) return range(60, 31622400);
         c.plan_horizon = n;

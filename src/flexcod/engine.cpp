@@ -1314,8 +1314,65 @@ bool Engine::follow_events(std::size_t ci) {
   return false;
 }
 
+void Engine::watch_part_starts() {
+  int skew;
+  std::string policy;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    skew = conf_.part_start_skew;
+    policy = conf_.part_start_policy;
+  }
+  // The first late part of a running co-allocation, or "".
+  auto late_part = [&](const std::vector<PartRecord>& parts, std::int64_t now) -> std::string {
+    std::int64_t first = 0;
+    for (const auto& p : parts) {
+      if (p.actual_start > 0) first = first == 0 ? p.actual_start : std::min(first, p.actual_start);
+    }
+    if (first == 0 || now < first + skew) return "";
+    for (const auto& p : parts) {
+      if (p.actual_start == 0 && (p.state == "submitted" || p.state == "submitting")) {
+        return "part " + std::to_string(p.idx) + " on " + p.cluster + " (job " +
+               std::to_string(p.job_id) + ") did not start within " + std::to_string(skew) +
+               " s of the first part (started " + slurm_time(first) + ")";
+      }
+    }
+    return "";
+  };
+  for (const auto& candidate : store_.in_states({"running"})) {
+    if (stopping_) return;
+    if (late_warned_.count(candidate.id)) continue;
+    if (late_part(store_.parts(candidate.id, true), now_seconds()).empty()) continue;
+    auto m = co_mutex(candidate.id);
+    std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
+    if (!lock.owns_lock()) continue;  // a request or an event holds it: next round
+    auto co = store_.get_coalloc(candidate.id);
+    if (!co || co->state != "running") continue;
+    auto parts = store_.parts(co->id, true);
+    const std::string late = late_part(parts, now_seconds());
+    if (late.empty()) continue;
+    std::string err;
+    bump("late_parts");
+    if (policy == "warn") {
+      late_warned_.insert(co->id);
+      co->reason = late + "; the other parts run alone (PartStartPolicy=warn)";
+      fc_error("co-%ld: %s", (long)co->id, co->reason.c_str());
+      store_.update_coalloc(*co, co->reason, &err);
+      continue;
+    }
+    // All or nothing: the started parts are useless alone.
+    co->state = "failed";
+    co->reason = late + "; the started parts were cancelled and every reservation released "
+                        "(PartStartPolicy=fail)";
+    fc_error("co-%ld: %s", (long)co->id, co->reason.c_str());
+    store_.update_coalloc(*co, co->reason, &err);
+    release(*co, parts, "cancelled", co->reason);
+    give_back_ended(*co, parts);
+  }
+}
+
 void Engine::reap_loop() {
   while (!wait_stop(2000)) {
+    watch_part_starts();
     for (auto& p : store_.parts_in_states({"cancelling"})) {
       auto m = co_mutex(p.co_id);
       std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
@@ -2386,7 +2443,7 @@ ApiResult Engine::stats() {
   set(o, "messages", msgs);
   set_int(o, "moves", store_.count_moves());
   for (const char* k : {"violations", "replans", "rollbacks", "orphans", "moves_abandoned",
-                        "resched_passes"}) {
+                        "resched_passes", "late_parts"}) {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);
   }

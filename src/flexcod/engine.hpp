@@ -141,6 +141,10 @@ class Engine {
   bool follow_events(std::size_t ci);
   void handle_event(std::size_t ci, const flexco::http::Event& e);
   void reap_loop();
+  // The part-start watchdog (PartStartSkew, PartStartPolicy), from the
+  // reaper's loop: a running co-allocation with a part that has not
+  // started PartStartSkew seconds after its first part did.
+  void watch_part_starts();
   void publish_loop(std::size_t ci);
   bool wait_stop(int ms);
 
@@ -179,6 +183,7 @@ class Engine {
   };
   std::mutex resched_mutex_;
   std::map<std::size_t, Trigger> resched_pending_;  // by cluster index
+  std::set<std::int64_t> late_warned_;  // PartStartPolicy=warn: said once (reaper only)
 
   std::atomic<bool> stopping_{false};
   std::mutex stop_mutex_;

@@ -85,6 +85,10 @@ START_TEST(defaults_and_case) {
   ck_assert_int_eq(c.request_timeout, 10);
   ck_assert_int_eq(c.confirm_within, 120);
   ck_assert_int_eq(c.max_replans, 3);
+  ck_assert_int_eq(c.part_start_skew, 60);
+  ck_assert(c.part_start_policy == "fail");
+  auto w = conf::parse("Cluster=a URL=http://h:1\nPartStartSkew=3600\npartstartpolicy=WARN\n", "t");
+  ck_assert(w.ok() && w.value().part_start_skew == 3600 && w.value().part_start_policy == "warn");
 }
 END_TEST
 
@@ -108,6 +112,8 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\nAdminUsers=root,,x\n", 2, "AdminUsers"},
     {"Cluster=a URL=http://h:1\nMaxMoves=1001\n", 2, "MaxMoves"},
     {"Cluster=a URL=http://h:1\nRescheduleMode=shift+remap\n", 2, "RescheduleMode"},
+    {"Cluster=a URL=http://h:1\nPartStartSkew=4\n", 2, "5..3600"},
+    {"Cluster=a URL=http://h:1\nPartStartPolicy=replan\n", 2, "PartStartPolicy"},
     {"Cluster=a URL=http://h:1\nRescheduleWait=3601\n", 2, "RescheduleWait"},
     {"Cluster=a URL=http://h:1\nPublishInterval=0\n", 2, "PublishInterval"},
     {"Cluster=a URL=http://h:1\nDebugLevel=loud\n", 2, "DebugLevel"},
