@@ -2,7 +2,10 @@
 
 #include "sim/config.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -247,6 +250,7 @@ Result<Prepared> prepare(const SimConfig& c) {
     meta_rate = meta_scan->work / static_cast<double>(meta_scan->last_submit - meta_scan->first_submit + 1);
   }
   double lscale = c.local_time_scale, mscale = c.meta_time_scale;
+  // A first guess from the scans (whole-trace rates) ...
   if (c.target_load > 0) {
     double want = c.target_load * static_cast<double>(capacity);
     if (c.meta_share >= 0) {
@@ -260,55 +264,178 @@ Result<Prepared> prepare(const SimConfig& c) {
       mscale = meta_rate / room;
     }
   }
-  out.local_time_scale = lscale;
-  out.meta_time_scale = mscale;
-  out.offered_load = (local_rate / lscale + meta_rate / mscale) / static_cast<double>(capacity);
-  Time horizon;
-  std::int64_t h;
-  if (c.horizon == "local" && local_len > 0) {
-    horizon = static_cast<Time>(static_cast<double>(local_len) * lscale);
-  } else if (c.horizon == "meta" || c.horizon == "local") {
-    if (!meta_scan) return bad(kWhere, "Horizon=meta needs MetaTrace");
-    horizon = static_cast<Time>(static_cast<double>(meta_scan->last_submit - meta_scan->first_submit + 1) * mscale) + 1;
-  } else {
+  auto horizon_for = [&](double ls, double ms) -> Result<Time> {
+    std::int64_t h;
+    if (c.horizon == "local" && local_len > 0)
+      return static_cast<Time>(static_cast<double>(local_len) * ls);
+    if (c.horizon == "meta" || c.horizon == "local") {
+      if (!meta_scan) return bad(kWhere, "Horizon=meta needs MetaTrace");
+      return static_cast<Time>(
+                 static_cast<double>(meta_scan->last_submit - meta_scan->first_submit + 1) * ms) +
+             1;
+    }
     to_duration(c.horizon, h);
-    horizon = h;
-  }
-  out.horizon = horizon;
+    return static_cast<Time>(h);
+  };
 
+  // The streams as they will run, but unscaled and without a horizon.
+  std::vector<StreamSpec> specs;
   int index = 0;
   for (const LocalScan& ls : local_scans) {
-    const std::size_t i = ls.cluster;
-    const ClusterConfig& cl = c.clusters[i];
-    const TraceScan& ts = ls.scan;
+    const ClusterConfig& cl = c.clusters[ls.cluster];
     StreamSpec sp;
     sp.path = resolve(c, ls.trace->path);
     sp.part = ls.trace->part;
     sp.parts = ls.trace->parts;
-    sp.time_scale = lscale;
-    sp.horizon = horizon;
     sp.loop = true;
     sp.kind = JobKind::kLocal;
-    sp.cluster = static_cast<int>(i);
+    sp.cluster = static_cast<int>(ls.cluster);
     sp.seed = c.seed;
     sp.index = index++;
     sp.rules = c.local_rules;
     sp.rules.max_nodes = cl.nodes;
-    auto s = TraceStream::open(sp, ts);
-    if (!s) return bad(sp.path, s.error().message);
-    out.sources.push_back(std::make_unique<TraceSource>(std::move(s).value()));
+    specs.push_back(sp);
   }
   if (meta_scan) {
     StreamSpec sp;
     sp.path = resolve(c, c.meta_trace);
-    sp.time_scale = mscale;
-    sp.horizon = horizon;
     sp.max_jobs = c.meta_max_jobs;
     sp.kind = JobKind::kMeta;
     sp.seed = c.seed;
     sp.index = 100;
     sp.rules = mr;
-    auto s = TraceStream::open(sp, *meta_scan);
+    specs.push_back(sp);
+  }
+  auto scan_for = [&](std::size_t k) -> const TraceScan& {
+    return k < local_scans.size() ? local_scans[k].scan : *meta_scan;
+  };
+
+  // ... then the work every stream really submits before a horizon: one
+  // unscaled pass each records its arrivals (offset from the segment's
+  // start) and cumulative node-seconds, with the same filters, loops and
+  // run times (cut at the estimate) as the simulation.  A job at offset o
+  // of loop k is submitted at (o + k * segment) * scale, and only if that
+  // is before the horizon.
+  struct Arrivals {
+    std::vector<double> at, cum;
+    double segment = 1;
+    bool loop = false;
+    std::uint64_t max_jobs = 0;
+  };
+  std::vector<Arrivals> arrivals;
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    StreamSpec sp = specs[k];
+    sp.time_scale = 1.0;
+    sp.loop = false;
+    sp.horizon = kForever;
+    sp.max_jobs = 0;
+    auto s = TraceStream::open(sp, scan_for(k));
+    if (!s) return bad(sp.path, s.error().message);
+    Arrivals a;
+    a.loop = specs[k].loop;
+    a.max_jobs = specs[k].max_jobs;
+    a.segment = static_cast<double>(std::max<std::int64_t>(1, s.value().segment_length()));
+    double sum = 0;
+    for (;;) {
+      auto j = s.value().next();
+      if (!j) return bad(sp.path, j.error().message);
+      if (!j.value()) break;
+      sum += static_cast<double>(j.value()->run) * static_cast<double>(j.value()->nodes);
+      a.at.push_back(static_cast<double>(j.value()->submit));
+      a.cum.push_back(sum);
+    }
+    arrivals.push_back(std::move(a));
+  }
+  // Node-seconds submitted at times < horizon by a stream at `scale`.
+  auto work_in = [](const Arrivals& a, double horizon, double scale) {
+    if (a.at.empty()) return 0.0;
+    const double t = horizon / scale;  // in unscaled trace seconds
+    auto before = [&](double x) {      // jobs of one pass with offset < x
+      return static_cast<std::size_t>(std::lower_bound(a.at.begin(), a.at.end(), x) - a.at.begin());
+    };
+    if (!a.loop) {
+      std::size_t n = before(t);
+      if (a.max_jobs > 0) n = std::min<std::size_t>(n, a.max_jobs);
+      return n == 0 ? 0.0 : a.cum[n - 1];
+    }
+    const double loops = std::floor(t / a.segment);
+    const std::size_t n = before(t - loops * a.segment);
+    return loops * a.cum.back() + (n == 0 ? 0.0 : a.cum[n - 1]);
+  };
+  const std::size_t nlocal = local_scans.size();
+  auto measure = [&](double ls, double ms, Time h, double* lw, double* mw) {
+    *lw = 0;
+    *mw = 0;
+    for (std::size_t k = 0; k < arrivals.size(); ++k) {
+      if (k < nlocal)
+        *lw += work_in(arrivals[k], static_cast<double>(h), ls);
+      else
+        *mw += work_in(arrivals[k], static_cast<double>(h), ms);
+    }
+  };
+  Time horizon = 0;
+  double lw = 0, mw = 0;
+  if (c.target_load > 0) {
+    // Multiplicative corrections: stretching a stream's times by f divides
+    // the work it submits before a fixed horizon by about f.  The work is
+    // a step function of the scale, so stop when a step changes little.
+    for (int it = 0; it < 100; ++it) {
+      auto h = horizon_for(lscale, mscale);
+      if (!h) return h.error();
+      horizon = h.value();
+      if (horizon < 1) return bad(kWhere, "the horizon is shorter than a second");
+      measure(lscale, mscale, horizon, &lw, &mw);
+      const double want = c.target_load * static_cast<double>(capacity) * static_cast<double>(horizon);
+      double nl = lscale, nm = mscale;
+      if (c.meta_share >= 0) {
+        if (lw > 0 && c.meta_share < 1) nl = lscale * lw / ((1 - c.meta_share) * want);
+        if (mw > 0 && c.meta_share > 0) nm = mscale * mw / (c.meta_share * want);
+      } else if (mw > 0) {
+        const double room = want - lw;
+        if (room <= 0)
+          return bad(kWhere, "the local jobs submitted within the horizon alone offer load " +
+                                 std::to_string(lw / (want / c.target_load)) +
+                                 ", at least TargetLoad; lower it or set MetaShare");
+        nm = mscale * mw / room;
+      }
+      if (std::fabs(nl / lscale - 1) < 1e-6 && std::fabs(nm / mscale - 1) < 1e-6) break;
+      lscale = nl;
+      mscale = nm;
+    }
+  }
+  {
+    auto h = horizon_for(lscale, mscale);
+    if (!h) return h.error();
+    horizon = h.value();
+  }
+  measure(lscale, mscale, horizon, &lw, &mw);
+  out.local_time_scale = lscale;
+  out.meta_time_scale = mscale;
+  out.horizon = horizon;
+  const double capacity_work = static_cast<double>(capacity) * static_cast<double>(horizon);
+  out.offered_load = capacity_work > 0 ? (lw + mw) / capacity_work : 0;
+  out.meta_share = lw + mw > 0 ? mw / (lw + mw) : 0;
+  if (c.target_load > 0) {
+    auto fmt = [](double x) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.4f", x);
+      return std::string(b);
+    };
+    if (std::fabs(out.offered_load / c.target_load - 1) > kLoadTolerance)
+      return bad(kWhere, "the jobs submitted within the horizon offer load " + fmt(out.offered_load) +
+                             ", not TargetLoad=" + fmt(c.target_load) +
+                             " (too few jobs to scale finely, or MetaMaxJobs stops the metajobs "
+                             "early; a longer Horizon or another TargetLoad helps)");
+    if (c.meta_share >= 0 && std::fabs(out.meta_share - c.meta_share) > kLoadTolerance)
+      return bad(kWhere, "the metajobs submitted within the horizon are " + fmt(out.meta_share) +
+                             " of the load, not MetaShare=" + fmt(c.meta_share));
+  }
+
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    StreamSpec sp = specs[k];
+    sp.time_scale = k < nlocal ? lscale : mscale;
+    sp.horizon = horizon;
+    auto s = TraceStream::open(sp, scan_for(k));
     if (!s) return bad(sp.path, s.error().message);
     out.sources.push_back(std::make_unique<TraceSource>(std::move(s).value()));
   }

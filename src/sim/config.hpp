@@ -59,8 +59,16 @@ struct Prepared {
   double meta_time_scale = 1.0;
   double local_time_scale = 1.0;
   Time horizon = 0;
-  double offered_load = 0;  // expected from the scans
+  // What the jobs submitted within [0, horizon) carry, measured over the
+  // streams as they will run (segments, loops, filters, run times cut at
+  // their estimates): node-seconds over capacity x horizon, and the
+  // metajobs' share of it.  prepare() scales the streams until these meet
+  // TargetLoad and MetaShare, and fails if they cannot come within
+  // kLoadTolerance of them.
+  double offered_load = 0;
+  double meta_share = 0;
 };
+inline constexpr double kLoadTolerance = 0.03;  // relative, for both
 Result<Prepared> prepare(const SimConfig& config);
 
 }  // namespace flexco::sim

@@ -115,9 +115,11 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(cfg.seed));
   std::printf("estimate_factor=%g\nno_small_jobs=%s\n", cfg.local_rules.estimate_factor,
               cfg.local_rules.no_small ? "yes" : "no");
-  std::printf("horizon=%lld\nlocal_time_scale=%.6g\nmeta_time_scale=%.6g\noffered_load=%.4f\n",
+  std::printf("horizon=%lld\nlocal_time_scale=%.6g\nmeta_time_scale=%.6g\noffered_load=%.4f\n"
+              "target_load=%.4f\nmeta_share=%.4f\n",
               static_cast<long long>(p.horizon), p.local_time_scale, p.meta_time_scale,
-              p.offered_load);
+              p.offered_load, cfg.target_load, p.meta_share);
+  if (cfg.meta_share >= 0) std::printf("target_meta_share=%.4f\n", cfg.meta_share);
   std::printf("trace_jobs_read=%lld\nmodelled_estimates=%lld\nsmall_dropped=%lld\n"
               "too_large_dropped=%lld\nno_data_dropped=%lld\nlocal_loops=%lld\n",
               (long long)read, (long long)modelled, (long long)small, (long long)too_large,
@@ -127,6 +129,12 @@ int main(int argc, char** argv) {
                 (long long)k.jobs, name, k.mean_response(), name, k.mean_wait(), name,
                 k.mean_bsld());
   };
+  // The load the simulation really received: the work of the jobs it ran
+  // (all of them were submitted before the horizon), beside the targets.
+  const double cap_work = static_cast<double>(m.capacity) * static_cast<double>(p.horizon);
+  std::printf("simulated_load=%.4f\nsimulated_meta_share=%.4f\n",
+              cap_work > 0 ? m.all.work / cap_work : 0.0,
+              m.all.work > 0 ? m.meta.work / m.all.work : 0.0);
   kind("all", m.all);
   kind("local", m.local);
   kind("meta", m.meta);

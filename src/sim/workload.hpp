@@ -112,6 +112,8 @@ class TraceStream {
   // end of the segment without loop).
   swf::Result<std::optional<Job>> next();
   const Counts& counts() const noexcept { return counts_; }
+  // Length of the kept segment in trace seconds (one loop, unscaled).
+  std::int64_t segment_length() const noexcept { return seg_to_ - seg_from_; }
   const swf::Reader* reader() const noexcept;
 
  private:

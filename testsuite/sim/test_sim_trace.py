@@ -136,6 +136,47 @@ def main():
         t.ok(counts[0] > 0 and counts[1] > 0 and counts[2] == counts[0] + counts[1],
              "two traces on one cluster run both traces' jobs", counts)
 
+        # Offered load as simulated (issue 18 §6): three sites each replaying
+        # their own log over a 30-day window.  The jobs that really ran (the
+        # per-job file, counted here) carry TargetLoad of the grid's
+        # capacity over the horizon, a MetaShare of it from metajobs, and the
+        # program prints both beside the targets.
+        conf3 = os.path.join(tmp, "three.conf")
+        with open(conf3, "w") as f:
+            f.write("ClusterName=kth Nodes=100 Trace=KTH-SP2-1996-2.1-cln.swf.gz\n"
+                    "ClusterName=das Nodes=64 Trace=DAS2-fs1-2003-1.swf.gz\n"
+                    "ClusterName=par Nodes=400 Trace=SDSC-Par-1996-3.1-cln.swf.gz\n"
+                    "MetaTrace=SDSC-BLUE-2000-4.2-cln.swf.gz\nTargetLoad=0.8\nMetaShare=0.25\n"
+                    "Horizon=30d\nReschedule=rigid\n")
+        jobs3 = os.path.join(tmp, "three.csv")
+        p, kv = run(conf3, tmp, jobs=jobs3)
+        with open(jobs3) as f:
+            rows = list(csv.DictReader(f))
+        horizon = int(kv.get("horizon", "0") or 0)
+        work = {"local": 0.0, "meta": 0.0}
+        late = 0
+        for r in rows:
+            work[r["kind"]] += int(r["nodes"]) * int(r["run"])
+            late += int(r["submit"]) >= horizon
+        total = work["local"] + work["meta"]
+        load = total / (564.0 * horizon) if horizon else 0
+        share = work["meta"] / total if total else 0
+        t.ok(p.returncode == 0 and horizon == 30 * 86400 and late == 0,
+             "three sites, 30 days: exit 0, every job submitted within the horizon", p.stderr)
+        t.ok(abs(load - 0.8) <= 0.8 * 0.03 and abs(share - 0.25) <= 0.03,
+             "the jobs that ran carry load %.4f (target 0.8) with meta share %.4f (target 0.25)"
+             % (load, share))
+        t.ok(kv.get("target_load") == "0.8000" and kv.get("target_meta_share") == "0.2500"
+             and abs(float(kv.get("offered_load", "0")) - load) < 0.0005
+             and abs(float(kv.get("simulated_load", "0")) - load) < 0.0005
+             and abs(float(kv.get("meta_share", "0")) - share) < 0.0005,
+             "offered_load and meta_share are printed beside their targets, and agree with the "
+             "jobs", "%r" % {k: kv.get(k) for k in ("offered_load", "target_load", "meta_share",
+                                                    "target_meta_share", "simulated_load")})
+        p, _ = run(conf3, tmp, "MetaMaxJobs=20")
+        t.ok(p.returncode != 0 and "offer load" in p.stderr and "not TargetLoad=0.8000" in p.stderr,
+             "when the targets cannot be met (MetaMaxJobs=20), it fails loudly", p.stderr)
+
         p, _ = run(conf, tmp, "Reschedule=sometimes")
         t.ok(p.returncode == 2 and "Reschedule: expected rigid, shift or shift+remap" in p.stderr,
              "a bad value is one line on stderr and exit code 2", p.stderr)
