@@ -254,6 +254,12 @@ extern void events_job_end(job_record_t *job_ptr)
 	hook_calls++;
 	if (hook_cnt < HOOK_QUEUE_LEN) {
 		hook_rec_t *r = &hook_queue[hook_cnt++];
+		/*
+		 * No partition lock can be taken here (the caller's locks are
+		 * unknown); only the name is read: a partition record is
+		 * freed only under the job write lock our caller holds
+		 * (delete partition, reconfigure), and its name never changes.
+		 */
 		const char *part = job_ptr->part_ptr ? job_ptr->part_ptr->name :
 						       job_ptr->partition;
 
@@ -400,7 +406,8 @@ static void _emit_job(json_t *batch, const job_cand_t *c, time_t now)
  */
 static void _scan_jobs(json_t *batch, bool full)
 {
-	slurmctld_lock_t job_read = { .job = READ_LOCK };
+	/* the partition lock for job->part_ptr (Slurm's order: job, part) */
+	slurmctld_lock_t job_read = { .job = READ_LOCK, .part = READ_LOCK };
 	cand_buf_t cands = { 0 };
 	flexco_list_itr_t it;
 	job_record_t *j;

@@ -32,6 +32,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "ConnectionTimeout", .type = S_P_UINT32},
 	{.key = "DaemonUsers", .type = S_P_STRING},
 	{.key = "EventBufferSize", .type = S_P_UINT32},
+	{.key = "EventsRateLimit", .type = S_P_STRING},
 	{.key = "ListenAddress", .type = S_P_STRING},
 	{.key = "ListenPort", .type = S_P_UINT16},
 	{.key = "MaxConnections", .type = S_P_UINT32},
@@ -40,6 +41,8 @@ static s_p_options_t flexco_options[] = {
 	{.key = "MungeSocket", .type = S_P_STRING},
 	{.key = "PResHistoryInterval", .type = S_P_UINT32},
 	{.key = "PResHistoryPeriod", .type = S_P_UINT32},
+	{.key = "ProbeRateLimit", .type = S_P_STRING},
+	{.key = "ProfileRateLimit", .type = S_P_STRING},
 	{.key = "PublishedShare", .type = S_P_UINT16},
 	{.key = "QueryUsers", .type = S_P_STRING},
 	{.key = "SnapshotJobsPerHold", .type = S_P_UINT32},
@@ -47,9 +50,57 @@ static s_p_options_t flexco_options[] = {
 };
 
 #define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
-	"EventBufferSize, ListenAddress, ListenPort, MaxConnections, " \
-	"MaxRequestSize, MinFit, MungeSocket, PResHistoryInterval, " \
-	"PResHistoryPeriod, PublishedShare, QueryUsers, SnapshotJobsPerHold"
+	"EventBufferSize, EventsRateLimit, ListenAddress, ListenPort, " \
+	"MaxConnections, MaxRequestSize, MinFit, MungeSocket, " \
+	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
+	"ProfileRateLimit, PublishedShare, QueryUsers, SnapshotJobsPerHold"
+
+static const char *const rate_keys[FLEXCO_RL_CNT] = {
+	"ProbeRateLimit", "ProfileRateLimit", "EventsRateLimit" };
+static const char *const rate_defaults[FLEXCO_RL_CNT] = {
+	FLEXCO_DEFAULT_PROBE_RATE_LIMIT, FLEXCO_DEFAULT_PROFILE_RATE_LIMIT,
+	FLEXCO_DEFAULT_EVENTS_RATE_LIMIT };
+
+/* "Count/Seconds" (or "0": no limit) of one *RateLimit key. */
+static int _get_rate(s_p_hashtbl_t *tbl, const char *path, int i,
+		     flexco_conf_t *conf)
+{
+	char *val = NULL, *end = NULL;
+	unsigned long cnt, secs = 1;
+	int rc = SLURM_ERROR;
+
+	if (!s_p_get_string(&val, (char *) rate_keys[i], tbl))
+		val = xstrdup(rate_defaults[i]);
+	errno = 0;
+	if ((val[0] < '0') || (val[0] > '9'))
+		goto out;
+	cnt = strtoul(val, &end, 10);
+	if (errno || (cnt > FLEXCO_MAX_RATE_COUNT))
+		goto out;
+	if (*end == '/') {
+		const char *s = end + 1;
+
+		if ((*s < '0') || (*s > '9'))
+			goto out;
+		secs = strtoul(s, &end, 10);
+		if (errno || (secs < 1) || (secs > FLEXCO_MAX_RATE_SECONDS))
+			goto out;
+	} else if (cnt) {
+		goto out;	/* "0" alone turns the limit off */
+	}
+	if (*end)
+		goto out;
+	conf->rate_count[i] = (uint32_t) cnt;
+	conf->rate_secs[i] = (uint32_t) secs;
+	rc = SLURM_SUCCESS;
+out:
+	if (rc != SLURM_SUCCESS)
+		error("%s: %s: %s=%s is not Count/Seconds (Count 0-%u, Seconds 1-%u) or 0",
+		      plugin_type, path, rate_keys[i], val,
+		      FLEXCO_MAX_RATE_COUNT, FLEXCO_MAX_RATE_SECONDS);
+	xfree(val);
+	return rc;
+}
 
 /* Read an optional uint32 key with a default and an inclusive range. */
 static int _get_u32(s_p_hashtbl_t *tbl, const char *path, const char *key,
@@ -112,6 +163,7 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	flexco_conf_t *conf = xmalloc(sizeof(*conf));
 	s_p_hashtbl_t *tbl = NULL;
 	struct stat st;
+	int i;
 
 	conf->path = xstrdup(path);
 
@@ -178,6 +230,10 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		      conf->history_period);
 		goto fail;
 	}
+
+	for (i = 0; i < FLEXCO_RL_CNT; i++)
+		if (_get_rate(tbl, path, i, conf))
+			goto fail;
 
 	s_p_get_string(&conf->query_users, "QueryUsers", tbl);
 	if (_parse_user_list(path, "QueryUsers", conf->query_users,
@@ -258,14 +314,26 @@ extern void flexco_conf_free(flexco_conf_t *conf)
  * `scontrol show config`. */
 extern void flexco_conf_log(const flexco_conf_t *conf)
 {
-	info("%s: %s: AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
+	char rate[FLEXCO_RL_CNT][32];
+	int i;
+
+	for (i = 0; i < FLEXCO_RL_CNT; i++) {
+		if (conf->rate_count[i])
+			snprintf(rate[i], sizeof(rate[i]), "%u/%u",
+				 conf->rate_count[i], conf->rate_secs[i]);
+		else
+			snprintf(rate[i], sizeof(rate[i]), "0");
+	}
+	info("%s: %s: AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
 	     plugin_type, conf->path, conf->auth_max_age, conf->auth_max_skew,
 	     conf->connection_timeout,
 	     conf->daemon_users ? conf->daemon_users : "(null)",
-	     conf->event_buffer_size, conf->listen_address, conf->listen_port,
+	     conf->event_buffer_size, rate[FLEXCO_RL_EVENTS],
+	     conf->listen_address, conf->listen_port,
 	     conf->max_connections, conf->max_request_size, conf->min_fit,
 	     conf->munge_socket ? conf->munge_socket : "(default)",
 	     conf->history_interval, conf->history_period,
+	     rate[FLEXCO_RL_PROBE], rate[FLEXCO_RL_PROFILE],
 	     conf->published_share,
 	     conf->query_users ? conf->query_users : "(any)",
 	     conf->snapshot_jobs_per_hold);

@@ -28,6 +28,14 @@
 #define FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD 250
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
 
+/* Per-uid token buckets: Count requests per Seconds, bursts of Count. */
+enum { FLEXCO_RL_PROBE, FLEXCO_RL_PROFILE, FLEXCO_RL_EVENTS, FLEXCO_RL_CNT };
+#define FLEXCO_DEFAULT_PROBE_RATE_LIMIT "30/60"
+#define FLEXCO_DEFAULT_PROFILE_RATE_LIMIT "60/60"
+#define FLEXCO_DEFAULT_EVENTS_RATE_LIMIT "120/60"
+#define FLEXCO_MAX_RATE_COUNT 1000000
+#define FLEXCO_MAX_RATE_SECONDS 86400
+
 /* Read-only after flexco_conf_read(); safe to share between threads. */
 typedef struct {
 	char *path;		/* absolute path of flexco.conf */
@@ -51,6 +59,10 @@ typedef struct {
 	int query_uid_cnt;
 	double min_fit;		/* MinFit: admission threshold, 0 = off */
 	uint32_t snapshot_jobs_per_hold; /* SnapshotJobsPerHold */
+	/* ProbeRateLimit, ProfileRateLimit, EventsRateLimit: Count/Seconds,
+	 * indexed by FLEXCO_RL_*; rate_count 0: no limit */
+	uint32_t rate_count[FLEXCO_RL_CNT];
+	uint32_t rate_secs[FLEXCO_RL_CNT];
 } flexco_conf_t;
 
 /*

@@ -68,7 +68,7 @@ enum { EP_PROFILE, EP_STATS, EP_EVENTS, EP_RESV, EP_PROBE, EP_OTHER,
 static const char *ep_names[EP_COUNT] = { "profile", "stats", "events",
 					  "reservations", "probe", "other" };
 static const int stat_codes[] = { 200, 201, 400, 401, 403, 404, 405, 409,
-				  413, 500, 503 };
+				  413, 429, 500, 503 };
 #define N_CODES (sizeof(stat_codes) / sizeof(stat_codes[0]))
 /* latency histogram upper bounds, microseconds; the last bucket is open */
 static const uint64_t lat_bounds[] = { 1000, 10000, 100000, 1000000 };
@@ -107,6 +107,120 @@ static void _record(int ep, int status, uint64_t usec)
 }
 
 /* ---------------------------------------------------------------------- */
+/* per-uid rate limits (flexco.conf ProbeRateLimit, ProfileRateLimit,
+ * EventsRateLimit): a token bucket per uid and endpoint, holding up to
+ * Count tokens and refilled with Count every Seconds.  A fixed table: a
+ * uid not in it takes the slot of its group of RL_WAYS that was used
+ * longest ago (and starts with a full bucket), so memory stays bounded
+ * whatever the callers.  Checked after authentication, before the
+ * endpoint takes any slurmctld lock. */
+
+#define RL_SLOTS 1024			/* a power of 2 */
+#define RL_WAYS 8
+
+typedef struct {
+	bool used;
+	uid_t uid;
+	uint64_t last_use;		/* CLOCK_MONOTONIC usec */
+	uint64_t refilled[FLEXCO_RL_CNT];	/* usec of the last refill */
+	double tokens[FLEXCO_RL_CNT];
+} rl_slot_t;
+
+static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;
+static rl_slot_t rl_slots[RL_SLOTS];
+static uint64_t rl_refused[FLEXCO_RL_CNT];
+
+static const char *const _rl_keys[FLEXCO_RL_CNT] = {
+	"ProbeRateLimit", "ProfileRateLimit", "EventsRateLimit" };
+
+static int _rl_index(int ep)
+{
+	switch (ep) {
+	case EP_PROBE:
+		return FLEXCO_RL_PROBE;
+	case EP_PROFILE:
+		return FLEXCO_RL_PROFILE;
+	case EP_EVENTS:
+		return FLEXCO_RL_EVENTS;
+	default:
+		return -1;
+	}
+}
+
+static bool _is_daemon_user(uid_t uid)
+{
+	int i;
+
+	for (i = 0; hconf && (i < hconf->daemon_uid_cnt); i++)
+		if (hconf->daemon_uids[i] == uid)
+			return true;
+	return false;
+}
+
+/*
+ * Take one token of uid's bucket for endpoint ep.  Returns 0 when the
+ * request may go on, else the seconds until a token is there (>= 1).
+ * DaemonUsers (flexcod) are not limited.
+ */
+static uint32_t _rate_take(int ep, uid_t uid)
+{
+	int k = _rl_index(ep), i, w;
+	double cap, per_usec, wait;
+	uint32_t secs = 0;
+	uint64_t now;
+	rl_slot_t *slot = NULL, *oldest = NULL;
+
+	if ((k < 0) || !hconf || !hconf->rate_count[k] || _is_daemon_user(uid))
+		return 0;
+	cap = hconf->rate_count[k];
+	per_usec = cap / (hconf->rate_secs[k] * 1e6);
+	now = _usec_now();
+
+	slurm_mutex_lock(&rl_lock);
+	for (w = 0; w < RL_WAYS; w++) {
+		i = (int) (((uint32_t) uid * 2654435761u + w) & (RL_SLOTS - 1));
+		if (rl_slots[i].used && (rl_slots[i].uid == uid)) {
+			slot = &rl_slots[i];
+			break;
+		}
+		if (!oldest || !rl_slots[i].used ||
+		    (oldest->used &&
+		     (rl_slots[i].last_use < oldest->last_use)))
+			oldest = &rl_slots[i];
+	}
+	if (!slot) {
+		slot = oldest;
+		memset(slot, 0, sizeof(*slot));
+		slot->used = true;
+		slot->uid = uid;
+		for (w = 0; w < FLEXCO_RL_CNT; w++)
+			slot->tokens[w] = -1.0;	/* full, when first used */
+	}
+	slot->last_use = now;
+	if (slot->tokens[k] < 0.0) {
+		slot->tokens[k] = cap;
+	} else {
+		slot->tokens[k] += (now - slot->refilled[k]) * per_usec;
+		if (slot->tokens[k] > cap)
+			slot->tokens[k] = cap;
+	}
+	slot->refilled[k] = now;
+	if (slot->tokens[k] >= 1.0) {
+		slot->tokens[k] -= 1.0;
+	} else {
+		wait = (1.0 - slot->tokens[k]) / per_usec / 1e6;
+		secs = (uint32_t) wait;
+		if ((double) secs < wait)
+			secs++;
+		if (secs < 1)
+			secs = 1;
+		rl_refused[k]++;
+	}
+	slurm_mutex_unlock(&rl_lock);
+	return secs;
+}
+
+/* ---------------------------------------------------------------------- */
 /* per-request state */
 
 typedef struct req req_t;
@@ -122,6 +236,7 @@ struct req {
 	int status;
 	uid_t uid;		/* authenticated caller */
 	gid_t gid;
+	char retry_after[16];	/* seconds, for a 429 */
 	/* a long poll (GET /v1/events?wait=N), authenticated and suspended */
 	bool longpoll;
 	struct MHD_Connection *conn;
@@ -221,6 +336,9 @@ static enum MHD_Result _send(struct MHD_Connection *c, req_t *req, int status,
 		MHD_add_response_header(resp, "WWW-Authenticate", "MUNGE");
 	else if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(resp, "Retry-After", "1");
+	else if ((status == MHD_HTTP_TOO_MANY_REQUESTS) && req &&
+		 req->retry_after[0])
+		MHD_add_response_header(resp, "Retry-After", req->retry_after);
 	if (req)
 		req->status = status;
 	rc = MHD_queue_response(c, status, resp);
@@ -641,6 +759,13 @@ static json_t *_stats_json(void)
 		"woken", (json_int_t) waits_woken,
 		"timed_out", (json_int_t) waits_timed_out));
 	slurm_mutex_unlock(&wait_lock);
+	slurm_mutex_lock(&rl_lock);
+	json_object_set_new(root, "rate_limited", json_pack(
+		"{s:I, s:I, s:I}",
+		"probe", (json_int_t) rl_refused[FLEXCO_RL_PROBE],
+		"profile", (json_int_t) rl_refused[FLEXCO_RL_PROFILE],
+		"events", (json_int_t) rl_refused[FLEXCO_RL_EVENTS]));
+	slurm_mutex_unlock(&rl_lock);
 	json_object_set_new(root, "events", events_stats_json());
 	json_object_set_new(root, "reservations", flexco_resv_stats_json());
 	json_object_set_new(root, "history_samples",
@@ -816,7 +941,6 @@ static const route_t routes[] = {
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* ---------------------------------------------------------------------- */
-
 /* QueryUsers: who may read profiles, probes, events and stats (daemon
  * users always may); none listed means any authenticated user. */
 static bool _may_query(uid_t uid)
@@ -843,6 +967,7 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 	char code[64], err[512];
 	uid_t uid = 0;
 	gid_t gid = 0;
+	uint32_t wait;
 	int status;
 	size_t i;
 
@@ -894,6 +1019,19 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 
 		snprintf(msg, sizeof(msg), "uid %u is not in QueryUsers", uid);
 		return _error(c, req, 403, "forbidden", msg);
+	}
+	if ((wait = _rate_take(req->ep, uid))) {
+		char msg[160];
+
+		snprintf(req->retry_after, sizeof(req->retry_after), "%u",
+			 wait);
+		snprintf(msg, sizeof(msg),
+			 "uid %u: more than %u %s requests in %u s (%s); retry in %u s",
+			 uid, hconf->rate_count[_rl_index(req->ep)],
+			 ep_names[req->ep], hconf->rate_secs[_rl_index(req->ep)],
+			 _rl_keys[_rl_index(req->ep)], wait);
+		debug("%s: %s %s: %s", plugin_type, method, req->uri, msg);
+		return _error(c, req, 429, "rate_limited", msg);
 	}
 	debug2("%s: %s %s uid=%u", plugin_type, method, req->uri, uid);
 	req->uid = uid;

@@ -129,6 +129,10 @@ static bool reconciled = false;	/* first tick compared state and Slurm */
 static bool save_failing = false;	/* the last save failed */
 static uint64_t saves = 0, save_errors = 0;
 static uint64_t adopted = 0, unaccounted = 0;
+/* _slurm_delete() under slurmctld's write locks (resv_lock held) */
+static uint64_t del_count = 0, del_examined_total = 0;
+static uint64_t del_usec_last = 0, del_usec_max = 0;
+static uint32_t del_examined_last = 0;
 static char last_save_error[256] = "";
 static int64_t last_save_error_at = 0;
 
@@ -603,6 +607,14 @@ static void _load(void)
 /* ---------------------------------------------------------------------- */
 /* Slurm calls: each takes exactly the locks of Slurm's own RPC handler */
 
+static uint64_t _usec_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int _slurm_create(rv_t *r, char **node_list, uint32_t *got)
 {
 	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = READ_LOCK,
@@ -687,41 +699,89 @@ static int _slurm_update(rv_t *r, int64_t start, int64_t end, uint32_t nodes,
  * cancelled first, under the same locks as Slurm's kill RPC (config read,
  * job and node write, federation read), and the reservation is deleted
  * within the same lock hold.
+ *
+ * The part jobs are the ones the record lists (r->jobs, at most MAX_JOBS):
+ * each is looked up by id in Slurm's job hash, so the plugin's share of
+ * the write lock hold grows with the reservation's own jobs, not with the
+ * queue (delete_resv() itself still walks the job list twice, comparing
+ * pointers: Slurm's cost, as for scontrol delete reservation).  Only an
+ * orphan, a flexco_* reservation without a record (found when the state is
+ * recovered), has no such list: for it the job list is walked once.  What
+ * happened is logged after the locks are released.
  */
-static int _slurm_delete(uint64_t id)
+static int _slurm_delete(uint64_t id, const rj_t *jobs, int job_cnt,
+			 bool orphan)
 {
 	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = WRITE_LOCK,
 			.node = WRITE_LOCK, .fed = READ_LOCK };
 	reservation_name_msg_t msg = { .name = _name_of(id) };
 	uint32_t *kill_ids = NULL;
+	int *kill_rc = NULL;
 	int kill_cnt = 0, kill_cap = 0, i, rc;
+	uint32_t examined = 0;
 	job_record_t *job_ptr;
 	flexco_list_itr_t it;
+	uint64_t t0, held;
 
-	lock_slurmctld(lk);
-	it = list_iterator_create(job_list);
-	while ((job_ptr = list_next(it))) {
-		if (IS_JOB_FINISHED(job_ptr) || !job_ptr->resv_name ||
-		    xstrcmp(job_ptr->resv_name, msg.name))
-			continue;
-		if (kill_cnt == kill_cap) {
-			kill_cap = kill_cap ? 2 * kill_cap : 8;
-			xrealloc(kill_ids, kill_cap * sizeof(uint32_t));
-		}
-		kill_ids[kill_cnt++] = job_ptr->job_id;
+	if (!orphan) {
+		kill_cap = job_cnt;
+		kill_ids = xcalloc(kill_cap + 1, sizeof(uint32_t));
 	}
-	list_iterator_destroy(it);
+	t0 = _usec_now();
+	lock_slurmctld(lk);
+	if (orphan) {
+		it = list_iterator_create(job_list);
+		while ((job_ptr = list_next(it))) {
+			examined++;
+			if (IS_JOB_FINISHED(job_ptr) || !job_ptr->resv_name ||
+			    xstrcmp(job_ptr->resv_name, msg.name))
+				continue;
+			if (kill_cnt == kill_cap) {
+				kill_cap = kill_cap ? 2 * kill_cap : 8;
+				xrealloc(kill_ids,
+					 kill_cap * sizeof(uint32_t));
+			}
+			kill_ids[kill_cnt++] = job_ptr->job_id;
+		}
+		list_iterator_destroy(it);
+	} else {
+		for (i = 0; i < job_cnt; i++) {
+			examined++;
+			job_ptr = find_job_record(jobs[i].job_id);
+			if (!job_ptr || IS_JOB_FINISHED(job_ptr) ||
+			    !job_ptr->resv_name ||
+			    xstrcmp(job_ptr->resv_name, msg.name))
+				continue;
+			kill_ids[kill_cnt++] = job_ptr->job_id;
+		}
+	}
+	kill_rc = xcalloc(kill_cnt + 1, sizeof(int));
+	for (i = 0; i < kill_cnt; i++)
+		kill_rc[i] = flexco_job_signal_id(kill_ids[i], SIGKILL, 0, 0,
+						  false);
+	rc = delete_resv(&msg);
+	unlock_slurmctld(lk);
+	held = _usec_now() - t0;
+
+	del_count++;
+	del_examined_last = examined;
+	del_examined_total += examined;
+	del_usec_last = held;
+	if (held > del_usec_max)
+		del_usec_max = held;
 	for (i = 0; i < kill_cnt; i++) {
-		int krc = flexco_job_signal_id(kill_ids[i], SIGKILL, 0, 0, false);
-		if (krc != SLURM_SUCCESS)
+		if (kill_rc[i] != SLURM_SUCCESS)
 			error("%s: cancelling JobId=%u of %s: %s", plugin_type,
-			      kill_ids[i], msg.name, slurm_strerror(krc));
+			      kill_ids[i], msg.name,
+			      slurm_strerror(kill_rc[i]));
 		else
 			info("%s: JobId=%u cancelled with its reservation %s",
 			     plugin_type, kill_ids[i], msg.name);
 	}
-	rc = delete_resv(&msg);
-	unlock_slurmctld(lk);
+	debug("%s: deleting %s: %u job records examined, %d cancelled, locks held %" PRIu64 " usec: %s",
+	      plugin_type, msg.name, examined, kill_cnt, held,
+	      slurm_strerror(rc));
+	xfree(kill_rc);
 	xfree(kill_ids);
 	xfree(msg.name);
 	if (rc == SLURM_SUCCESS)
@@ -1234,7 +1294,7 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 	rc = _slurm_create(r, &node_list, &got);
 	if ((rc == SLURM_SUCCESS) && (got != r->nodes)) {
 		/* Slurm gave fewer nodes than asked: undo, refuse */
-		(void) _slurm_delete(r->id);
+		(void) _slurm_delete(r->id, r->jobs, r->job_cnt, false);
 		xfree(node_list);
 		*json_out = _err("not_available",
 				 "Slurm could only reserve %u of the %u nodes",
@@ -1435,7 +1495,7 @@ extern int flexco_resv_delete(uid_t uid, const char *request_id, const char *id,
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
 		goto out;
 	if (_live(r)) {
-		rc = _slurm_delete(r->id);
+		rc = _slurm_delete(r->id, r->jobs, r->job_cnt, false);
 		if ((rc != SLURM_SUCCESS) &&
 		    (rc != ESLURM_RESERVATION_INVALID)) {
 			*json_out = _err("refused", "Slurm refused to delete it: %s",
@@ -1720,13 +1780,13 @@ extern void flexco_resv_tick(void)
 		if (r->state == ST_CREATING) {
 			/* interrupted create: delete it if it exists */
 			if (_in(ids, n, r->id))
-				(void) _slurm_delete(r->id);
+				(void) _slurm_delete(r->id, r->jobs, r->job_cnt, false);
 			_set_state(r, ST_EXPIRED,
 				   "create interrupted by a slurmctld restart");
 			dirty = true;
 		} else if ((r->state == ST_TENTATIVE) &&
 			   (r->confirm_by <= now)) {
-			(void) _slurm_delete(r->id);
+			(void) _slurm_delete(r->id, r->jobs, r->job_cnt, false);
 			_set_state(r, ST_EXPIRED, "not confirmed in time");
 			info("%s: reservation %s%" PRIu64 " expired unconfirmed",
 			     plugin_type, NAME_PREFIX, r->id);
@@ -1752,7 +1812,8 @@ extern void flexco_resv_tick(void)
 		if (!r || !_live(r)) {
 			info("%s: deleting orphan reservation %s%" PRIu64,
 			     plugin_type, NAME_PREFIX, ids[j]);
-			(void) _slurm_delete(ids[j]);
+			(void) _slurm_delete(ids[j], r ? r->jobs : NULL,
+					     r ? r->job_cnt : 0, !r);
 		}
 	}
 	xfree(ids);
@@ -1825,6 +1886,13 @@ extern json_t *flexco_resv_stats_json(void)
 			 "low_fit", (json_int_t) refused_fit,
 			 "next_id", (json_int_t) next_id);
 	json_object_set_new(root, "adopted", json_integer(adopted));
+	json_object_set_new(root, "delete_lock", json_pack(
+		"{s:I, s:I, s:I, s:I, s:I}",
+		"count", (json_int_t) del_count,
+		"jobs_examined_last", (json_int_t) del_examined_last,
+		"jobs_examined_total", (json_int_t) del_examined_total,
+		"last_usec", (json_int_t) del_usec_last,
+		"max_usec", (json_int_t) del_usec_max));
 	json_object_set_new(root, "unaccounted", json_integer(unaccounted));
 	json_object_set_new(root, "state", json_pack(
 		"{s:s, s:b, s:b, s:I, s:I, s:o, s:o}",

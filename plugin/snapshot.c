@@ -524,15 +524,19 @@ extern flexco_snapshot_t *snapshot_take(void)
 	uint32_t i;
 
 	/*
-	 * Allocate before locking, from counts read without the slurmctld
-	 * locks (list_count() takes the list's own lock; node_record_count
-	 * changes only on reconfiguration).  Everything is checked again
-	 * under the locks and grown there if the state grew meanwhile.
+	 * Allocate before the long hold, from counts read under a short one
+	 * of the same read locks: 22.05's scontrol reconfigure replaces
+	 * part_list (and frees the old one) under the partition write lock,
+	 * so even list_count() must not look at it without; resv_list and
+	 * job_list are read under theirs too.  Everything is checked
+	 * again under the locks and grown there if the state grew meanwhile.
 	 */
+	lock_slurmctld(read_locks);
 	st.node_cap = node_record_count + 1;
 	st.part_cap = list_count(part_list) + 8;
 	st.resv_cap = list_count(resv_list) + 8;
 	w.cap = list_count(job_list);
+	unlock_slurmctld(read_locks);
 	w.cap += w.cap / 8 + 64;
 	st.dense = xmalloc_nz(sizeof(int32_t) * st.node_cap);
 	snap->nodes = xmalloc_nz(sizeof(flexco_snap_node_t) * st.node_cap);

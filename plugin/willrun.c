@@ -4,10 +4,25 @@
  *  A probe may ask ("will_run": true) for Slurm's answer beside the
  *  plugin's offers, to compare them.  Slurm's will_run test places the job
  *  against running jobs and a crude estimate of the higher-priority queue,
- *  ignores backfill's plan, needs the job and node write locks, and uses
- *  up a job id (job_start_data() in job_scheduler.c), which is why it is only
- *  done when asked.  The locks are those of Slurm's own RPC handler
- *  (_slurm_rpc_job_will_run): nothing else is held, no I/O inside them.
+ *  ignores backfill's plan (job_start_data() in job_scheduler.c), which is
+ *  why it is only done when asked.
+ *
+ *  job_allocate(will_run=1) builds a real job record, inserts it into the
+ *  job list and hash, tests it and purges it again: that needs the job and
+ *  node write locks (config, partition and federation read), asserted by
+ *  job_allocate() in 22.05 and 24.11 alike, and those are the locks of
+ *  Slurm's own RPC handler (_slurm_rpc_job_will_run) taken here; nothing
+ *  else is held, no I/O inside them.  A record without a job id gets one
+ *  from get_next_job_id(false), which advances the id sequence for good:
+ *  that is what sbatch --test-only costs.  A job id given in the request is
+ *  used as is (_validate_job_desc() allows it to root and SlurmUser and
+ *  refuses one in use), so the test runs under a reserved id that the
+ *  sequence never hands out (MAX_JOB_ID, above any MaxJobId, with the
+ *  federation's cluster bits) and no id is used up.  The only other effect
+ *  of submitting as SlurmUser is that RootOnly partitions let the test in,
+ *  so for a caller who is not privileged a RootOnly partition keeps the old
+ *  way (Slurm's refusal, with the caller's uid); so does a reserved id that
+ *  a job really holds (root may submit with --jobid).
  *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
@@ -23,11 +38,41 @@
 #include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/fed_mgr.h"	/* after slurmctld.h (24.11) */
 
 #include "compat.h"
 #include "willrun.h"
 
 extern const char plugin_type[];
+
+/*
+ * May the test run under the reserved id?  Write locks held (partition
+ * read): not if a job holds the id, nor if an unprivileged caller names a
+ * RootOnly partition or, naming none, gets a RootOnly default.
+ */
+static bool _reserved_id_ok(const job_desc_msg_t *d, uid_t uid, uint32_t id)
+{
+	part_record_t *part_ptr;
+	char *names, *tok, *save = NULL;
+	bool ok = true;
+
+	if (find_job_record(id))
+		return false;
+	if ((uid == 0) || (uid == slurm_conf.slurm_user_id))
+		return true;
+	if (!d->partition)
+		return !(default_part_loc &&
+			 (default_part_loc->flags & PART_FLAG_ROOT_ONLY));
+	names = xstrdup(d->partition);
+	for (tok = strtok_r(names, ",", &save); tok && ok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if ((part_ptr = find_part_record(tok)) &&
+		    (part_ptr->flags & PART_FLAG_ROOT_ONLY))
+			ok = false;
+	}
+	xfree(names);
+	return ok;
+}
 
 extern void willrun_ask(uid_t uid, gid_t gid,
 			const flexco_will_run_params_t *p,
@@ -42,6 +87,8 @@ extern void willrun_ask(uid_t uid, gid_t gid,
 	job_record_t *job_ptr = NULL;
 	char *err_msg = NULL;
 	int64_t minutes;
+	uint32_t reserved_id;
+	uid_t submit_uid = uid;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -79,19 +126,26 @@ extern void willrun_ask(uid_t uid, gid_t gid,
 	if (rc == SLURM_SUCCESS) {
 		xfree(err_msg);
 		lock_slurmctld(write_lock);
-		rc = job_allocate(d, 0, 1, &resp, 1, uid, false, &job_ptr,
-				  &err_msg, SLURM_PROTOCOL_VERSION);
+		reserved_id = fed_mgr_get_job_id(MAX_JOB_ID);
+		if (_reserved_id_ok(d, uid, reserved_id)) {
+			d->job_id = reserved_id;
+			submit_uid = slurm_conf.slurm_user_id;
+		}
+		rc = job_allocate(d, 0, 1, &resp, 1, submit_uid, false,
+				  &job_ptr, &err_msg, SLURM_PROTOCOL_VERSION);
 		unlock_slurmctld(write_lock);
 	}
 
+	/* job_id: the id used up by the test, 0 for none */
 	if ((rc == SLURM_SUCCESS) && resp) {
 		out->ok = 1;
 		out->start = resp->start_time;
-		out->job_id = FLEXCO_WILL_RUN_JOB_ID(resp);
+		if (d->job_id == NO_VAL)
+			out->job_id = FLEXCO_WILL_RUN_JOB_ID(resp);
 		out->node_list = xstrdup(resp->node_list);
 	} else {
 		out->ok = 0;
-		if (resp)
+		if (resp && (d->job_id == NO_VAL))
 			out->job_id = FLEXCO_WILL_RUN_JOB_ID(resp);
 		out->error = (err_msg && err_msg[0]) ?
 			xstrdup(err_msg) :

@@ -11,6 +11,7 @@ import flexcotest as t
 from flexcohttp import plugin_client
 
 NODES = 4
+WILL_RUN_PROBES = 5
 
 
 def read_history(path):
@@ -102,27 +103,36 @@ def main():
         # -- Slurm's will_run beside the offers ---------------------------
         r = c.request("POST", "/v1/probe", body={"nodes": 2, "duration": 600})
         t.ok(r.status == 200 and "will_run" not in (r.json or {}),
-             "will_run is not asked by default (no job id used up)")
-        r = c.request("POST", "/v1/probe",
-                      body={"nodes": 2, "duration": 600, "will_run": True})
+             "will_run is not asked by default")
+        # the next job id, as a real job gets it, before and after the tests
+        before = grid.submit("alpha", ["-N1", "-t", "1", "-o", "/dev/null", "--wrap", "true"])
+        grid.wait_job("alpha", before)
+        docs = [c.request("POST", "/v1/probe",
+                          body={"nodes": 2, "duration": 600, "will_run": True})
+                for _ in range(WILL_RUN_PROBES)]
+        r = docs[-1]
         doc = r.json or {}
         wr = doc.get("will_run", {})
         snap = doc.get("snapshot_time", 0)
         hosts = grid.expand_nodes("alpha", wr.get("node_list") or "x")
         t.ok(r.status == 200 and wr.get("nodes") == 2 and isinstance(wr.get("start"), int)
              and abs(wr["start"] - snap) <= 5 and len(hosts) == 2
-             and isinstance(wr.get("job_id"), int) and wr["job_id"] > 0,
-             "will_run on an idle cluster: Slurm would start 2 nodes now",
-             "%s %r" % (r.status, wr))
+             and "job_id" in wr and wr["job_id"] is None,
+             "will_run on an idle cluster: Slurm would start 2 nodes now, "
+             "no job id used up", "%s %r" % (r.status, wr))
+        jid = grid.submit("alpha", ["-N1", "-t", "1", "-o", "/dev/null", "--wrap", "true"])
+        t.is_(int(jid), int(before) + 1,
+              "%d will_run probes leave the job id sequence where it was "
+              "(the next real job gets the next id)" % WILL_RUN_PROBES)
+        grid.wait_job("alpha", jid)
         # the same question through sbatch --test-only agrees on the start
+        # and, unlike the probe, uses up an id (Slurm's own way)
         p = grid.run("alpha", ["sbatch", "--test-only", "-N2", "-t", "10", "--wrap", "true"])
         t.ok(p.returncode == 0 and "to start at" in p.stderr,
              "sbatch --test-only answers too", p.stderr.strip())
-        # the job id the test used up is gone: the next job gets a later one
-        jid = grid.submit("alpha", ["-N1", "-t", "1", "-o", "/dev/null", "--wrap", "true"])
-        t.ok(int(jid) > wr.get("job_id", 1 << 40),
-             "a will_run test uses up a job id, as Slurm's does",
-             "job %s, will_run job id %r" % (jid, wr.get("job_id")))
+        jid2 = grid.submit("alpha", ["-N1", "-t", "1", "-o", "/dev/null", "--wrap", "true"])
+        t.is_(int(jid2), int(jid) + 2,
+              "sbatch --test-only uses up one id: the check above can see one")
         grid.wait_job("alpha", jid)
 
         # -- busy nodes are recorded as such -------------------------------
