@@ -470,7 +470,7 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
 }
 
 bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
-                  flexco::CoallocPlan* out, std::string* why) {
+                  flexco::CoallocPlan* out, std::string* why, bool dry_run) {
   (void)which;
   const std::int64_t now = now_seconds();
   if (!spec.fixed.empty()) {
@@ -547,7 +547,8 @@ bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathe
   flexco::CoallocOptions opts;
   opts.now = now;
   std::lock_guard<std::mutex> lock(planner_mutex_);
-  auto r = flexco::plan_coalloc(policy.value(), req, views, planner_state_, opts);
+  flexco::PlannerState scratch = planner_state_;  // a dry run plans on this copy
+  auto r = flexco::plan_coalloc(policy.value(), req, views, dry_run ? scratch : planner_state_, opts);
   if (!r.ok()) {
     *why = r.error().message;
     return false;
@@ -2188,7 +2189,7 @@ ApiResult Engine::submit(const Caller& who, const json_t* body) {
     Gathered g = gather(which, s);
     flexco::CoallocPlan p;
     std::string pwhy;
-    const bool ok = !g.idx.empty() && plan(s, which, g, &p, &pwhy);
+    const bool ok = !g.idx.empty() && plan(s, which, g, &p, &pwhy, true);
     if (g.idx.empty()) pwhy = "no cluster reachable";
     JsonPtr j = obj();
     set(j.get(), "dry_run", json_true());

@@ -87,8 +87,10 @@ class Engine {
 
   // Planning.
   Gathered gather(const std::vector<std::size_t>& which, const Spec& spec);
+  // dry_run: plan on a copy of the planners' state (the next-fit pointer,
+  // HPCM's random state), so that asking changes nothing.
   bool plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
-            flexco::CoallocPlan* out, std::string* why);
+            flexco::CoallocPlan* out, std::string* why, bool dry_run = false);
 
   // Commit protocol, on a locked co-allocation; true when scheduled.
   bool place(CoRecord& co, const Spec& spec, std::string* why);

@@ -50,6 +50,17 @@ def main():
         t.ok(nothing_left(grid), "the dry run reserved nothing",
              "%r" % slurm_reservations(grid))
 
+        # -- dry runs change no planner state (issue 18 §1) ------------------------
+        # On three equal idle clusters FlexCo's next fit decides: a dry run
+        # must not move its pointer, so it predicts where the request goes.
+        said = []
+        for _ in range(2):
+            st, doc = fc.submit({"nodes": 3, "duration": 120, "dry_run": True})
+            said.append([p["cluster"] for p in ((doc or {}).get("plan") or {}).get("parts", [])])
+        t.ok(len(said[0]) == 1 and said[0] == said[1],
+             "two dry runs of 3 nodes name the same cluster (%s): asking moves no next-fit "
+             "pointer" % ",".join(said[0]), "%r" % said)
+
         # -- fits one cluster --------------------------------------------------
         st, one = fc.submit({"nodes": 3, "duration": 120, "name": "single",
                              "script": script(tmp), "std_out": "/dev/null"})
@@ -58,6 +69,8 @@ def main():
              and parts[0]["nodes"] == 3 and parts[0]["job_id"],
              "3 nodes: placed on a single cluster, scheduled with its part job",
              "%s %r" % (st, one))
+        t.ok([p["cluster"] for p in parts] == said[0],
+             "... on the cluster the dry runs named", "%r %r" % (parts, said))
 
         def finished(coid):
             def f():
