@@ -1187,6 +1187,10 @@ void Engine::finish_if_done(std::int64_t co_id, bool wait) {
   if (wait) {
     lock.lock();
   } else if (!lock.try_lock()) {
+    // Whoever holds the lock may not look at the parts again: the reaper
+    // does, within 2 s, so no transition is dropped.
+    std::lock_guard<std::mutex> g(recheck_mutex_);
+    recheck_.insert(co_id);
     return;
   }
   auto co = store_.get_coalloc(co_id);
@@ -1373,6 +1377,12 @@ void Engine::watch_part_starts() {
 
 void Engine::reap_loop() {
   while (!wait_stop(2000)) {
+    std::set<std::int64_t> again;
+    {
+      std::lock_guard<std::mutex> g(recheck_mutex_);
+      again.swap(recheck_);
+    }
+    for (std::int64_t id : again) finish_if_done(id, true);
     watch_part_starts();
     for (auto& p : store_.parts_in_states({"cancelling"})) {
       auto m = co_mutex(p.co_id);

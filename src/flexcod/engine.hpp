@@ -186,6 +186,10 @@ class Engine {
   std::mutex resched_mutex_;
   std::map<std::size_t, Trigger> resched_pending_;  // by cluster index
   std::set<std::int64_t> late_warned_;  // PartStartPolicy=warn: said once (reaper only)
+  // Co-allocations whose finish_if_done found the lock taken: the reaper
+  // checks them again (an event's transition is never dropped).
+  std::mutex recheck_mutex_;
+  std::set<std::int64_t> recheck_;
 
   std::atomic<bool> stopping_{false};
   std::mutex stop_mutex_;
