@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # autogen.sh - generate configure and the Makefile.in files.
 # Automake does not install its TAP driver on its own; copy it from the
 # installed automake so the test suite can count individual results.

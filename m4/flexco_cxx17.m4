@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # AX_CXX_COMPILE_STDCXX_17_OR_FAIL: make the C++ compiler use C++17, or fail.
 AC_DEFUN([AX_CXX_COMPILE_STDCXX_17_OR_FAIL], [
   AC_LANG_PUSH([C++])

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Required libraries.  Each check fails configure with the Debian package to
 # install (contrib/install-deps installs all of them).
 

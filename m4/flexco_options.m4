@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # --enable-sanitizers: build our code with AddressSanitizer and UBSan.
 AC_DEFUN([FLEXCO_ENABLE_SANITIZERS], [
   AC_ARG_ENABLE([sanitizers],

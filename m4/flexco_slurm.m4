@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # FLEXCO_CHECK_SLURM_SOURCE: --with-slurm-source=DIR names a Slurm source
 # tree configured like Debian's build (contrib/slurm-source makes one) of a
 # supported release (22.05, 24.11, 26.05) and of exactly the version of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  compat.h - every difference between the Slurm releases we build against
  *****************************************************************************

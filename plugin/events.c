@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  events.c - ordered, numbered events: early job ends and reservations
  *****************************************************************************

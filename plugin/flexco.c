@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  flexco.c - slurmctld/flexco: FlexCo co-allocation support in slurmctld
  *****************************************************************************

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  flexco_conf.h - flexco.conf, the slurmctld/flexco plugin's configuration
  *****************************************************************************

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  history.c - idle nodes per partition over time, for p_res "history"
  *****************************************************************************

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  jobs.c - part jobs: batch jobs submitted into a flexco reservation
  *****************************************************************************

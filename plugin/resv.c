@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  resv.c - tentative and confirmed Slurm reservations made for flexcod
  *****************************************************************************

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  statefile.h - the plugin's state files under StateSaveLocation
  *****************************************************************************

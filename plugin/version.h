@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
  *  version.h - which Slurm release we were built for, and which one runs
  *****************************************************************************

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexco-bench-coalloc: latency of the co-allocation planners and of the
 // rescheduling decision for 3, 16 and 64 clusters whose free profiles have
 // about 1k and 100k change points each.  A program that prints figures,

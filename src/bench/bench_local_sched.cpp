@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexco-bench-local-sched: how long the local-schedule planner takes on a
 // big queue.  A program that prints figures, not a test.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexco-bench-probe: how long probe() takes on a snapshot shaped like the
 // one contrib/bench-probe builds on the local grid, without Slurm.  A
 // program that prints figures, not a test.

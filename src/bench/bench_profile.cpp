@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexco-bench-profile: latency of the availability profile's operations at
 // 1k, 100k and 1M change points.  A program that prints figures, not a test.
 //

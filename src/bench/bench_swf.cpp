@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Reads SWF traces with flexco::swf::Reader and prints how fast.
 //
 //   flexco-bench-swf [-r RUNS] [--disorder] TRACE...

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Request authentication with MUNGE: payload format, header format, signer,
 // replay cache and verifier.  The scheme and the reasons behind every check
 // are in doc/auth.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Request authentication: MUNGE-signed HTTP calls (the scheme, its threat
 // model and the error codes are in doc/auth.md; other components must follow
 // it byte for byte).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // availability.cpp - a partition's free nodes and CPUs over time from a
 // slurmctld snapshot.  The rules are in availability.hpp; the reasons, the
 // wire schema and the complexity in doc/availability.md.

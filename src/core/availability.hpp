@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Availability of one partition: free nodes and CPUs over [when, horizon_end)
 // built from a slurmctld snapshot (core/snapshot.h).
 //

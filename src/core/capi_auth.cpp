@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // capi_auth.cpp - the C face of flexco::auth::Verifier (see capi_auth.h).
 
 #include "core/capi_auth.h"

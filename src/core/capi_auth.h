@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * capi_auth.h - C interface to the core's MUNGE request verification, for
  * the slurmctld plugin (whose Slurm-facing files are C).

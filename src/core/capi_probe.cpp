@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // capi_probe.cpp - the C face of parse_probe_request / probe (capi_probe.h).
 
 #include "core/capi_probe.h"

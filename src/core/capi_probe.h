@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * capi_probe.h - C interface to the core's what-if probes (POST /v1/probe),
  * for the slurmctld plugin.  Same conventions as capi_profile.h: no C++

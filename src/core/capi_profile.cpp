@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // capi_profile.cpp - the C face of build_availability and the wire format
 // (see capi_profile.h).
 

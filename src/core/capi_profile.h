@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * capi_profile.h - C interface to the core's availability profiles, for the
  * slurmctld plugin (whose Slurm-facing files are C).

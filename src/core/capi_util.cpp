@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // capi_util.cpp - shared helpers of the core's C interfaces.
 
 #include "core/capi_util.hpp"

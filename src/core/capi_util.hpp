@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // capi_util.hpp - what every C interface of the core (capi_*.cpp) shares:
 // copying messages into the caller's buffers and handing malloc'd JSON
 // documents across the C boundary.  Internal to the core library.

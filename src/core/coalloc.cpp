@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Co-allocation: policy names, input validation, the helpers the planners
 // share and the dispatcher.  The planners are in planner_*.cpp, the
 // rescheduling decision in reschedule.cpp; doc/coalloc.md explains them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Co-allocation planners and the rescheduling decision: where and when one
 // parallel job runs across several clusters.  Written once, used by the
 // daemon (flexcod) and the simulator (flexco-sim).

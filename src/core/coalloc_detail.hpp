@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Internal helpers shared by the co-allocation planners (planner_*.cpp,
 // reschedule.cpp).  Not part of the interface: use core/coalloc.hpp.
 

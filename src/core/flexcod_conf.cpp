@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexcod_conf.cpp - parser of flexcod.conf (see flexcod_conf.hpp).
 
 #include "core/flexcod_conf.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexcod.conf: the metascheduler daemon's configuration (flexcod.conf(5)).
 //
 // Slurm style: one or more Key=Value pairs per line, separated by blanks;

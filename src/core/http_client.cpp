@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // http_client.cpp - libcurl client signing every request with MUNGE, and the
 // typed client of the slurmctld/flexco plugin.  See http_client.hpp.
 

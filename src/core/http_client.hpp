@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A small HTTP+JSON client for FlexCo's MUNGE-signed APIs (libcurl, jansson).
 //
 // Every request is signed exactly as doc/auth.md specifies (core/auth.hpp's

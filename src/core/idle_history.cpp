@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // idle_history.cpp - idle-capacity history and p_res^history (see
 // idle_history.hpp; thesis §9.4.1).
 //

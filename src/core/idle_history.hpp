@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Idle-capacity history and the "history" reservation probability.
 //
 // The thesis (Röblitz, CORES, §9.4.1 eq. 9.1-9.4) estimates

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The local-schedule planner: conservative and EASY backfilling over the
 // availability profile, what-if delays and fitness, and the incremental
 // scheduler.  See local_sched.hpp for the contract and doc/local_sched.md

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The local-schedule planner: FCFS with conservative backfilling (EASY as an
 // option) over the availability profile, in a node-exclusive model.  One
 // engine, three uses (doc/local_sched.md):

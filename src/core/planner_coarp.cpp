@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // COARP (offers composition; Algorithms 1 and 2 of the paper), as read in
 // doc/coalloc.md:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // CORES (Roeblitz's thesis, ch. 9 to 11), reduced to one
 // parallel job whose parts share a start, as read in doc/coalloc.md:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // FlexCo Algorithm 1 (Netto & Buyya): the initial scheduling of a
 // co-allocation request.  Our reading (doc/coalloc.md):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // HPCM, the hybrid-policy co-allocation model (Theorem 1, Algorithm 1 and
 // section 4 of the paper), as read in doc/coalloc.md:
 //

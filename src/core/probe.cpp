@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // probe.cpp - what-if probes -> scored offers (see probe.hpp, doc/probe.md).
 
 #include "core/probe.hpp"

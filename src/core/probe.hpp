@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What-if probes -> scored offers: the core half of POST /v1/probe.
 //
 // A moldable request (node counts, duration or an Amdahl speed-up model,

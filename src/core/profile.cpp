@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Availability profile: the tree, the profile, the node/CPU pair and the
 // common-start queries.  See profile.hpp for the contract and doc/profile.md
 // for the design.

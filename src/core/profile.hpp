@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Availability profile: free capacity over integer time as a step function.
 //
 // One balanced search tree (a treap in an index-based arena) keyed by change

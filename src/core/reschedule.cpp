@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Rescheduling of waiting co-allocations after early completions: FlexCo's
 // Shift and Shift+Remap operations (Netto & Buyya, section 3) and the
 // metascheduler's side of Algorithm 2 (lines 9-15), as read in

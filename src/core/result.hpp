@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // result.hpp - a value or an error, and success or an error.
 //
 // Every core module reports failures as values of its own error type

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // SHA-256 through GNU Nettle (see sha256.hpp).
 
 #include "core/sha256.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // SHA-256 for the request authentication of doc/auth.md: every signed HTTP
 // call binds the digest of its body.  A thin C++ face on GNU Nettle's
 // sha256 (libnettle, which libmicrohttpd's GnuTLS already brings into every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * snapshot.h - a plain-C copy of what slurmctld knows, for the core library.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // SWF reader: see swf.hpp for the API and doc/swf.md for the policies.
 //
 // Reading is split in three layers: a byte source (zlib's gzread, which also

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Standard Workload Format (SWF v2.2) reader for the Parallel Workloads
 // Archive's traces, plain or gzip-compressed.
 //

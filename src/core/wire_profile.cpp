@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // wire_profile.cpp - JSON of availability profiles and HTTP errors
 // (see wire_profile.hpp and doc/availability.md).
 

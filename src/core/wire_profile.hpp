@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Wire format of an availability profile (GET /v1/profile) and of the
 // project's HTTP errors, as JSON (jansson).  The schema is specified, with
 // an example, in doc/availability.md; in short:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // engine.cpp - see engine.hpp and doc/flexcod.md.
 
 #include "flexcod/engine.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // engine.hpp - flexcod's co-allocation engine: availability from the
 // clusters, planning (core/coalloc.hpp), the all-or-nothing commit protocol,
 // cancellation, recovery, the clusters' event streams and rescheduling on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // log.cpp - see log.hpp.
 
 #include "flexcod/log.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // log.hpp - flexcod's one log module.
 //
 // Lines look like slurmctld's: "[2026-11-23T10:33:00.123] message", with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexcod - the FlexCo metascheduler daemon (flexcod(8)).
 //
 // main() reads the configuration, daemonizes (unless -D), takes the pid

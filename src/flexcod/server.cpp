@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // server.cpp - see server.hpp.
 
 #include "flexcod/server.hpp"

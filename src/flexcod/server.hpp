@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // server.hpp - flexcod's HTTP+JSON listener (libmicrohttpd): MUNGE
 // verification of every request (doc/auth.md), the caller's identity and
 // admin flag, routing to the Engine (doc/openapi-flexcod.yaml).

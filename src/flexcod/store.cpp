@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // store.cpp - see store.hpp.
 
 #include "flexcod/store.hpp"

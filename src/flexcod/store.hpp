@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // store.hpp - flexcod's state in SQLite (WAL, synchronous=FULL).
 //
 // Tables: coallocations, parts (one row per part per placement attempt),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // test_hold.cpp - see test_hold.hpp.  Compiled twice: without
 // FLEXCO_TEST_HOOKS into the installed flexcod (an empty function), with it
 // into flexcod-testhooks for the integration tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // test_hold.hpp - the commit protocol's fault-injection points.
 //
 // Engine calls test_hold(step) at every step of a commit and a move

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexco-sim's configuration: see config.hpp.
 
 #include "sim/config.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexco-sim's configuration: `Key=Value` words, Slurm style, from a file
 // (one or more per line, '#' comments) and then from the command line, the
 // later word winning.  `ClusterName=... Nodes=... Trace=... Part=i/n` lines

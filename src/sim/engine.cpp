@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The flexco-sim engine: see engine.hpp and doc/sim.md.
 
 #include "sim/engine.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The flexco-sim engine: K simulated clusters, each a core LocalScheduler
 // (FCFS + conservative or EASY backfilling) fed with its local jobs, and a
 // metascheduler that places metajobs with the core co-allocation planners

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // flexco-sim: replays SWF traces through the core planners; see
 // doc/flexco-sim.1 and doc/sim.md.
 

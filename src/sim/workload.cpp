@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Workload streams: see workload.hpp and doc/sim.md.
 
 #include "sim/workload.hpp"

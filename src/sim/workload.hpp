@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Workload streams for flexco-sim: SWF traces turned into the jobs a
 // simulated cluster or the metascheduler receives, one at a time.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // chart.cpp - terminal and SVG charts of free nodes over time.
 
 #include "sreserve/chart.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // chart.hpp - free nodes over time, drawn for a terminal and as SVG, one
 // panel per cluster on a common time axis, so gaps line up across clusters.
 

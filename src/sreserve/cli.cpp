@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cli.cpp - sreserve's option parsing (getopt_long, as Slurm's commands).
 
 #include "sreserve/cli.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cli.hpp - sreserve's command line: subcommands, options, exit codes.
 //
 // parse_args() only reads argv (and the clock for relative times): no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // sreserve - the user command of FlexCo for Slurm (sreserve(1)).
 //
 // main() reads the command line and flexcod.conf, makes the HTTP calls

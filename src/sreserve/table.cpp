@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // table.cpp - squeue-style -o/--format parsing and table rendering.
 
 #include "sreserve/table.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // table.hpp - Slurm-style tables: an -o/--format string in squeue's
 // "%[.][size]X" syntax selects and sizes the columns; -h drops the header.
 //

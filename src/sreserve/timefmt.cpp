@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // timefmt.cpp - Slurm-style time and duration parsing and printing.
 
 #include "sreserve/timefmt.hpp"

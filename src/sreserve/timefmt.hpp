@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // timefmt.hpp - times and durations read and written the way Slurm's
 // commands do (sbatch --begin, sbatch -t, squeue's columns).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // views.cpp - tables, charts and JSON of sreserve's answers.
 
 #include "sreserve/views.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // views.hpp - sreserve's formatting layer: from the answers of the
 // clusters' plugins and of flexcod to what the user sees (tables, charts,
 // JSON), stderr lines and the exit code.

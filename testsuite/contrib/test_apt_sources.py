@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """contrib/apt-sources reads the machine's own apt sources in both formats
 (one-line sources.list / *.list and deb822 *.sources): the mirror of a
 suite, and a deb-src twin of every enabled deb entry of this release with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Both OpenAPI files pass a standard OpenAPI 3 linter (Redocly's CLI,
 recommended rules) with no error and no warning: contrib/openapi-lint, which
 installs the pinned @redocly/cli from the npm registry once.  A copy of a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The README's first command as a newcomer runs it: contrib/quickstart in
 a fresh copy of the repository under a long path, with nothing beside it
 (no traces, no design files, no build, no environment from `make check`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer harness: the Authorization header parser (doc/auth.md,
 // "HTTP header").  Whatever a client sends in the header reaches it before
 // any authentication.  Checks: no crash, no sanitizer report, and a header

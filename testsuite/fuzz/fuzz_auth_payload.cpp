@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer harness: the signed payload parser (doc/auth.md, "Payload").
 // Its input is what munged hands back from any credential made with the
 // site's key, so any local user can choose it.  Checks: no crash, and every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer harness: the loader of the plugin's idle-node history state
 // file (flexco_history.state under StateSaveLocation, read at every
 // slurmctld start).  A torn write, a full disk or a hand edit can leave

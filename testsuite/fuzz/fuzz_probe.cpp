@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer harness: POST /v1/probe's handler in the core (doc/probe.md):
 // the body decoder, the availability profile built from a snapshot, the
 // what-if planning and the JSON answer, as the plugin calls them

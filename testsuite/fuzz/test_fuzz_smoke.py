@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A short run of every libFuzzer harness (contrib/fuzz --seconds 5): each
 target builds with clang's -fsanitize=fuzzer,address,undefined, runs from
 its seed corpus, and reports no crash, leak, timeout or sanitizer finding.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Helpers for the flexcod integration tests (test_flexcod_*.py).
 
 The local grid starts a flexcod for its clusters (localgrid status --json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A small HTTP client for FlexCo's MUNGE-signed JSON APIs, for tests.
 
 It signs requests with munge(1) exactly as doc/auth.md specifies -- an

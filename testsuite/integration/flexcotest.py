@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Shared helpers for FlexCo's Python tests: TAP output and a local grid.
 
 TAP:

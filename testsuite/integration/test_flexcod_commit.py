@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """flexcod on a real 3-cluster grid: a request larger than any cluster is
 split and every part starts within 1 s (Slurm's start times); a request
 that fits one cluster goes to one; dry runs reserve nothing; an impossible

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Part jobs that end while flexcod is down (issue 15, 1.1).
 
 A 6-node co-allocation split over two 4-node clusters runs; flexcod is

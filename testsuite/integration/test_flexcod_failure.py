@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """flexcod's all-or-nothing commit on a real grid when a cluster fails in
 the middle of it: (1) one cluster refuses its reservation because a local
 job took the nodes after planning: everything granted is released, the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The part-start watchdog (issue 15 §1.2): on a real 3-cluster grid, a
 co-allocation split over two clusters whose second part job an admin holds
 (`scontrol hold`), so that it cannot start at the reserved time while the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Lost events make flexcod reconcile the cluster (issue 15, 1.5).
 
 The plugins keep only 8 events (EventBufferSize=8).  A 6-node

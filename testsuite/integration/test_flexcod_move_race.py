@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A move never runs a co-allocation twice (issue 15 §1.3).  A move is
 make-before-break: the new reservations and part jobs are made while the
 old set still holds its nodes, then flexcod switches and releases the old

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """kill -9 of flexcod at each step of the commit protocol, then a restart,
 on a real grid: the database is consistent (the interrupted co-allocation
 is rolled back with its reason, nothing is stuck), no reservation and no

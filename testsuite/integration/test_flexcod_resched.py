@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Rescheduling on early completion, on a real 3-cluster grid: (a) Shift: a
 co-allocation waiting behind local jobs moves earlier on the same clusters
 with the same node counts when those jobs end early; Slurm's reservations

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """contrib/localgrid starts several real Slurm clusters that run jobs, and
 `stop` ends every process the grid started (also jobs still running, with
 their slurmstepd) and frees every port.

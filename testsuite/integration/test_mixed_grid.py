@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """One co-allocation across two Slurm releases: alpha runs the host's
 slurmctld (22.05 on Debian 12), beta the release of contrib/slurm-chroot's
 chroot (24.11), each with the plugin built for its own release, one munged

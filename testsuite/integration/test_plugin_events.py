@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """GET /v1/events on a real cluster: jobs that end before their time limit
 (exit 0, cancel, failure and requeue, all through prep/flexco's epilog
 hook, which slurmctld calls for every job that ends),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """POST /v1/probe on a real cluster with p_res_method "history" (the
 thesis' idle-processor history, recorded by the plugin and kept across a
 slurmctld restart) and with "will_run": true (Slurm's own answer beside

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The slurmctld/flexco HTTP service on a real grid: MUNGE authentication
 on every request, JSON errors for bad input that leave slurmctld unharmed,
 and GET /v1/profile matching what the cluster really runs."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Part jobs through the slurmctld/flexco plugin on a real cluster: a batch
 job of the reservation's user submitted into flexco_<id> with FLEXCO_*
 environment, idempotent under an Idempotency-Key, for DaemonUsers only,

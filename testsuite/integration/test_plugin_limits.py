@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Costs a caller can impose on slurmctld through the plugin, bounded on a
 real cluster: per-uid rate limits on probe, profile and events (429 with
 Retry-After for one uid while another is served, DaemonUsers exempt), and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """slurmctld/flexco loads into Debian's slurmctld on every cluster of a local
 grid through PrEpPlugins=script,flexco (prep/flexco loads
 flexco_slurmctld.so), reads flexco.conf, logs its effective settings, runs

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Site policy on a real cluster: QueryUsers limits who may read profiles
 and probes, MinFit refuses a reservation whose slot would delay planned
 local work (the thesis' what-if fitness as admission rule), an offer

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """POST /v1/probe on a real cluster: offers that follow what the cluster
 really runs, a what-if fitness that drops when an offer would delay a
 pending job, a job_reference that plans the queue in priority order,

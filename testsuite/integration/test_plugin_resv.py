@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Reservations through the slurmctld/flexco plugin on a real cluster:
 tentative reservations are real Slurm reservations, confirmed, shifted,
 resized and deleted on request, idempotent under an Idempotency-Key,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The snapshot's job walk in short holds of slurmctld's read locks
 (SnapshotJobsPerHold, plugin/snapshot.c) on a real cluster: with one job
 per hold every job is still copied exactly once (the probe's queue counts

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The plugin's reservation state file on a real cluster (issue 14 §1.1):
 a truncated or garbage flexco_resv.json never deletes a flexco_*
 reservation or kills a part job, ids are never reused, the previous good

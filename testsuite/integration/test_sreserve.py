@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """sreserve against a real local grid: offers and profiles from the real
 plugins (tables, --json, chart, SVG); the documented errors and exit codes
 for wrong options and unreachable services (flexcod down, a cluster down,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """`make install` puts exactly the two plugin objects, prep_flexco.so and
 flexco_slurmctld.so, into the configured plugin directory (by default
 Slurm's own, where slurmctld, slurmd and slurmstepd look without any

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """What `make install` installs has no test hooks (issue 14 §2): no
 installed program or plugin object contains the fault-injection code the
 integration tests drive through FLEXCOD_TEST_HOLD_DIR and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The plugin's dynamic symbols.  prep_flexco.so exports exactly the PrEp
 plugin entry points and needs nothing but libslurmfull.so and its NEEDED
 libraries: slurmd and slurmstepd load it too, and a symbol only slurmctld

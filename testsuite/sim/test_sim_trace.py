@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """flexco-sim on a slice of the real traces (a few days of the SDSC Paragon
 log on two clusters, metajobs from SDSC Blue Horizon): the program's outputs
 agree with each other and with the per-job file (job counts, sums, no

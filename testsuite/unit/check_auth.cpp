@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of src/core/sha256 and src/core/auth (doc/auth.md).
 //
 // The MUNGE tests talk to REAL private munged daemons, never the system one:

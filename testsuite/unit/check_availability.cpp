@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests for src/core/availability, wire_profile and capi_profile:
 // golden scenarios from testsuite/unit/availability_cases/*.json (each run
 // through the C API and the C++ API), cases for the wire format, the error

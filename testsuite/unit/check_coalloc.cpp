@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests for src/core/coalloc (planner_*.cpp, reschedule.cpp): small
 // hand-built grids whose answers are derived in the comments, tables where
 // cases multiply, and the rescheduling pass on real profiles.  Every grid

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of src/core/flexcod_conf (flexcod.conf(5)): the agreed example
 // parses to the documented values, keys are case-insensitive, defaults hold,
 // and every kind of bad input is refused with the right line number.

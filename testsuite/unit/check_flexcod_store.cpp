@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of src/flexcod/store (real SQLite files in a mkdtemp folder):
 // schema creation, the instance id kept across reopenings, WAL mode,
 // co-allocations and parts written with one transition per state change,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of src/core/http_client: every error path of the transport
 // (refused connection, total timeout, oversized answer, cut answer, caller's
 // cancel, bad arguments, munged unreachable) and the plugin client's mapping

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests for src/core/idle_history: the thesis' history p_res (eq.
 // 9.1-9.4) with hand-computed windows, the text form and its errors.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests for src/core/local_sched.{hpp,cpp}: hand-computed scenarios
 // from testsuite/unit/local_sched_cases/*.sched, input validation tables,
 // the incremental scheduler's stories and rules, and fixed-seed randomized

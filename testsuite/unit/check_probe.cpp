@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests for src/core/probe and capi_probe: synthetic snapshots with
 // hand-computed offers (starts, fit, p_res), the distributions, caps, bad
 // requests and the C API round trip.  Expected values are derived in the

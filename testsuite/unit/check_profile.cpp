@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests for src/core/profile.{hpp,cpp}: one case per operation and
 // edge, golden scenarios from testsuite/unit/profile_cases/*.prof, and
 // randomized cross-checks against a per-second reference model.

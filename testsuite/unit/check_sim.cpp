@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of the simulator (src/sim, doc/sim.md): hand-computed
 // scenarios run through the whole engine (conservative backfilling with and
 // without an early end, a metajob shifted by an exact amount after an early

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests for sreserve's pure modules: Slurm-style time and duration
 // parsing and printing, the -o/--format tables and the free-node charts.
 // The time zone is pinned to UTC and "now" is 2026-11-23T10:30:00

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Golden-output tests of every sreserve subcommand: each case in
 // testsuite/sreserve_golden/ (see its README) is a command line and the
 // recorded answers of the plugins and flexcod; the formatting layer must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of src/core/swf.{hpp,cpp} (doc/swf.md): the golden cases in
 // testsuite/unit/swf_cases (one loop iteration per NAME.expect, format in
 // swf_cases/README), table tests of parse_job and the header, the reader's
