@@ -54,8 +54,8 @@ void usage(FILE* out) {
                "  -p PORT       listen port (overrides ListenPort)\n"
                "  -a ADDRESS    listen address (overrides ListenAddress)\n"
                "  -v            more verbose (repeat for more)\n"
-               "  -V            print the version and exit\n"
-               "  -h            this help\n",
+               "  -V, --version print the version and exit\n"
+               "  -h, --help    this help\n",
                flexco::conf::kDefaultPath);
 }
 
@@ -98,7 +98,12 @@ int take_pid_file(const std::string& path, std::string* why) {
 int main(int argc, char** argv) {
   Options o;
   int opt;
-  while ((opt = getopt(argc, argv, "Df:L:s:i:p:a:vVh")) != -1) {
+  // Long forms as Slurm's daemons take them (slurmctld --version, --help).
+  static const struct option kLong[] = {{"version", no_argument, nullptr, 'V'},
+                                        {"help", no_argument, nullptr, 'h'},
+                                        {"usage", no_argument, nullptr, 'h'},
+                                        {nullptr, 0, nullptr, 0}};
+  while ((opt = getopt_long(argc, argv, "Df:L:s:i:p:a:vVh", kLong, nullptr)) != -1) {
     switch (opt) {
       case 'D': o.foreground = true; break;
       case 'f': o.conf_file = optarg; break;

@@ -8,6 +8,7 @@ cancel a co-allocation, an admin can; a cancel leaves no reservation and no
 part job anywhere; the API's errors and authentication."""
 
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -316,6 +317,12 @@ def main():
                             capture_output=True, text=True, timeout=30)
         t.ok(r3.returncode == 1 and "nope.conf" in r3.stderr,
              "a missing configuration: exit 1 with the file named", r3.stderr)
+        vs = [subprocess.run([fc.info["program"], o], capture_output=True, text=True, timeout=30)
+              for o in ("-V", "--version")]
+        t.ok(all(v.returncode == 0 and re.fullmatch(r"flexcod \d+\.\d+\.\d+\n", v.stdout)
+                 for v in vs),
+             "flexcod -V and --version print 'flexcod <version>' and exit 0",
+             "%r" % [(v.returncode, v.stdout, v.stderr) for v in vs])
 
         r = c.get("/v1/stats")
         s = r.json or {}
