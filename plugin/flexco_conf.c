@@ -37,6 +37,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "MaxConnections", .type = S_P_UINT32},
 	{.key = "MaxRequestSize", .type = S_P_UINT32},
 	{.key = "MinFit", .type = S_P_STRING},
+	{.key = "MinUserUid", .type = S_P_UINT32},
 	{.key = "MungeSocket", .type = S_P_STRING},
 	{.key = "PResHistoryInterval", .type = S_P_UINT32},
 	{.key = "PResHistoryPeriod", .type = S_P_UINT32},
@@ -48,7 +49,7 @@ static s_p_options_t flexco_options[] = {
 
 #define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
 	"EventBufferSize, ListenAddress, ListenPort, MaxConnections, " \
-	"MaxRequestSize, MinFit, MungeSocket, PResHistoryInterval, " \
+	"MaxRequestSize, MinFit, MinUserUid, MungeSocket, PResHistoryInterval, " \
 	"PResHistoryPeriod, PublishedShare, QueryUsers, SnapshotJobsPerHold"
 
 /* Read an optional uint32 key with a default and an inclusive range. */
@@ -168,6 +169,8 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	    _get_u32(tbl, path, "PResHistoryInterval",
 		     &conf->history_interval,
 		     FLEXCO_DEFAULT_HISTORY_INTERVAL, 5, 86400) ||
+	    _get_u32(tbl, path, "MinUserUid", &conf->min_user_uid,
+		     FLEXCO_DEFAULT_MIN_USER_UID, 1, 4294967294U) ||
 	    _get_u32(tbl, path, "SnapshotJobsPerHold",
 		     &conf->snapshot_jobs_per_hold,
 		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000))
@@ -258,12 +261,13 @@ extern void flexco_conf_free(flexco_conf_t *conf)
  * `scontrol show config`. */
 extern void flexco_conf_log(const flexco_conf_t *conf)
 {
-	info("%s: %s: AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
+	info("%s: %s: AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
 	     plugin_type, conf->path, conf->auth_max_age, conf->auth_max_skew,
 	     conf->connection_timeout,
 	     conf->daemon_users ? conf->daemon_users : "(null)",
 	     conf->event_buffer_size, conf->listen_address, conf->listen_port,
 	     conf->max_connections, conf->max_request_size, conf->min_fit,
+	     conf->min_user_uid,
 	     conf->munge_socket ? conf->munge_socket : "(default)",
 	     conf->history_interval, conf->history_period,
 	     conf->published_share,

@@ -26,6 +26,7 @@
 #define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
 #define FLEXCO_DEFAULT_HISTORY_INTERVAL 300
 #define FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD 250
+#define FLEXCO_DEFAULT_MIN_USER_UID 1000	/* Debian's FIRST_UID */
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
 
 /* Read-only after flexco_conf_read(); safe to share between threads. */
@@ -51,6 +52,7 @@ typedef struct {
 	int query_uid_cnt;
 	double min_fit;		/* MinFit: admission threshold, 0 = off */
 	uint32_t snapshot_jobs_per_hold; /* SnapshotJobsPerHold */
+	uint32_t min_user_uid;	/* MinUserUid: lowest uid acted for */
 } flexco_conf_t;
 
 /*
