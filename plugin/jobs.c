@@ -364,6 +364,7 @@ extern int flexco_job_submit(const flexco_jobspec_t *spec,
 		slurm_free_job_desc_msg(d);
 		return rc;
 	}
+	xfree(*err_msg);	/* a job_submit note; job_allocate may set it */
 
 	lock_slurmctld(lk);
 	rc = job_allocate(d, 0, 0, NULL, 0, uid, false, &job_ptr, err_msg,
