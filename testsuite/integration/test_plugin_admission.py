@@ -44,7 +44,9 @@ def main():
             with open(os.path.join(os.path.dirname(conf), "job_submit.lua"), "w") as f:
                 f.write(LUA)
             with open(conf, "a") as f:
-                f.write("\nJobSubmitPlugins=lua\n"
+                # AllowGroups is checked at submission without it on 22.05,
+                # only with it on 24.11 (else the job pends)
+                f.write("\nJobSubmitPlugins=lua\nEnforcePartLimits=ALL\n"
                         "PartitionName=rootonly Nodes=ALL RootOnly=YES\n"
                         "PartitionName=grponly Nodes=ALL AllowGroups=root\n")
         grid.restart_slurmctld("alpha", while_down=site_policy)
