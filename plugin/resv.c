@@ -151,13 +151,6 @@ static bool _is_daemon(uid_t uid)
 	return false;
 }
 
-/*
- * DaemonUsers act for ordinary users only: never for SlurmUser nor a
- * system account (uid below MinUserUid).  Returns 0 if uid may be acted
- * for, else 422 with the reason in *json_out.
- */
-static int _user_refused(uid_t uid, const char *user, char **json_out);
-
 static char *_name_of(uint64_t id)
 {
 	return xstrdup_printf(NAME_PREFIX "%" PRIu64, id);
@@ -176,6 +169,11 @@ static char *_err(const char *code, const char *fmt, ...)
 	return flexco_error_json(code, msg);
 }
 
+/*
+ * DaemonUsers act for ordinary users only: never for SlurmUser nor a
+ * system account (uid below MinUserUid).  Returns 0 if uid may be acted
+ * for, else 422 with the reason in *json_out.
+ */
 static int _user_refused(uid_t uid, const char *user, char **json_out)
 {
 	if (uid && (uid == slurm_conf.slurm_user_id)) {
