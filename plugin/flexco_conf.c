@@ -39,6 +39,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "MaxConnections", .type = S_P_UINT32},
 	{.key = "MaxRequestSize", .type = S_P_UINT32},
 	{.key = "MinFit", .type = S_P_STRING},
+	{.key = "MinUserUid", .type = S_P_UINT32},
 	{.key = "MungeSocket", .type = S_P_STRING},
 	{.key = "PResHistoryInterval", .type = S_P_UINT32},
 	{.key = "PResHistoryPeriod", .type = S_P_UINT32},
@@ -52,7 +53,7 @@ static s_p_options_t flexco_options[] = {
 
 #define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
 	"EventBufferSize, EventsRateLimit, ListenAddress, ListenPort, " \
-	"MaxConnections, MaxRequestSize, MinFit, MungeSocket, " \
+	"MaxConnections, MaxRequestSize, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
 	"ProfileRateLimit, PublishedShare, QueryUsers, SnapshotJobsPerHold"
 
@@ -221,6 +222,8 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	    _get_u32(tbl, path, "PResHistoryInterval",
 		     &conf->history_interval,
 		     FLEXCO_DEFAULT_HISTORY_INTERVAL, 5, 86400) ||
+	    _get_u32(tbl, path, "MinUserUid", &conf->min_user_uid,
+		     FLEXCO_DEFAULT_MIN_USER_UID, 1, 4294967294U) ||
 	    _get_u32(tbl, path, "SnapshotJobsPerHold",
 		     &conf->snapshot_jobs_per_hold,
 		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000))
@@ -325,13 +328,14 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
+	info("%s: %s: AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
 	     plugin_type, conf->path, conf->auth_max_age, conf->auth_max_skew,
 	     conf->connection_timeout,
 	     conf->daemon_users ? conf->daemon_users : "(null)",
 	     conf->event_buffer_size, rate[FLEXCO_RL_EVENTS],
 	     conf->listen_address, conf->listen_port,
 	     conf->max_connections, conf->max_request_size, conf->min_fit,
+	     conf->min_user_uid,
 	     conf->munge_socket ? conf->munge_socket : "(default)",
 	     conf->history_interval, conf->history_period,
 	     rate[FLEXCO_RL_PROBE], rate[FLEXCO_RL_PROFILE],

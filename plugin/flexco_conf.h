@@ -27,6 +27,7 @@
 #define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
 #define FLEXCO_DEFAULT_HISTORY_INTERVAL 300
 #define FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD 250
+#define FLEXCO_DEFAULT_MIN_USER_UID 1000	/* Debian's FIRST_UID */
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
 
 /* Per-uid token buckets: Count requests per Seconds, bursts of Count. */
@@ -64,6 +65,7 @@ typedef struct {
 	 * indexed by FLEXCO_RL_*; rate_count 0: no limit */
 	uint32_t rate_count[FLEXCO_RL_CNT];
 	uint32_t rate_secs[FLEXCO_RL_CNT];
+	uint32_t min_user_uid;	/* MinUserUid: lowest uid acted for */
 } flexco_conf_t;
 
 /*

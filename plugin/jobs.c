@@ -4,13 +4,15 @@
  *****************************************************************************
  *  flexcod starts each part of a co-allocation as a batch job of the
  *  reservation's user inside the reservation flexco_<id>.  The job is made
- *  the way _slurm_rpc_submit_batch_job() makes one (proc_req.c): a
- *  job_desc_msg_t given to job_allocate() under config read, job write,
- *  node write, partition read and federation read locks, nothing else
- *  under them; then the job and node state saves are scheduled and the
- *  scheduler is queued after unlocking.  The job_submit plugins
- *  (validate_job_create_req) are not called: the body was checked here and
- *  the submitter is the plugin itself, on behalf of DaemonUsers.
+ *  the way _slurm_rpc_submit_batch_job() makes one (proc_req.c) for a
+ *  submission by that user: validate_job_create_req() (the job_submit
+ *  plugins, the nice/priority/AdminComment rules) under read locks, then
+ *  job_allocate() under config read, job write, node write, partition read
+ *  and federation read locks, both with the user's uid as the submitter,
+ *  so the partition's RootOnly, AllowGroups, AllowAccounts and AllowQos
+ *  apply as they do to the user's own sbatch.  Nothing else is done under
+ *  the locks; the job and node state saves are scheduled and the scheduler
+ *  is queued after unlocking.
  *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
@@ -293,6 +295,9 @@ extern int flexco_job_submit(const flexco_jobspec_t *spec,
 	 * read partition, read federation */
 	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = WRITE_LOCK,
 			.node = WRITE_LOCK, .part = READ_LOCK, .fed = READ_LOCK };
+	/* for the job_submit plugins: everything read */
+	slurmctld_lock_t rlk = { .conf = READ_LOCK, .job = READ_LOCK,
+			.node = READ_LOCK, .part = READ_LOCK, .fed = READ_LOCK };
 	struct passwd pw, *pwp = NULL;
 	job_desc_msg_t *d;
 	job_record_t *job_ptr = NULL;
@@ -352,9 +357,19 @@ extern int flexco_job_submit(const flexco_jobspec_t *spec,
 	d->alloc_sid = 0;
 	d->het_job_offset = NO_VAL;
 
+	/* the job_submit plugins and checks sbatch gets, as the user */
+	lock_slurmctld(rlk);
+	rc = validate_job_create_req(d, uid, err_msg);
+	unlock_slurmctld(rlk);
+	if (rc != SLURM_SUCCESS) {
+		slurm_free_job_desc_msg(d);
+		return rc;
+	}
+	xfree(*err_msg);	/* a job_submit note; job_allocate may set it */
+
 	lock_slurmctld(lk);
-	rc = job_allocate(d, 0, 0, NULL, 0, slurm_conf.slurm_user_id, false,
-			  &job_ptr, err_msg, SLURM_PROTOCOL_VERSION);
+	rc = job_allocate(d, 0, 0, NULL, 0, uid, false, &job_ptr, err_msg,
+			  SLURM_PROTOCOL_VERSION);
 	if (job_ptr && !(rc && (job_ptr->job_state == JOB_FAILED)))
 		*job_id = job_ptr->job_id;
 	unlock_slurmctld(lk);

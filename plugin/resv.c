@@ -174,6 +174,28 @@ static char *_err(const char *code, const char *fmt, ...)
 	return flexco_error_json(code, msg);
 }
 
+/*
+ * DaemonUsers act for ordinary users only: never for SlurmUser nor a
+ * system account (uid below MinUserUid).  Returns 0 if uid may be acted
+ * for, else 422 with the reason in *json_out.
+ */
+static int _user_refused(uid_t uid, const char *user, char **json_out)
+{
+	if (uid && (uid == slurm_conf.slurm_user_id)) {
+		*json_out = _err("user_not_allowed",
+				 "user '%s' (uid %u) is SlurmUser; flexco does not act for it",
+				 user, uid);
+		return 422;
+	}
+	if (uid && (uid < rconf->min_user_uid)) {
+		*json_out = _err("user_not_allowed",
+				 "user '%s' (uid %u) is below MinUserUid=%u; flexco does not act for system users",
+				 user, uid, rconf->min_user_uid);
+		return 422;
+	}
+	return 0;
+}
+
 static json_t *_rv_json(const rv_t *r)
 {
 	char *name = _name_of(r->id);
@@ -1227,6 +1249,8 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		*json_out = _err("bad_request", "unknown user '%s'", user);
 		goto bad;
 	}
+	if ((status = _user_refused(ruid, user, json_out)))
+		goto out;
 	if (start < now)
 		start = now;
 
@@ -1579,6 +1603,9 @@ extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
 	if (!_mutable(json_out, &status))
 		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
+		goto out;
+	if ((status = _user_refused(r->uid, r->user ? r->user : "?",
+				     json_out)))
 		goto out;
 	if ((status = flexco_job_parse(body, len, &spec, json_out)))
 		goto out;
