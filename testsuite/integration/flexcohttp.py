@@ -18,9 +18,11 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.parse
+import warnings
 
 
 # The audience of requests to flexcod (doc/auth.md, "Audience"); a cluster's
@@ -41,6 +43,104 @@ def sign(audience, method, target, body, socket, timestamp=None, uid=None):
                           input=payload.encode(), capture_output=True,
                           check=True, timeout=30, **kw).stdout.decode().strip()
     return "MUNGE " + cred
+
+
+# ---------------------------------------------------------------------------
+# Every response a test receives is checked against the OpenAPI file of the
+# service it came from (doc/openapi-plugin.yaml, doc/openapi-flexcod.yaml):
+# its status must be documented for the operation (or be an error status
+# answered with the documented Error document), and its JSON body must
+# match the documented schema.  Mismatches are collected; flexcotest's
+# run_main() turns them into a failed test, so the docs cannot drift from
+# the code.  (python3-yaml, python3-jsonschema: contrib/install-deps.)
+
+SCHEMA = {"checked": 0, "bad": []}
+_specs = {}
+
+
+def _srcdir():
+    return os.environ.get("FLEXCO_SRCDIR") or os.path.normpath(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def _to_json_schema(x):
+    """OpenAPI 3.0 schema objects -> JSON Schema (nullable -> anyOf null)."""
+    if isinstance(x, dict):
+        y = {k: _to_json_schema(v) for k, v in x.items()
+             if k not in ("nullable", "example", "discriminator", "xml", "externalDocs",
+                          "deprecated", "readOnly", "writeOnly")}
+        if x.get("nullable") is True:
+            return {"anyOf": [y, {"type": "null"}]}
+        return y
+    if isinstance(x, list):
+        return [_to_json_schema(v) for v in x]
+    return x
+
+
+def _spec(service):
+    if service not in _specs:
+        import yaml
+        import jsonschema
+        with open(os.path.join(_srcdir(), "doc", "openapi-%s.yaml" % service)) as f:
+            doc = yaml.safe_load(f)
+        conv = _to_json_schema(doc)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            resolver = jsonschema.RefResolver.from_schema(conv)
+        paths = []
+        for tmpl, ops in (doc.get("paths") or {}).items():
+            rx = "^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(tmpl)) + "$"
+            paths.append((tmpl.count("{"), re.compile(rx), tmpl))
+        paths.sort(key=lambda p: p[0])  # literal segments win over {params}
+        _specs[service] = (conv, resolver, paths, jsonschema)
+    return _specs[service]
+
+
+def check_response(service, method, target, resp):
+    """Check one response against the service's OpenAPI file; record a
+    mismatch in SCHEMA["bad"]."""
+    conv, resolver, paths, jsonschema = _spec(service)
+    path = target.split("?", 1)[0]
+    tmpl = next((t for _, rx, t in paths if rx.match(path)), None)
+    op = (conv["paths"].get(tmpl) or {}).get(method.lower()) if tmpl else None
+    where = "%s %s %s -> %d" % (service, method, target[:80], resp.status)
+    responses = (op or {}).get("responses") or {}
+    r = responses.get(str(resp.status)) or responses.get("%dXX" % (resp.status // 100)) \
+        or responses.get("default")
+    if r is None:
+        if resp.status >= 400 and "Error" in conv.get("components", {}).get("schemas", {}):
+            # An error status the operation does not list (or no such
+            # operation): the body must still be the documented Error.
+            r = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        else:
+            SCHEMA["bad"].append(where + ": status not documented for " +
+                                 ("%s %s" % (method, tmpl) if op else "this path"))
+            return
+    if "$ref" in r:
+        r = resolver.resolve(r["$ref"])[1]
+    schema = ((r.get("content") or {}).get("application/json") or {}).get("schema")
+    SCHEMA["checked"] += 1
+    if schema is None:
+        return
+    if resp.json is None:
+        if resp.raw:
+            SCHEMA["bad"].append(where + ": body is not JSON")
+        return
+    validator = jsonschema.Draft4Validator(schema, resolver=resolver)
+    errors = sorted(validator.iter_errors(resp.json), key=lambda e: list(e.path))
+    for e in errors[:3]:
+        SCHEMA["bad"].append("%s: at /%s: %s" % (where, "/".join(str(p) for p in e.path),
+                                                 e.message[:300]))
+
+
+def report(ok, note):
+    """Called by flexcotest.run_main(): one failed test if any response did
+    not match its OpenAPI file, else a note of how many did."""
+    if SCHEMA["bad"]:
+        ok(False, "every response matches its OpenAPI file (%d checked, %d mismatches)"
+           % (SCHEMA["checked"], len(SCHEMA["bad"])), "\n".join(SCHEMA["bad"][:40]))
+    elif SCHEMA["checked"]:
+        note("%d responses matched doc/openapi-*.yaml" % SCHEMA["checked"])
 
 
 class Response:
@@ -108,9 +208,11 @@ class Client:
         try:
             conn.request(method, target, body=body or None, headers=h)
             r = conn.getresponse()
-            return Response(r.status, dict(r.getheaders()), r.read())
+            resp = Response(r.status, dict(r.getheaders()), r.read())
         finally:
             conn.close()
+        check_response("flexcod" if self.audience == FLEXCOD else "plugin", method, target, resp)
+        return resp
 
     def get(self, target, **kw):
         return self.request("GET", target, **kw)

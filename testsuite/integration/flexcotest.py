@@ -175,6 +175,9 @@ def run_main(fn):
     except BaseException as e:  # report, then let done() count it
         ok(False, f"no unexpected exception ({type(e).__name__}: {e})",
            traceback.format_exc())
+    http = sys.modules.get("flexcohttp")
+    if http is not None:  # the responses it received against the OpenAPI files
+        http.report(ok, note)
     sys.exit(done())
 
 
