@@ -40,6 +40,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "MaxRequestSize", .type = S_P_UINT32},
 	{.key = "MinFit", .type = S_P_STRING},
 	{.key = "MinUserUid", .type = S_P_UINT32},
+	{.key = "ActForRoot", .type = S_P_BOOLEAN},
 	{.key = "MungeSocket", .type = S_P_STRING},
 	{.key = "PResHistoryInterval", .type = S_P_UINT32},
 	{.key = "PResHistoryPeriod", .type = S_P_UINT32},
@@ -51,7 +52,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = NULL}
 };
 
-#define VALID_KEYS "AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
+#define VALID_KEYS "ActForRoot, AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
 	"EventBufferSize, EventsRateLimit, ListenAddress, ListenPort, " \
 	"MaxConnections, MaxRequestSize, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
@@ -228,6 +229,8 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     &conf->snapshot_jobs_per_hold,
 		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000))
 		goto fail;
+	if (!s_p_get_boolean(&conf->act_for_root, "ActForRoot", tbl))
+		conf->act_for_root = false;
 	if (conf->history_interval > conf->history_period) {
 		error("%s: %s: PResHistoryInterval=%u is longer than PResHistoryPeriod=%u",
 		      plugin_type, path, conf->history_interval,
@@ -328,8 +331,9 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
-	     plugin_type, conf->path, conf->auth_max_age, conf->auth_max_skew,
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
+	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
+	     conf->auth_max_age, conf->auth_max_skew,
 	     conf->connection_timeout,
 	     conf->daemon_users ? conf->daemon_users : "(null)",
 	     conf->event_buffer_size, rate[FLEXCO_RL_EVENTS],

@@ -66,6 +66,7 @@ typedef struct {
 	uint32_t rate_count[FLEXCO_RL_CNT];
 	uint32_t rate_secs[FLEXCO_RL_CNT];
 	uint32_t min_user_uid;	/* MinUserUid: lowest uid acted for */
+	bool act_for_root;	/* ActForRoot: act for uid 0 (test grids) */
 } flexco_conf_t;
 
 /*

@@ -181,6 +181,12 @@ static char *_err(const char *code, const char *fmt, ...)
  */
 static int _user_refused(uid_t uid, const char *user, char **json_out)
 {
+	if (!uid && !rconf->act_for_root) {
+		*json_out = _err("user_not_allowed",
+				 "user '%s' is root (uid 0); flexco does not act for root (ActForRoot=no)",
+				 user);
+		return 422;
+	}
 	if (uid && (uid == slurm_conf.slurm_user_id)) {
 		*json_out = _err("user_not_allowed",
 				 "user '%s' (uid %u) is SlurmUser; flexco does not act for it",

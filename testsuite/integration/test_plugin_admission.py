@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whom DaemonUsers may act for, and the admission of part jobs (issue 14
-section 1.3) on a real cluster: no reservation for a system user below
-MinUserUid (422, nothing made in Slurm); a part job goes through
+section 1.3) on a real cluster: no reservation for root (ActForRoot=no, the
+default) or for a system user below MinUserUid (422, nothing made in Slurm); a part job goes through
 what the user's own sbatch goes through: the site's job_submit plugin
 (job_submit/lua here) and the partition's RootOnly and AllowGroups, with
 the same refusal sbatch gets for that user, partition and reservation."""
@@ -49,6 +49,13 @@ def main():
                 f.write("\nJobSubmitPlugins=lua\nEnforcePartLimits=ALL\n"
                         "PartitionName=rootonly Nodes=ALL RootOnly=YES\n"
                         "PartitionName=grponly Nodes=ALL AllowGroups=root\n")
+            # A production flexco.conf: no acting for root (localgrid's test
+            # grids say ActForRoot=yes).
+            fconf = os.path.join(os.path.dirname(conf), "flexco.conf")
+            with open(fconf) as f:
+                text = f.read()
+            with open(fconf, "w") as f:
+                f.write(text.replace("ActForRoot=yes\n", "ActForRoot=no\n"))
         grid.restart_slurmctld("alpha", while_down=site_policy)
         t.wait_for(lambda: grid.run("alpha", ["scontrol", "show", "nodes", "-o"]).stdout.count("State=IDLE ") == 4,
                    60, "the 4 nodes to be idle again")
@@ -61,7 +68,8 @@ def main():
 
         # -- whom a reservation may be for -----------------------------------
         body = {"nodes": 1, "start": now, "duration": 1800, "confirm_within": 600}
-        for user, why in (("daemon", "MinUserUid"), ("bin", "MinUserUid")):
+        for user, why in (("root", "ActForRoot=no"), ("daemon", "MinUserUid"),
+                          ("bin", "MinUserUid")):
             r = c.request("POST", "/v1/reservations", body=dict(body, user=user))
             t.ok(r.status == 422 and r.error_code() == "user_not_allowed"
                  and why in (r.json or {}).get("error", {}).get("message", r.raw.decode()),
