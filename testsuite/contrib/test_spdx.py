@@ -22,7 +22,8 @@ def sources(root):
     for d, dirs, files in os.walk(root):
         rel = os.path.relpath(d, root)
         top = rel.split(os.sep)[0]
-        if top in (".git", "doc", "build-aux", "autom4te.cache") or top.startswith("build") \
+        if top in (".git", "doc", "build-aux", "autom4te.cache", "_build") \
+           or top.startswith("build") \
            or top.startswith("flexco-") or rel.startswith(("testsuite/fuzz/corpus",
                                                            "testsuite/sreserve_golden",
                                                            "contrib/sim/traces")) \
@@ -32,7 +33,8 @@ def sources(root):
             continue
         for f in files:
             p = f if rel == "." else os.path.join(rel, f)
-            if f in ("Makefile.in", "Makefile", "config.h.in", "aclocal.m4", "configure"):
+            if f in ("Makefile.in", "Makefile", "config.h.in", "aclocal.m4", "configure",
+                     "flexco_config.h", "flexco_config.h.in", "config.h"):
                 continue
             if re.search(r"\.(c|h|cpp|hpp|py|m4|am|ac|map)$", f):
                 if p.startswith("m4/") and not f.startswith("flexco_"):

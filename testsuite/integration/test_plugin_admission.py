@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Whom DaemonUsers may act for, and the admission of part jobs (issue 14
 section 1.3) on a real cluster: no reservation for root (ActForRoot=no, the
 default) or for a system user below MinUserUid (422, nothing made in Slurm); a part job goes through
