@@ -301,6 +301,10 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
           return parser.err(line, "PartStartPolicy: '" + v + "' is not fail or warn");
         }
         c.part_start_policy = l;
+      } else if (k == "publicstats") {
+        const std::string l = lower(v);
+        if (l != "yes" && l != "no") return parser.err(line, "PublicStats: '" + v + "' is not yes or no");
+        c.public_stats = l == "yes";
       } else if (k == "planhorizon") {
         if (!need_int(60, 31622400)) return range(60, 31622400);
         c.plan_horizon = n;

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/availability.hpp"
+#include "core/sha256.hpp"
 #include "core/wire_profile.hpp"
 #include "flexcod/log.hpp"
 #include "flexcod/test_hold.hpp"
@@ -988,17 +989,11 @@ bool Engine::release(CoRecord& co, std::vector<PartRecord>& parts, const std::st
 
 void Engine::recover_db() {
   std::string err;
+  // A commit that was interrupted is always rolled back.  (Its parts never
+  // read "submitted" while it is "committing": commit_attempt writes the
+  // submitted parts and "scheduled" in one transaction.)
   for (CoRecord co : store_.in_states({"planning", "committing"})) {
     auto parts = store_.parts(co.id, true);
-    if (co.state == "committing" && !parts.empty() &&
-        std::all_of(parts.begin(), parts.end(),
-                    [](const PartRecord& p) { return p.state == "submitted"; })) {
-      co.state = "scheduled";
-      co.reason = "commit finished at recovery: every part was submitted";
-      store_.update_coalloc(co, co.reason, &err);
-      fc_info("co-%ld: %s", (long)co.id, co.reason.c_str());
-      continue;
-    }
     for (auto& p : parts) {
       if (holds(p.state)) {
         p.state = "cancelling";
@@ -2086,8 +2081,30 @@ std::optional<CoRecord> Engine::visible(const Caller& who, std::int64_t id) {
   return co;
 }
 
-ApiResult Engine::submit(const Caller& who, const json_t* body) {
+ApiResult Engine::replay_submit(const Caller& who, const SubmitKey& k, const std::string& digest) {
+  if (k.digest != digest) {
+    return api_error(422, "key_reused",
+                     "Idempotency-Key already used with a different request (co-" +
+                         std::to_string(k.co_id) + ")");
+  }
+  auto co = store_.get_coalloc(k.co_id);
+  if (!co || co->uid != who.uid) return api_error(500, "internal_error", "the key's co-allocation is gone");
+  fc_verbose("co-%ld: submit by %s repeated under its Idempotency-Key", (long)co->id, who.user.c_str());
+  return Answer{200, co_json(*co, true)};
+}
+
+ApiResult Engine::submit(const Caller& who, const json_t* body, const std::string& idem_key) {
   if (!json_is_object(body)) return api_error(400, "bad_request", "the body must be a JSON object");
+  // The digest of the request under an Idempotency-Key: its canonical
+  // form (sorted members, compact), so only a change of content counts.
+  std::string digest;
+  if (!idem_key.empty()) {
+    char* canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+    if (canon == nullptr) return api_error(500, "internal_error", "out of memory");
+    digest = flexco::sha256_hex(canon);
+    std::free(canon);
+    if (auto k = store_.find_key(who.uid, idem_key)) return replay_submit(who, *k, digest);
+  }
   static const std::set<std::string> known = {
       "nodes", "parts", "duration", "ready", "deadline", "overhead", "clusters", "max_parts",
       "policy", "script", "argv", "environment", "work_dir", "std_out", "std_err", "name",
@@ -2272,10 +2289,14 @@ ApiResult Engine::submit(const Caller& who, const json_t* body) {
   co.max_parts = s.max_parts;
   co.request = http::json_text(body);
   std::string err;
-  if (!store_.insert_coalloc(&co, "submitted by " + who.user, &err)) {
+  std::optional<SubmitKey> taken;
+  const bool keep_key = !idem_key.empty() && !s.dry_run;
+  if (!store_.insert_coalloc(&co, "submitted by " + who.user, &err, keep_key ? idem_key : "", digest,
+                             &taken)) {
     fc_error("submit: %s", err.c_str());
     return api_error(500, "internal_error", "state database: " + err);
   }
+  if (taken) return replay_submit(who, *taken, digest);
   fc_info("co-%ld: submitted by %s: %ld nodes for %ld s, policy %s", (long)co.id, who.user.c_str(),
           (long)co.nodes, (long)co.duration, co.policy.c_str());
   auto m = co_mutex(co.id);

@@ -68,7 +68,9 @@ class Engine {
   // SIGHUP: settings other than the cluster list and the listener.
   void reload(const flexco::conf::FlexcodConf& conf);
 
-  ApiResult submit(const Caller& who, const json_t* body);
+  // `key`: the request's Idempotency-Key ("" = none), checked by the
+  // server (1..kMaxSubmitKey printable characters).
+  ApiResult submit(const Caller& who, const json_t* body, const std::string& key = "");
   ApiResult list(const Caller& who, const std::string& state, const std::string& user, int limit);
   ApiResult show(const Caller& who, std::int64_t id);
   ApiResult cancel(const Caller& who, std::int64_t id);
@@ -79,6 +81,7 @@ class Engine {
   void count_request(int status);
 
  private:
+  ApiResult replay_submit(const Caller& who, const SubmitKey& k, const std::string& digest);
   struct Cluster;
   struct Spec;
   struct Gathered;

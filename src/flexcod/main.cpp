@@ -216,6 +216,7 @@ int main(int argc, char** argv) {
   auto engine = std::make_unique<flexcod::Engine>(conf, *store, signer.value());
   engine->start();
   auto server = std::make_unique<flexcod::Server>(*engine, std::move(verifier).value(), conf.admin_users);
+  server->set_public_stats(conf.public_stats);
   why = server->start(conf.listen_address, conf.listen_port);
   if (!why.empty()) {
     engine->stop();
@@ -244,6 +245,7 @@ int main(int argc, char** argv) {
       flexcod::log_set_level(conf.debug_level);
       engine->reload(conf);
       server->set_admins(conf.admin_users);
+      server->set_public_stats(conf.public_stats);
       continue;
     }
     fc_info("Terminate signal (%s) received", sig == SIGTERM ? "SIGTERM" : "SIGINT");

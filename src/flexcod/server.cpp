@@ -20,6 +20,7 @@ namespace {
 
 constexpr std::size_t kMaxBody = std::size_t{1} << 20;
 constexpr std::size_t kMaxTarget = 4096;
+constexpr std::size_t kMaxSubmitKey = 128;  // as the plugin's Idempotency-Key
 
 bool parse_id(const std::string& s, std::int64_t* out) {
   if (s.empty() || s.size() > 18) return false;
@@ -203,20 +204,25 @@ MHD_Result Server::handle(MHD_Connection* c, const char* method, const char* upl
 }
 
 MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Request& r) {
-  const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-  auto id = verifier_.verify(method, r.target, r.body, auth != nullptr ? auth : "");
-  if (!id.ok()) {
-    const auto& e = id.error();
-    fc_verbose("%s %s: %s", method.c_str(), r.target.c_str(), e.message.c_str());
-    return error(c, e.status, flexco::auth::errc_name(e.code), e.message);
-  }
-  Caller who;
-  who.uid = id.value().uid;
-  who.user = user_name(id.value().uid);
-  who.admin = is_admin(id.value().uid);
-
   const std::size_t qpos = r.target.find('?');
   const std::string path = r.target.substr(0, qpos);
+  Caller who;
+  if (public_stats_ && method == "GET" && (path == "/v1/stats" || path == "/v1/clusters")) {
+    // PublicStats=yes: answered without a credential (who stays uid -1).
+    who.user = "(public)";
+  } else {
+    const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    auto id = verifier_.verify(method, r.target, r.body, auth != nullptr ? auth : "");
+    if (!id.ok()) {
+      const auto& e = id.error();
+      fc_verbose("%s %s: %s", method.c_str(), r.target.c_str(), e.message.c_str());
+      return error(c, e.status, flexco::auth::errc_name(e.code), e.message);
+    }
+    who.uid = id.value().uid;
+    who.user = user_name(id.value().uid);
+    who.admin = is_admin(id.value().uid);
+  }
+
   std::vector<std::pair<std::string, std::string>> query;
   if (qpos != std::string::npos && !parse_query(r.target.substr(qpos + 1), &query)) {
     return error(c, 400, "bad_request", "malformed query string");
@@ -233,8 +239,21 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
   if (path == base) {
     if (method == "POST") {
       if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
+      const char* key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+      if (key != nullptr) {
+        const std::size_t n = std::strlen(key);
+        if (n == 0 || n > kMaxSubmitKey) {
+          return error(c, 400, "bad_request", "Idempotency-Key: 1.." + std::to_string(kMaxSubmitKey) +
+                                                  " characters");
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+          if (key[i] < 0x21 || key[i] > 0x7e) {
+            return error(c, 400, "bad_request", "Idempotency-Key: printable ASCII without spaces only");
+          }
+        }
+      }
       if (!need_body()) return error(c, 400, "bad_request", "the body is not valid JSON");
-      result = engine_.submit(who, body.get());
+      result = engine_.submit(who, body.get(), key != nullptr ? key : "");
     } else if (method == "GET") {
       std::string state, user;
       int limit = 1000;

@@ -9,6 +9,7 @@
 #include <microhttpd.h>
 
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ class Server {
   std::string start(const std::string& address, int port);
   void stop();
   void set_admins(std::vector<std::string> admin_users);
+  // PublicStats: GET /v1/stats and /v1/clusters without a credential.
+  void set_public_stats(bool yes) { public_stats_ = yes; }
 
   // libmicrohttpd callbacks (public for the C trampolines).
   MHD_Result handle(MHD_Connection* c, const char* method, const char* upload, size_t* upload_size,
@@ -48,6 +51,7 @@ class Server {
   flexco::auth::Verifier verifier_;
   std::mutex admins_mutex_;
   std::vector<std::string> admin_users_;
+  std::atomic<bool> public_stats_{false};
   MHD_Daemon* daemon_ = nullptr;
 };
 

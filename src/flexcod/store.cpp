@@ -48,7 +48,10 @@ const char* kSchema =
     " id INTEGER PRIMARY KEY AUTOINCREMENT, co_id INTEGER NOT NULL, time INTEGER NOT NULL,"
     " kind TEXT NOT NULL, from_start INTEGER, to_start INTEGER, from_end INTEGER, to_end INTEGER,"
     " from_parts TEXT, to_parts TEXT, reason TEXT);"
-    "CREATE TABLE IF NOT EXISTS cluster_seq(name TEXT PRIMARY KEY, seq INTEGER NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS cluster_seq(name TEXT PRIMARY KEY, seq INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS submit_keys("
+    " uid INTEGER NOT NULL, key TEXT NOT NULL, digest TEXT NOT NULL,"
+    " co_id INTEGER NOT NULL, created INTEGER NOT NULL, PRIMARY KEY(uid, key));";
 
 // Prepared statement with RAII and positional binds.
 class Stmt {
@@ -357,7 +360,26 @@ std::optional<PartRecord> Store::get_part_locked(std::int64_t co, int attempt, i
   return read_part(s);
 }
 
-bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* error) {
+std::optional<SubmitKey> Store::find_key_locked(std::int64_t uid, const std::string& key,
+                                                std::int64_t now) {
+  Stmt s(db_, "SELECT digest, co_id, created FROM submit_keys WHERE uid=? AND key=? AND created>?");
+  s.bind(uid).bind(key).bind(now - kSubmitKeyKeep);
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  SubmitKey k;
+  k.digest = s.str(0);
+  k.co_id = s.i64(1);
+  k.created = s.i64(2);
+  return k;
+}
+
+std::optional<SubmitKey> Store::find_key(std::int64_t uid, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return find_key_locked(uid, key, now_seconds());
+}
+
+bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* error,
+                           const std::string& key, const std::string& digest,
+                           std::optional<SubmitKey>* taken) {
   std::lock_guard<std::mutex> lock(mutex_);
   Txn t(db_);
   if (!t.ok()) {
@@ -365,6 +387,20 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
     return false;
   }
   const std::int64_t now = now_seconds();
+  if (!key.empty()) {
+    // Under the store's mutex and in the transaction: of two requests with
+    // the same key, exactly one inserts; the other gets the first's record.
+    if (auto k = find_key_locked(c->uid, key, now)) {
+      *taken = std::move(k);
+      return true;
+    }
+    Stmt del(db_, "DELETE FROM submit_keys WHERE created<=?");
+    del.bind(now - kSubmitKeyKeep);
+    if (del.step() != SQLITE_DONE) {
+      *error = "submit_keys: " + del.errmsg();
+      return false;
+    }
+  }
   Stmt s(db_,
          "INSERT INTO coallocations(uid, user, state, reason, policy, nodes, duration, run_time,"
          " overhead, ready, deadline, clusters, max_parts, request, submitted, changed)"
@@ -379,6 +415,14 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
   c->id = sqlite3_last_insert_rowid(db_);
   c->submitted = c->changed = now;
   if (!add_transition(c->id, "coallocation", "", c->state, reason, error)) return false;
+  if (!key.empty()) {
+    Stmt k(db_, "INSERT OR REPLACE INTO submit_keys(uid, key, digest, co_id, created) VALUES(?,?,?,?,?)");
+    k.bind(c->uid).bind(key).bind(digest).bind(c->id).bind(now);
+    if (k.step() != SQLITE_DONE) {
+      *error = "submit_keys: " + k.errmsg();
+      return false;
+    }
+  }
   return t.commit(error);
 }
 

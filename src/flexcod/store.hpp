@@ -92,6 +92,16 @@ struct MoveRecord {
   std::string reason;
 };
 
+// An Idempotency-Key of POST /v1/coallocations: the co-allocation its first
+// request made and the digest of that request's body.  Kept kSubmitKeyKeep
+// seconds.
+struct SubmitKey {
+  std::string digest;
+  std::int64_t co_id = 0;
+  std::int64_t created = 0;
+};
+constexpr std::int64_t kSubmitKeyKeep = 24 * 3600;
+
 class Store {
  public:
   // Opens (creating if needed) the database at `path`; "" or an error.
@@ -104,8 +114,15 @@ class Store {
   // Idempotency-Key, so a fresh database never collides with old keys.
   const std::string& instance() const { return instance_; }
 
-  // Inserts a co-allocation (id assigned) with its first transition.
-  bool insert_coalloc(CoRecord* co, const std::string& reason, std::string* error);
+  // Inserts a co-allocation (id assigned) with its first transition.  With
+  // a non-empty `key` (an Idempotency-Key of co->uid) the key is stored
+  // with `digest` in the same transaction, unless a live one is there:
+  // then nothing is inserted, *taken is set to it and true returned.
+  bool insert_coalloc(CoRecord* co, const std::string& reason, std::string* error,
+                      const std::string& key = "", const std::string& digest = "",
+                      std::optional<SubmitKey>* taken = nullptr);
+  // The live (younger than kSubmitKeyKeep) key `key` of `uid`, if any.
+  std::optional<SubmitKey> find_key(std::int64_t uid, const std::string& key);
   // Writes every column of `co`; records a transition if the state changed.
   bool update_coalloc(const CoRecord& co, const std::string& reason, std::string* error);
   // Writes `co` and inserts/overwrites `parts` in one transaction (with a
@@ -146,6 +163,7 @@ class Store {
   bool add_transition(std::int64_t co_id, const std::string& what, const std::string& from,
                       const std::string& to, const std::string& reason, std::string* error);
   std::optional<CoRecord> get_co_locked(std::int64_t id);
+  std::optional<SubmitKey> find_key_locked(std::int64_t uid, const std::string& key, std::int64_t now);
   bool insert_move(std::int64_t co_id, const MoveRecord& m, std::string* error);
   std::optional<PartRecord> get_part_locked(std::int64_t co, int attempt, int idx);
 

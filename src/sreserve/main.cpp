@@ -72,14 +72,36 @@ std::string url_encode(const std::string& s) {
   return out;
 }
 
+// A fresh Idempotency-Key for a submission: "sreserve-" and 32 random hex
+// digits; "" if /dev/urandom cannot be read.
+std::string submit_key() {
+  unsigned char b[16];
+  FILE* f = std::fopen("/dev/urandom", "rb");
+  if (f == nullptr) return "";
+  const bool ok = std::fread(b, 1, sizeof b, f) == sizeof b;
+  std::fclose(f);
+  if (!ok) return "";
+  std::string k = "sreserve-";
+  char h[3];
+  for (unsigned char c : b) {
+    std::snprintf(h, sizeof h, "%02x", c);
+    k += h;
+  }
+  return k;
+}
+
 struct Caller {
   std::optional<flexco::auth::Signer> signer;
   int verbose = 0;
   long timeout_ms = 10000;
 
   // One call, recorded as a CALL of the exchange (views.hpp).
+  // With an `idempotency_key` the request carries it as Idempotency-Key and
+  // is sent again, with the same key, when the connection could not be made
+  // or broke before an answer (up to kKeyedRetries times, about a minute).
   J call(const std::string& target, const std::string& base_url, const std::string& method,
-         const std::string& path, const std::string& body, long timeout_ms = 0) const {
+         const std::string& path, const std::string& body, long timeout_ms = 0,
+         const std::string& idempotency_key = "") const {
     J rec(json_object());
     json_object_set_new(rec.get(), "target", json_string(target.c_str()));
     json_object_set_new(rec.get(), "url", json_string(base_url.c_str()));
@@ -99,7 +121,22 @@ struct Caller {
       json_object_set_new(rec.get(), "error", json_string(client.error().message.c_str()));
       return rec;
     }
-    auto r = client.value().request(method, path, body);
+    std::vector<http::Header> headers;
+    if (!idempotency_key.empty()) headers.push_back({"Idempotency-Key", idempotency_key});
+    auto r = client.value().request(method, path, body, headers);
+    static const int kBackoff[] = {1, 2, 4, 8, 15, 15, 15};
+    for (int sleep_s : kBackoff) {
+      if (idempotency_key.empty() || r.ok() ||
+          (r.error().code != http::Errc::kConnect && r.error().code != http::Errc::kTransport)) {
+        break;
+      }
+      if (verbose > 0) {
+        std::fprintf(stderr, "sreserve: %s: %s; retrying in %d s with Idempotency-Key %s\n", target.c_str(),
+                     r.error().message.c_str(), sleep_s, idempotency_key.c_str());
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
+      r = client.value().request(method, path, body, headers);
+    }
     if (!r.ok()) {
       json_object_set_new(rec.get(), "code", json_string(http::errc_name(r.error().code)));
       json_object_set_new(rec.get(), "error", json_string(r.error().message.c_str()));
@@ -388,8 +425,15 @@ int main(int argc, char** argv) {
       }
       if (o.test_only) json_object_set_new(req.get(), "dry_run", json_true());
       // Submission is synchronous: every part reserved, confirmed, submitted.
+      // One key per invocation: a retry after a lost connection returns the
+      // co-allocation the first attempt made instead of making a second.
+      std::string key;
+      if (!o.test_only) {
+        key = submit_key();
+        if (key.empty()) return fail(kExitError, std::string("/dev/urandom: ") + std::strerror(errno));
+      }
       json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "POST", "/v1/coallocations",
-                                                      text(req.get()), 180000)
+                                                      text(req.get()), 180000, key)
                                               .release());
       break;
     }

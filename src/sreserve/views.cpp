@@ -528,6 +528,13 @@ void render_submit(const Options& o, const json_t* ex, Output* out) {
     return;
   }
   std::string id = std::to_string(num(a, "id"));
+  if (str(a, "state") == "failed") {
+    // A retry under the invocation's Idempotency-Key found the co-allocation
+    // the first attempt made, and it failed (flexcod restarted meanwhile).
+    out->err += "sreserve: error: co-allocation " + id + " failed: " + or_none(str(a, "reason")) + "\n";
+    worsen(out, kExitError);
+    return;
+  }
   if (o.parsable) {
     out->out += id + "\n";
     return;

@@ -90,6 +90,11 @@ START_TEST(defaults_and_case) {
   ck_assert(c.part_start_policy == "fail");
   auto w = conf::parse("Cluster=a URL=http://h:1\nPartStartSkew=3600\npartstartpolicy=WARN\n", "t");
   ck_assert(w.ok() && w.value().part_start_skew == 3600 && w.value().part_start_policy == "warn");
+  ck_assert(!c.public_stats);
+  auto ps = conf::parse("Cluster=a URL=http://h:1\nPublicStats=YES\n", "t");
+  ck_assert(ps.ok() && ps.value().public_stats);
+  ps = conf::parse("Cluster=a URL=http://h:1\npublicstats=no\n", "t");
+  ck_assert(ps.ok() && !ps.value().public_stats);
 }
 END_TEST
 
@@ -117,6 +122,7 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\nPartStartPolicy=replan\n", 2, "PartStartPolicy"},
     {"Cluster=a URL=http://h:1\nRescheduleWait=3601\n", 2, "RescheduleWait"},
     {"Cluster=a URL=http://h:1\nPublishInterval=0\n", 2, "PublishInterval"},
+    {"Cluster=a URL=http://h:1\nPublicStats=1\n", 2, "PublicStats"},
     {"Cluster=a URL=http://h:1\nDebugLevel=loud\n", 2, "DebugLevel"},
     {"Cluster=a URL=http://h:1\nListenPort\n", 2, "expected Key=Value"},
     {"Cluster=a URL=http://h:1\n=5\n", 2, "missing key"},

@@ -22,6 +22,7 @@
 using flexcod::CoRecord;
 using flexcod::PartRecord;
 using flexcod::Store;
+using flexcod::SubmitKey;
 
 namespace {
 
@@ -302,6 +303,38 @@ START_TEST(committed_changes_survive_for_another_connection) {
 }
 END_TEST
 
+// Idempotency-Keys of POST /v1/coallocations: one co-allocation per (uid,
+// key), kept across a reopen, per uid.
+START_TEST(submit_keys) {
+  std::string err;
+  const std::string path = fresh_path("k.db");
+  std::int64_t first = 0;
+  {
+    auto s = Store::open(path, &err);
+    CoRecord c = sample_co();
+    std::optional<SubmitKey> taken;
+    ck_assert(s->insert_coalloc(&c, "submitted", &err, "key-1", "digest-a", &taken));
+    ck_assert(!taken.has_value());
+    first = c.id;
+    CoRecord again = sample_co();
+    ck_assert(s->insert_coalloc(&again, "submitted", &err, "key-1", "digest-b", &taken));
+    ck_assert(taken.has_value() && taken->co_id == first && taken->digest == "digest-a");
+    ck_assert_int_eq(s->list_coallocs(-1, "", 100).size(), 1);
+    // Another user's same key is another key.
+    CoRecord bob = sample_co();
+    bob.uid = 1001;
+    taken.reset();
+    ck_assert(s->insert_coalloc(&bob, "submitted", &err, "key-1", "digest-a", &taken));
+    ck_assert(!taken.has_value() && bob.id != first);
+    ck_assert(!s->find_key(1000, "key-2").has_value());
+  }
+  auto s = Store::open(path, &err);
+  auto k = s->find_key(1000, "key-1");
+  ck_assert(k.has_value() && k->co_id == first && k->digest == "digest-a");
+  ck_assert(k->created > 0 && k->created <= flexcod::now_seconds());
+}
+END_TEST
+
 START_TEST(unknown_coalloc_write_fails) {
   std::string err;
   auto s = Store::open(fresh_path("g.db"), &err);
@@ -323,6 +356,7 @@ Suite* make_suite() {
   tcase_add_test(tc, coalloc_round_trip_and_transitions);
   tcase_add_test(tc, attempts_and_states);
   tcase_add_test(tc, list_filters);
+  tcase_add_test(tc, submit_keys);
   tcase_add_test(tc, moves_and_event_seq);
   tcase_add_test(tc, committed_changes_survive_for_another_connection);
   tcase_add_test(tc, switch_with_move_is_one_transaction);
