@@ -591,12 +591,34 @@ Result<std::string> Signer::sign_payload(const Payload& payload) const noexcept 
 // ---------------------------------------------------------------------------
 // Replay cache
 
-ReplayCache::ReplayCache(std::size_t capacity) noexcept
-    : capacity_(capacity == 0 ? 1 : capacity) {}
+namespace {
+
+std::size_t share_of(std::size_t capacity, std::size_t per_uid) noexcept {
+  if (per_uid == 0) per_uid = capacity / 4;
+  return std::clamp<std::size_t>(per_uid, 1, capacity);
+}
+
+// The uid a replay_key() begins with.
+uid_t key_uid(const std::string& key) noexcept {
+  std::uint32_t uid = 0;
+  for (std::size_t i = 0; i < 4 && i < key.size(); ++i) {
+    uid = (uid << 8) | static_cast<unsigned char>(key[i]);
+  }
+  return static_cast<uid_t>(uid);
+}
+
+}  // namespace
+
+ReplayCache::ReplayCache(std::size_t capacity, std::size_t per_uid) noexcept
+    : capacity_(capacity == 0 ? 1 : capacity),
+      per_uid_(share_of(capacity == 0 ? 1 : capacity, per_uid)) {}
 
 void ReplayCache::evict_expired(std::int64_t now) {
   while (!by_expiry_.empty() && by_expiry_.begin()->first < now) {
-    expiry_of_.erase(by_expiry_.begin()->second);
+    const std::string& key = by_expiry_.begin()->second;
+    auto count = count_of_.find(key_uid(key));
+    if (count != count_of_.end() && --count->second == 0) count_of_.erase(count);
+    expiry_of_.erase(key);
     by_expiry_.erase(by_expiry_.begin());
   }
 }
@@ -610,14 +632,23 @@ ReplayCache::Outcome ReplayCache::check_and_insert(uid_t uid, std::string_view n
     evict_expired(now);
     if (expiry_of_.count(key) != 0) return Outcome::kReplayed;
     if (expiry_of_.size() >= capacity_) return Outcome::kFull;
-    // Insert into both indexes or neither.
-    auto pos = by_expiry_.emplace(expires, key).first;
+    auto count = count_of_.find(uid);
+    if (count != count_of_.end() && count->second >= per_uid_) return Outcome::kUserFull;
+    // Insert into all three indexes or none.
+    if (count == count_of_.end()) count = count_of_.emplace(uid, 0).first;
     try {
-      expiry_of_.emplace(std::move(key), expires);
+      auto pos = by_expiry_.emplace(expires, key).first;
+      try {
+        expiry_of_.emplace(std::move(key), expires);
+      } catch (...) {
+        by_expiry_.erase(pos);
+        throw;
+      }
     } catch (...) {
-      by_expiry_.erase(pos);
+      if (count->second == 0) count_of_.erase(count);
       throw;
     }
+    ++count->second;
     return Outcome::kInserted;
   } catch (...) {
     // Out of memory: refusing is the safe answer (never admit unrecorded).
@@ -652,7 +683,13 @@ Result<Verifier> Verifier::create(VerifierConfig config) noexcept try {
                           size_text(kMaxReplayCapacity) + "] (got " +
                           size_text(config.replay_capacity) + ")");
   }
-  auto cache = std::make_unique<ReplayCache>(config.replay_capacity);
+  if (config.replay_per_uid > kMaxReplayCapacity) {
+    return make_error(Errc::kInvalidArgument,
+                      "replay_per_uid must be within [0, " +
+                          size_text(kMaxReplayCapacity) + "] (got " +
+                          size_text(config.replay_per_uid) + ")");
+  }
+  auto cache = std::make_unique<ReplayCache>(config.replay_capacity, config.replay_per_uid);
   return Verifier(std::move(config), std::move(cache));
 } catch (...) {
   return out_of_memory();
@@ -766,6 +803,12 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
       return make_error(Errc::kReplayCacheFull,
                         "replay cache holds " + size_text(cache_->capacity()) +
                             " unexpired nonces; retry later or raise replay_capacity");
+    case ReplayCache::Outcome::kUserFull:
+      return make_error(Errc::kReplayCacheFull,
+                        "uid " + std::to_string(uid) + " already has " +
+                            size_text(cache_->per_uid()) +
+                            " unexpired nonces in the replay cache (replay_per_uid); "
+                            "retry later");
   }
 
   Identity identity;

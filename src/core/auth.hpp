@@ -232,10 +232,14 @@ class ReplayCache {
     kInserted,  // not seen before; now recorded
     kReplayed,  // a live entry for (uid, nonce) exists
     kFull,      // `capacity` live entries (or no memory): not recorded
+    kUserFull,  // this uid already has `per_uid` live entries: not recorded
   };
 
-  // capacity >= 1 (0 is treated as 1).
-  explicit ReplayCache(std::size_t capacity) noexcept;
+  // capacity >= 1 (0 is treated as 1).  per_uid: live entries one uid may
+  // hold (issue 14 §1.5: one user must not lock every other user out);
+  // 0 = the default, capacity / 4 and at least 1; more than capacity is
+  // capacity.
+  explicit ReplayCache(std::size_t capacity, std::size_t per_uid = 0) noexcept;
 
   ReplayCache(const ReplayCache&) = delete;
   ReplayCache& operator=(const ReplayCache&) = delete;
@@ -248,12 +252,15 @@ class ReplayCache {
 
   std::size_t size() const noexcept;
   std::size_t capacity() const noexcept { return capacity_; }
+  std::size_t per_uid() const noexcept { return per_uid_; }
 
  private:
   void evict_expired(std::int64_t now);
 
   const std::size_t capacity_;
+  const std::size_t per_uid_;
   mutable std::mutex mutex_;
+  std::unordered_map<uid_t, std::size_t> count_of_;  // uid -> live entries
   std::unordered_map<std::string, std::int64_t> expiry_of_;  // key -> expires
   std::set<std::pair<std::int64_t, std::string>> by_expiry_;
 };
@@ -267,6 +274,7 @@ struct VerifierConfig {
   std::int64_t max_age = 300;      // s a payload timestamp may lie in the past
   std::int64_t max_skew = 60;      // s it may lie in the future (clock skew)
   std::size_t replay_capacity = 65536;  // nonces remembered at most
+  std::size_t replay_per_uid = 0;       // of which one uid; 0 = capacity / 4
 };
 
 // Who made the request, as established by MUNGE.
@@ -281,7 +289,8 @@ class Verifier {
   // kInvalidArgument if audience is not [A-Za-z0-9_-]{1,64}; socket_path is
   // relative, too long or contains NUL;
   // max_age outside [1, kMaxWindowSeconds]; max_skew outside
-  // [0, kMaxWindowSeconds]; replay_capacity outside [1, kMaxReplayCapacity].
+  // [0, kMaxWindowSeconds]; replay_capacity outside [1, kMaxReplayCapacity];
+  // replay_per_uid above kMaxReplayCapacity.
   static Result<Verifier> create(VerifierConfig config) noexcept;
 
   // Checks, in this order (doc/auth.md, "Verification"):

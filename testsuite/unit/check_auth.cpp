@@ -791,7 +791,7 @@ END_TEST
 // Replay cache (direct)
 
 START_TEST(replay_cache_bounded) {
-  auth::ReplayCache cache(3);
+  auth::ReplayCache cache(3, 3);
   using O = auth::ReplayCache::Outcome;
   ck_assert(cache.check_and_insert(0, "a", 100, 0) == O::kInserted);
   ck_assert(cache.check_and_insert(0, "b", 100, 0) == O::kInserted);
@@ -815,7 +815,7 @@ START_TEST(replay_cache_bounded) {
 END_TEST
 
 START_TEST(replay_cache_per_uid) {
-  auth::ReplayCache cache(10);
+  auth::ReplayCache cache(10, 10);
   using O = auth::ReplayCache::Outcome;
   ck_assert(cache.check_and_insert(1000, kNonce, 100, 0) == O::kInserted);
   ck_assert(cache.check_and_insert(1001, kNonce, 100, 0) == O::kInserted);
@@ -823,6 +823,58 @@ START_TEST(replay_cache_per_uid) {
   ck_assert(cache.check_and_insert(0x01000000u + 1000, kNonce, 100, 0) == O::kInserted);
   auth::ReplayCache zero(0);
   ck_assert_uint_eq(zero.capacity(), 1);
+}
+END_TEST
+
+START_TEST(replay_cache_one_uid_cannot_lock_out) {
+  // Issue 14 §1.5, with the default share: however many nonces one uid
+  // sends, another uid is still served.
+  auth::ReplayCache cache(64);
+  using O = auth::ReplayCache::Outcome;
+  int inserted = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (cache.check_and_insert(1000, "n" + std::to_string(i), 100, 0) == O::kInserted) {
+      ++inserted;
+    }
+  }
+  ck_assert_int_lt(inserted, 64);
+  ck_assert(cache.check_and_insert(1001, "n0", 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1002, "n0", 100, 0) == O::kInserted);
+}
+END_TEST
+
+START_TEST(replay_cache_uid_share) {
+  // Issue 14 §1.5: one uid fills its own share and is refused, while
+  // other uids are still served; its expired entries free its share.
+  auth::ReplayCache cache(8, 3);
+  using O = auth::ReplayCache::Outcome;
+  ck_assert_uint_eq(cache.per_uid(), 3);
+  ck_assert(cache.check_and_insert(1000, "a", 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1000, "b", 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1000, "c", 150, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1000, "d", 150, 0) == O::kUserFull);
+  ck_assert(cache.check_and_insert(1000, "a", 100, 0) == O::kReplayed);
+  ck_assert_uint_eq(cache.size(), 3);
+  for (const char* n : {"a", "b", "c"}) {
+    ck_assert(cache.check_and_insert(1001, n, 100, 0) == O::kInserted);
+  }
+  ck_assert(cache.check_and_insert(1001, "d", 100, 0) == O::kUserFull);
+  ck_assert(cache.check_and_insert(1002, "a", 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1002, "b", 100, 0) == O::kInserted);
+  // Eight live entries: now the whole cache is full for everybody.
+  ck_assert(cache.check_and_insert(1003, "a", 100, 0) == O::kFull);
+  // Expiry gives uid 1000 back two slots (a, b), uid 1001 and 1002 all.
+  ck_assert(cache.check_and_insert(1000, "d", 150, 101) == O::kInserted);
+  ck_assert(cache.check_and_insert(1000, "e", 150, 101) == O::kInserted);
+  ck_assert(cache.check_and_insert(1000, "f", 150, 101) == O::kUserFull);
+  ck_assert_uint_eq(cache.size(), 3);
+  ck_assert(cache.check_and_insert(1000, "f", 200, 151) == O::kInserted);
+  ck_assert_uint_eq(cache.size(), 1);
+  // The default share is a quarter of the capacity, at least one.
+  ck_assert_uint_eq(auth::ReplayCache(65536).per_uid(), 16384);
+  ck_assert_uint_eq(auth::ReplayCache(3).per_uid(), 1);
+  // A share above the capacity is the capacity.
+  ck_assert_uint_eq(auth::ReplayCache(4, 10).per_uid(), 4);
 }
 END_TEST
 
@@ -1198,7 +1250,16 @@ START_TEST(replay_cache_full_then_recovers) {
   const std::size_t capacity = 4;
   const std::int64_t max_age = 60;
   const auth::Signer signer = make_signer(g_munged.socket);
-  const auth::Verifier verifier = make_verifier(max_age, 0, capacity);
+  auth::VerifierConfig config;
+  config.audience = kAudience;
+  config.socket_path = g_munged.socket;
+  config.max_age = max_age;
+  config.max_skew = 0;
+  config.replay_capacity = capacity;
+  config.replay_per_uid = capacity;  // one uid may fill it here
+  auto created = auth::Verifier::create(config);
+  ck_assert(created.ok());
+  const auth::Verifier verifier = std::move(created).value();
   const std::int64_t t = now_s();
   auto request_at = [&](std::int64_t ts) {
     auth::Payload p = sample_payload(ts);
@@ -1222,6 +1283,44 @@ START_TEST(replay_cache_full_then_recovers) {
   ck_assert_uint_eq(verifier.replay_cache_size(), 1);
   for (std::size_t i = 1; i < capacity; ++i) expect_ok(request_at(t + max_age + 1), "refill");
   expect_error(request_at(t + max_age + 1), Errc::kReplayCacheFull, "full again");
+}
+END_TEST
+
+START_TEST(replay_cache_uid_share_verify) {
+  // One uid over its share gets replay_cache_full (503) naming its share;
+  // requests of another uid are still verified.
+  const std::int64_t max_age = 60;
+  auth::VerifierConfig config;
+  config.audience = kAudience;
+  config.socket_path = g_munged.socket;
+  config.max_age = max_age;
+  config.max_skew = 0;
+  config.replay_capacity = 16;
+  config.replay_per_uid = 2;
+  auto created = auth::Verifier::create(config);
+  ck_assert(created.ok());
+  const auth::Verifier verifier = std::move(created).value();
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const std::int64_t t = now_s();
+  auto request_at = [&](std::int64_t ts) {
+    auth::Payload p = sample_payload(ts);
+    p.nonce = random_nonce();
+    return verifier.verify(p.method, p.path, "{\"nodes\":4}", sign_payload_or_fail(signer, p),
+                           ts);
+  };
+  expect_ok(request_at(t), "first");
+  expect_ok(request_at(t), "second");
+  auto r = request_at(t);
+  expect_error(r, Errc::kReplayCacheFull, "over the uid share");
+  ck_assert_int_eq(r.error().status, 503);
+  ck_assert_msg(contains(r.error().message, "replay_per_uid"), "%s", r.error().message.c_str());
+  ck_assert_uint_eq(verifier.replay_cache_size(), 2);
+  // Expired entries free the share.
+  expect_ok(request_at(t + max_age + 1), "after expiry");
+  ck_assert_uint_eq(verifier.replay_cache_size(), 1);
+  // Out-of-range shares are refused.
+  config.replay_per_uid = auth::kMaxReplayCapacity + 1;
+  ck_assert(!auth::Verifier::create(config).ok());
 }
 END_TEST
 
@@ -1293,6 +1392,8 @@ Suite* make_suite() {
   tcase_add_test(format, config_validation);
   tcase_add_test(format, replay_cache_bounded);
   tcase_add_test(format, replay_cache_per_uid);
+  tcase_add_test(format, replay_cache_one_uid_cannot_lock_out);
+  tcase_add_test(format, replay_cache_uid_share);
   suite_add_tcase(s, format);
 
   TCase* munge = tcase_create("munge");
@@ -1313,6 +1414,7 @@ Suite* make_suite() {
   tcase_add_test(munge, invalid_request_and_sign_input);
   tcase_add_test(munge, longest_request_fits);
   tcase_add_test(munge, replay_cache_full_then_recovers);
+  tcase_add_test(munge, replay_cache_uid_share_verify);
   tcase_add_test(munge, concurrent_verify);
   tcase_set_timeout(munge, 30);
   suite_add_tcase(s, munge);
