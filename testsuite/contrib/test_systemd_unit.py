@@ -69,7 +69,7 @@ def main():
              logs[-1500:])
         s = unit_settings(unit) if os.path.isfile(unit) else {}
         start = (s.get("ExecStart") or [""])[0].split()
-        t.is_(start, [sbindir + "/flexcod", "-D", "-f", conf],
+        t.is_(start, [sbindir + "/flexcod", "-D", "-f", conf, "-i", "/run/flexco/flexcod.pid"],
               "ExecStart runs the installed flexcod in the foreground with the configured flexcod.conf")
         t.ok(os.access(dest + sbindir + "/flexcod", os.X_OK), "that flexcod is installed")
         left = re.findall(r"@[A-Za-z_]+@", open(unit).read()) if os.path.isfile(unit) else ["?"]
