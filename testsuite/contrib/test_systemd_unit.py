@@ -105,11 +105,16 @@ def main():
         with open(unit) as f, open(checked, "w") as g:
             g.write(f.read().replace("ExecStart=" + sbindir + "/flexcod",
                                      "ExecStart=" + dest + sbindir + "/flexcod"))
-        r = subprocess.run(["systemd-analyze", "verify", checked],
+        # Without man(1) (a minimal root such as the 24.11 chroot) verify
+        # cannot look the pages up: then it checks everything else.
+        man = shutil.which("man") is not None
+        r = subprocess.run(["systemd-analyze", "verify", "--man=%s" % ("yes" if man else "no"),
+                            checked],
                            capture_output=True, text=True, timeout=120,
                            env=dict(env, SYSTEMD_LOG_LEVEL="notice", MANPATH=dest + mandir))
         t.ok(r.returncode == 0 and not (r.stdout + r.stderr).strip(),
-             "systemd-analyze verify is clean (the program, the man pages)", "exit %d\n%s" % (r.returncode, r.stdout + r.stderr))
+             "systemd-analyze verify is clean (the program%s)" % (
+                 ", the man pages" if man else "; no man(1) here to check the pages"), "exit %d\n%s" % (r.returncode, r.stdout + r.stderr))
         r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--threshold=30",
                             "--no-pager", checked],
                            capture_output=True, text=True, timeout=120)
