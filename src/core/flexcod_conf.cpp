@@ -143,6 +143,13 @@ int debug_level_from_name(std::string_view name) noexcept {
   return -1;
 }
 
+// Set by configure (--with-flexcod-conf) through src/Makefile.am; builds
+// without it (contrib/fuzz) get the historical default.
+#ifndef FLEXCOD_CONF_DEFAULT
+#define FLEXCOD_CONF_DEFAULT "/etc/slurm/flexcod.conf"
+#endif
+const char* const kDefaultPath = FLEXCOD_CONF_DEFAULT;
+
 std::string choose_path(const std::string& cli, const char* env) {
   if (!cli.empty()) return cli;
   if (env != nullptr && env[0] != '\0') return env;

@@ -29,8 +29,9 @@
 // parts of one request, 8), PlanHorizon (s, 7 days), DebugLevel
 // (quiet|fatal|error|info|verbose|debug|debug2..5, default info).
 //
-// The default path is /etc/slurm/flexcod.conf; the daemon and sreserve take
-// another from the environment variable FLEXCOD_CONF or from -f.
+// The default path is configure's --with-flexcod-conf (/etc/slurm/flexcod.conf
+// unless given; the Debian packages use /etc/flexco/flexcod.conf); the daemon
+// and sreserve take another from the environment variable FLEXCOD_CONF or -f.
 
 #ifndef FLEXCO_CORE_FLEXCOD_CONF_HPP
 #define FLEXCO_CORE_FLEXCOD_CONF_HPP
@@ -44,7 +45,7 @@
 
 namespace flexco::conf {
 
-inline constexpr const char* kDefaultPath = "/etc/slurm/flexcod.conf";
+extern const char* const kDefaultPath;
 inline constexpr const char* kPathEnv = "FLEXCOD_CONF";
 
 struct Error {

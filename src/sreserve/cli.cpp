@@ -474,7 +474,9 @@ std::string help_text(Command c) {
       "\nCommon options:\n"
       "      --url=URL             flexcod's address (else $FLEXCO_URL, else flexcod.conf)\n"
       "      --munge-socket=PATH   munged's socket (else $FLEXCO_MUNGE_SOCKET, else MungeSocket)\n"
-      "      --conf=FILE           flexcod.conf (else $FLEXCOD_CONF, else /etc/slurm/flexcod.conf)\n"
+      "      --conf=FILE           flexcod.conf (else $FLEXCOD_CONF, else " +
+      std::string(FLEXCOD_CONF_DEFAULT) +
+      ")\n"
       "      --json                print the answer as JSON (doc/sreserve-json.md)\n"
       "  -v, --verbose             say what is asked of whom, on stderr (repeat for more)\n"
       "      --help, --usage, --version\n"

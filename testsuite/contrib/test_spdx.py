@@ -13,7 +13,8 @@ import re
 import flexcotest as t
 
 TAG = "SPDX-License-Identifier: GPL-2.0-or-later"
-NAMED = ("autogen.sh", ".ci/run", "contrib/flexcod.service", "contrib/sreserve.bash-completion",
+NAMED = ("autogen.sh", ".ci/run", "contrib/flexcod.service.in", "contrib/flexco.sysusers",
+         "contrib/sreserve.bash-completion",
          "contrib/flexcod.conf.example")
 
 

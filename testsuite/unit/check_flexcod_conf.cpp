@@ -178,7 +178,9 @@ START_TEST(read_file_and_path_choice) {
   ck_assert(conf::choose_path("/a", "/b") == "/a");
   ck_assert(conf::choose_path("", "/b") == "/b");
   ck_assert(conf::choose_path("", "") == conf::kDefaultPath);
-  ck_assert(conf::choose_path("", nullptr) == std::string("/etc/slurm/flexcod.conf"));
+  // The path configure was given (--with-flexcod-conf; testsuite/Makefile.am
+  // passes it), /etc/slurm/flexcod.conf by default.
+  ck_assert(conf::choose_path("", nullptr) == std::string(CONFIGURED_FLEXCOD_CONF));
 }
 END_TEST
 
