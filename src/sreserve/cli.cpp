@@ -111,6 +111,7 @@ struct Parser {
       case 'h': o.noheader = true; return true;
       case 'M':
         o.clusters = split_list(arg);
+        o.clusters_given = true;
         if (o.clusters.empty()) return fail("-M: empty cluster list");
         if (o.clusters.size() == 1 && o.clusters[0] == "all") o.clusters.clear();
         return true;
@@ -305,6 +306,26 @@ bool run_getopt(Parser& p, std::vector<char*>& av, Command c, int* first_operand
   return true;
 }
 
+// Does `t`, an option before the command, take the next word as its
+// value?  Any command's option may come first (squeue-like: "sreserve -h
+// -o %i list" is "sreserve list -h -o %i"), so every command's table is
+// asked; getopt_long's unambiguous abbreviations count too.
+bool takes_next_value(const std::string& t) {
+  if (t.rfind("--", 0) == 0) {
+    if (t.size() == 2 || t.find('=') != std::string::npos) return false;
+    std::string name = t.substr(2);
+    for (const struct option* table : {kOffersLong, kProfileLong, kSubmitLong, kListLong, kUpdateLong})
+      for (const struct option* e = table; e->name; ++e)
+        if (std::strncmp(e->name, name.c_str(), name.size()) == 0 && e->has_arg == required_argument)
+          return true;
+    return false;
+  }
+  static const std::string kWithValue = "NtMoiJDe";
+  for (std::size_t k = 1; k < t.size(); ++k)
+    if (kWithValue.find(t[k]) != std::string::npos) return k + 1 == t.size();
+  return false;
+}
+
 bool parse_ids(Parser& p, const std::vector<std::string>& operands) {
   for (const auto& s : operands) {
     std::int64_t id = 0;
@@ -333,13 +354,22 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
   std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   std::size_t i = 0;
   std::vector<std::string> globals = {args.empty() ? "sreserve" : args[0]};
-  while (i < rest.size() && !rest[i].empty() && rest[i][0] == '-') {
+  while (i < rest.size() && rest[i].size() > 1 && rest[i][0] == '-' && rest[i] != "--") {
     globals.push_back(rest[i]);
-    bool needs_value = (rest[i] == "--url" || rest[i] == "--munge-socket" || rest[i] == "--conf");
+    bool needs_value = takes_next_value(rest[i]);
     ++i;
     if (needs_value && i < rest.size()) globals.push_back(rest[i++]);
   }
-  {
+  if (i < rest.size()) {
+    // A command follows: its options may come before it, as squeue's and
+    // sbatch's do; they are parsed with the command's own table.
+    for (const auto& k : kCommands)
+      if (rest[i] == k.name) p.o.command = k.c;
+    if (p.o.command == Command::kNone) {
+      r.error = "invalid command \"" + rest[i] + "\" (one of offers, profile, submit, list, show, update, cancel)";
+      return r;
+    }
+  } else {
     std::vector<char*> av;
     for (auto& g : globals) av.push_back(g.data());
     av.push_back(nullptr);
@@ -362,13 +392,8 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
     r.error = "no command given (one of offers, profile, submit, list, show, update, cancel)";
     return r;
   }
-  for (const auto& k : kCommands)
-    if (rest[i] == k.name) p.o.command = k.c;
-  if (p.o.command == Command::kNone) {
-    r.error = "invalid command \"" + rest[i] + "\" (one of offers, profile, submit, list, show, update, cancel)";
-    return r;
-  }
   std::vector<std::string> sub = {std::string("sreserve ") + rest[i]};
+  sub.insert(sub.end(), globals.begin() + 1, globals.end());
   sub.insert(sub.end(), rest.begin() + static_cast<long>(i) + 1, rest.end());
   std::vector<char*> av;
   for (auto& s : sub) av.push_back(s.data());
@@ -435,6 +460,23 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
   return r;
 }
 
+bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::string* error) {
+  bool takes_clusters = o->command == Command::kOffers || o->command == Command::kProfile ||
+                        o->command == Command::kSubmit;
+  const char* v = getenv_fn("SLURM_CLUSTERS");
+  if (takes_clusters && !o->clusters_given && v && *v) {
+    o->clusters = split_list(v);
+    if (o->clusters.empty()) {
+      *error = "SLURM_CLUSTERS: empty cluster list";
+      return false;
+    }
+    if (o->clusters.size() == 1 && o->clusters[0] == "all") o->clusters.clear();
+  }
+  v = getenv_fn("SRESERVE_FORMAT");
+  if (o->command == Command::kList && o->format.empty() && v && *v) o->format = v;
+  return true;
+}
+
 ParseResult parse_args(int argc, char** argv, std::int64_t now) {
   std::vector<std::string> args(argv, argv + argc);
   return parse_args(args, now);
@@ -463,7 +505,7 @@ std::string usage_text(Command c) {
     case Command::kCancel:
       return "Usage: sreserve cancel ID [ID...] [--json] [-v]\n";
     default:
-      return "Usage: sreserve [--url=URL] [--munge-socket=PATH] [--conf=FILE] COMMAND [OPTIONS]\n"
+      return "Usage: sreserve [OPTIONS] COMMAND [OPTIONS]   (options before or after COMMAND)\n"
              "       COMMAND: offers profile submit list show update cancel\n"
              "       sreserve COMMAND --help | --usage;  sreserve --version\n";
   }

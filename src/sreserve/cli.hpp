@@ -43,6 +43,7 @@ struct Options {
   bool noheader = false;     // -h
   std::string format;        // -o/--format (tables); "" = the command's default
   std::vector<std::string> clusters;  // -M; empty = all configured
+  bool clusters_given = false;        // -M/--clusters on the command line
   std::int64_t now = 0;      // reference time of relative times
 
   // offers, submit
@@ -91,6 +92,14 @@ struct ParseResult {
 
 ParseResult parse_args(int argc, char** argv, std::int64_t now);
 ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now);
+
+// Fills in what the command line left unset from the environment, as
+// squeue does with SQUEUE_FORMAT and SLURM_CLUSTERS: SLURM_CLUSTERS stands
+// for -M of offers, profile and submit (never of update, where -M changes
+// the co-allocation); SRESERVE_FORMAT for -o of list.  `getenv_fn` is
+// std::getenv in sreserve, a table in the tests.  False (and *error set)
+// when a variable's value is invalid.
+bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::string* error);
 
 // --help, --usage, --version texts.
 std::string help_text(Command c);

@@ -226,6 +226,9 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   std::string format_error;
+  if (!apply_environment(&o, [](const char* n) -> const char* { return std::getenv(n); },
+                         &format_error))
+    return fail(kExitUsage, format_error);
   if (!check_format(o, &format_error)) return fail(kExitUsage, format_error);
   if (o.helpformat) {
     std::fputs(render(o, nullptr).out.c_str(), stdout);

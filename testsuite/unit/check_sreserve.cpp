@@ -344,7 +344,12 @@ const ArgCase kArgs[] = {
     {{"profile", "--horizon", "400-0"}, "at most 366 days"},
     {{"profile", "--width", "3"}, "--width"},
     {{"list", "17"}, "list takes no operand"},
-    {{"-M", "alpha", "offers"}, "invalid option -- 'M'"},  // only common options before the command
+    {{"-M", "alpha", "offers", "-N", "2", "-t", "5"}, nullptr},  // options before the command too
+    {{"-N", "2", "-t", "5", "offers"}, nullptr},
+    {{"--state=active", "list", "-h"}, nullptr},
+    {{"-N", "2", "list"}, "invalid option -- 'N'"},  // before or after: the command's own options
+    {{"--clusters", "a", "list"}, "unrecognized option '--clusters'"},
+    {{"-M", "a", "frobnicate"}, "invalid command \"frobnicate\""},
 };
 
 START_TEST(command_lines) {
@@ -384,6 +389,92 @@ START_TEST(command_lines) {
 }
 END_TEST
 
+// Options may come before or after the command, as squeue's: both orders
+// give the same Options.
+START_TEST(option_placement) {
+  ParseResult a = parse_args({"sreserve", "-h", "-o", "%i %T", "list", "--state", "active"}, NOW);
+  ParseResult b = parse_args({"sreserve", "list", "--state", "active", "-h", "-o", "%i %T"}, NOW);
+  ck_assert_msg(a.ok, "%s", a.error.c_str());
+  ck_assert(b.ok);
+  ck_assert(a.options.command == Command::kList);
+  ck_assert(a.options.noheader && !a.options.help);  // -h before a command is --noheader
+  ck_assert_str_eq(a.options.format.c_str(), "%i %T");
+  ck_assert_str_eq(a.options.state.c_str(), b.options.state.c_str());
+  ck_assert_str_eq(a.options.format.c_str(), b.options.format.c_str());
+
+  // -M, long options with a separate value, bundled short options
+  a = parse_args({"sreserve", "-vM", "alpha,beta", "--time", "1:00:00", "--url=http://x:1", "offers",
+                  "-N", "4"},
+                 NOW);
+  ck_assert_msg(a.ok, "%s", a.error.c_str());
+  ck_assert_int_eq(a.options.verbose, 1);
+  ck_assert_int_eq(a.options.clusters.size(), 2);
+  ck_assert(a.options.clusters_given);
+  ck_assert_int_eq(a.options.duration, 3600);
+  ck_assert_str_eq(a.options.url.c_str(), "http://x:1");
+
+  // submit: -o before the command is still --output; the script's own
+  // arguments after SCRIPT stay the script's
+  a = parse_args({"sreserve", "-o", "out.txt", "-N", "2", "submit", "-t", "5", "job.sh", "-M", "x"}, NOW);
+  ck_assert_msg(a.ok, "%s", a.error.c_str());
+  ck_assert_str_eq(a.options.output.c_str(), "out.txt");
+  ck_assert(!a.options.clusters_given);
+  ck_assert_int_eq(a.options.script_args.size(), 2);
+
+  // alone, -h is still --help
+  a = parse_args({"sreserve", "-h"}, NOW);
+  ck_assert(a.ok && a.options.help);
+}
+END_TEST
+
+const char* fake_env(const char* name) {
+  std::string n = name;
+  if (n == "SLURM_CLUSTERS") return "beta,gamma";
+  if (n == "SRESERVE_FORMAT") return "%i|%T";
+  return nullptr;
+}
+
+const char* fake_env_bad(const char* name) {
+  return std::string(name) == "SLURM_CLUSTERS" ? "," : nullptr;
+}
+
+// SLURM_CLUSTERS stands for -M, SRESERVE_FORMAT for list's -o; the
+// command line wins over both.
+START_TEST(environment) {
+  std::string err;
+  ParseResult r = parse_args({"sreserve", "offers", "-N", "2", "-t", "5"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert_int_eq(r.options.clusters.size(), 2);
+  ck_assert_str_eq(r.options.clusters[1].c_str(), "gamma");
+  ck_assert(r.options.format.empty());  // SRESERVE_FORMAT is list's
+
+  r = parse_args({"sreserve", "offers", "-N", "2", "-t", "5", "-M", "alpha"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert_int_eq(r.options.clusters.size(), 1);
+  ck_assert_str_eq(r.options.clusters[0].c_str(), "alpha");
+
+  r = parse_args({"sreserve", "offers", "-N", "2", "-t", "5", "-M", "all"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert(r.options.clusters.empty());  // -M all over SLURM_CLUSTERS
+
+  r = parse_args({"sreserve", "update", "5", "--deadline", "none"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert(r.options.clusters.empty());  // update's -M changes the co-allocation: never from the environment
+
+  r = parse_args({"sreserve", "list"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert_str_eq(r.options.format.c_str(), "%i|%T");
+  r = parse_args({"sreserve", "list", "-o", "%u"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert_str_eq(r.options.format.c_str(), "%u");
+
+  r = parse_args({"sreserve", "profile"}, NOW);
+  ck_assert(r.ok);
+  ck_assert(!apply_environment(&r.options, fake_env_bad, &err));
+  ck_assert_str_eq(err.c_str(), "SLURM_CLUSTERS: empty cluster list");
+}
+END_TEST
+
 Suite* sreserve_suite() {
   Suite* s = suite_create("sreserve");
   TCase* tc = tcase_create("core");
@@ -395,6 +486,8 @@ Suite* sreserve_suite() {
   tcase_add_test(tc, chart_terminal);
   tcase_add_test(tc, chart_svg);
   tcase_add_test(tc, command_lines);
+  tcase_add_test(tc, option_placement);
+  tcase_add_test(tc, environment);
   suite_add_tcase(s, tc);
   return s;
 }
