@@ -421,9 +421,11 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
       if (!operands.empty()) p.fail("profile takes no operand (\"" + operands[0] + "\")");
       break;
     case Command::kSubmit:
-      if (o.nodes_min == 0) p.fail("submit: -N/--nodes is required");
+      // With a script, -N and -t may come from its #SBATCH lines: checked
+      // by apply_script_directives.
+      if (o.nodes_min == 0 && operands.empty()) p.fail("submit: -N/--nodes is required");
       else if (o.nodes_min != o.nodes_max) p.fail("submit: -N takes one node count, not a range");
-      else if (o.duration == 0) p.fail("submit: -t/--time is required");
+      else if (o.duration == 0 && operands.empty()) p.fail("submit: -t/--time is required");
       else if (!o.wrap.empty() && !operands.empty()) p.fail("submit: a script and --wrap together");
       else if (o.wrap.empty() && operands.empty() && !o.test_only) p.fail("submit: no batch script given (SCRIPT or --wrap)");
       else if (!operands.empty()) {
@@ -475,6 +477,106 @@ bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::s
   v = getenv_fn("SRESERVE_FORMAT");
   if (o->command == Command::kList && o->format.empty() && v && *v) o->format = v;
   return true;
+}
+
+namespace {
+
+// The words of one #SBATCH line after "#SBATCH": blanks separate, quotes
+// group, a word starting with '#' ends the line (a comment).
+std::vector<std::string> directive_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (char ch : line) {
+    if (quote) {
+      if (ch == quote) quote = 0;
+      else cur += ch;
+      continue;
+    }
+    if (ch == '"' || ch == '\'') {
+      quote = ch;
+      in_word = true;
+    } else if (ch == ' ' || ch == '\t' || ch == '\r') {
+      if (in_word) words.push_back(cur);
+      cur.clear();
+      in_word = false;
+    } else if (ch == '#' && !in_word) {
+      break;
+    } else {
+      cur += ch;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(cur);
+  return words;
+}
+
+}  // namespace
+
+bool apply_script_directives(const std::string& script, Options* o,
+                             std::vector<std::string>* warnings, std::string* error) {
+  Parser d;  // the directives' options, merged below
+  d.o.command = Command::kSubmit;
+  d.o.now = o->now;
+  std::size_t pos = 0;
+  int lineno = 0;
+  while (pos < script.size()) {
+    std::size_t nl = script.find('\n', pos);
+    std::string line = script.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? script.size() : nl + 1;
+    ++lineno;
+    std::size_t b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;  // blank
+    if (line[b] != '#') break;             // the first command: no more directives
+    if (line.compare(b, 7, "#SBATCH") != 0 || line.size() == b + 7 ||
+        (line[b + 7] != ' ' && line[b + 7] != '\t'))
+      continue;  // another comment (#!, "#SBATCHX", ...)
+    std::vector<std::string> sub = {"#SBATCH"};
+    for (auto& w : directive_words(line.substr(b + 8))) sub.push_back(w);
+    std::vector<char*> av;
+    for (auto& w : sub) av.push_back(w.data());
+    av.push_back(nullptr);
+    Parser line_parser;  // first alone: an unknown option skips the line
+    line_parser.o = d.o;
+    int first = 0;
+    std::string where = "line " + std::to_string(lineno) + ": ";
+    if (!run_getopt(line_parser, av, Command::kSubmit, &first)) {
+      std::string e = line_parser.error;
+      if (e.rfind("invalid option", 0) == 0 || e.rfind("unrecognized option", 0) == 0) {
+        warnings->push_back("#SBATCH " + where + e + ": line ignored (flexcod takes no such option)");
+        continue;
+      }
+      *error = "#SBATCH " + where + e;
+      return false;
+    }
+    if (first < static_cast<int>(sub.size())) {
+      warnings->push_back("#SBATCH " + where + "\"" + sub[static_cast<std::size_t>(first)] +
+                          "\" is not an option: line ignored");
+      continue;
+    }
+    d.o = line_parser.o;
+  }
+  const Options& s = d.o;
+  if (o->nodes_min == 0) o->nodes_min = s.nodes_min, o->nodes_max = s.nodes_max;
+  if (o->duration == 0) o->duration = s.duration;
+  if (o->begin == 0) o->begin = s.begin;
+  if (o->deadline == 0) o->deadline = s.deadline;
+  if (!o->clusters_given && s.clusters_given) o->clusters = s.clusters, o->clusters_given = true;
+  if (o->max_parts == 0) o->max_parts = s.max_parts;
+  if (o->policy.empty()) o->policy = s.policy;
+  if (o->overhead < 0) o->overhead = s.overhead;
+  if (o->job_name.empty()) o->job_name = s.job_name;
+  if (o->chdir.empty()) o->chdir = s.chdir;
+  if (o->export_spec == "ALL") o->export_spec = s.export_spec;
+  if (o->output.empty()) o->output = s.output;
+  if (o->error.empty()) o->error = s.error;
+  if (o->nodes_min == 0) *error = "submit: -N/--nodes is required (command line or #SBATCH)";
+  else if (o->nodes_min != o->nodes_max) *error = "submit: -N takes one node count, not a range";
+  else if (o->duration == 0) *error = "submit: -t/--time is required (command line or #SBATCH)";
+  else if (o->deadline && o->deadline <= (o->begin ? o->begin : o->now))
+    *error = "--deadline is not after the earliest start";
+  return error->empty();
 }
 
 ParseResult parse_args(int argc, char** argv, std::int64_t now) {

@@ -101,6 +101,17 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now);
 // when a variable's value is invalid.
 bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::string* error);
 
+// The #SBATCH directives of a submit script, read as sbatch reads them:
+// "#SBATCH" lines before the first command line of the script (blank and
+// other comment lines do not end them), each parsed with submit's options;
+// a directive sets only what the command line left unset (sbatch's
+// precedence: command line, then directives).  A line with an option
+// submit does not take (-p, -A, --mail-type, ...) is skipped as a whole
+// and named in *warnings.  Then the checks parse_args leaves to the
+// script: -N and -t required.  False (and *error set) on an invalid value.
+bool apply_script_directives(const std::string& script, Options* o,
+                             std::vector<std::string>* warnings, std::string* error);
+
 // --help, --usage, --version texts.
 std::string help_text(Command c);
 std::string usage_text(Command c);

@@ -475,6 +475,58 @@ START_TEST(environment) {
 }
 END_TEST
 
+// #SBATCH lines of a submit script, with sbatch's precedence: the command
+// line over the directives; directives end at the first command.
+START_TEST(sbatch_directives) {
+  const std::string script =
+      "#!/bin/bash\n"
+      "# a comment\n"
+      "\n"
+      "#SBATCH -N 6 --time=1:00:00   # six nodes for an hour\n"
+      "#SBATCH --job-name=\"my job\" -o out.%j\n"
+      "#SBATCH -p big -A proj\n"          // flexcod takes no partition/account: skipped
+      "#SBATCH --error err.txt -M alpha,beta\n"
+      "#SBATCHX -N 99\n"                  // not a directive
+      "##SBATCH -N 98\n"                  // commented out, as sbatch
+      "srun ./a.out\n"
+      "#SBATCH -D /after/the/command\n";  // after the first command: not read
+  ParseResult r = parse_args({"sreserve", "submit", "-t", "30", "-o", "mine.txt", "job.sh"}, NOW);
+  ck_assert_msg(r.ok, "%s", r.error.c_str());  // -N may come from the script
+  std::vector<std::string> warnings;
+  std::string err;
+  ck_assert_msg(apply_script_directives(script, &r.options, &warnings, &err), "%s", err.c_str());
+  const Options& o = r.options;
+  ck_assert_int_eq(o.nodes_min, 6);
+  ck_assert_int_eq(o.nodes_max, 6);
+  ck_assert_int_eq(o.duration, 1800);                     // -t 30 on the command line wins
+  STREQ(o.output, "mine.txt");                            // so does -o
+  STREQ(o.job_name, "my job");
+  STREQ(o.error, "err.txt");
+  ck_assert_int_eq(o.clusters.size(), 2);
+  ck_assert(o.chdir.empty());
+  ck_assert_int_eq(warnings.size(), 1);
+  ck_assert_msg(warnings[0].find("line 6: invalid option -- 'p'") != std::string::npos, "%s",
+                warnings[0].c_str());
+
+  // -N neither on the command line nor in the script
+  r = parse_args({"sreserve", "submit", "-t", "30", "job.sh"}, NOW);
+  ck_assert(r.ok);
+  warnings.clear();
+  ck_assert(!apply_script_directives("#!/bin/sh\n#SBATCH -J x\nhostname\n", &r.options, &warnings, &err));
+  STREQ(err, "submit: -N/--nodes is required (command line or #SBATCH)");
+
+  // an invalid value in a directive is an error, as in sbatch
+  r = parse_args({"sreserve", "submit", "-t", "30", "job.sh"}, NOW);
+  err.clear();
+  ck_assert(!apply_script_directives("#!/bin/sh\n#SBATCH -N 2-x\n", &r.options, &warnings, &err));
+  ck_assert_msg(err.find("#SBATCH line 2: -N: invalid node count") == 0, "%s", err.c_str());
+
+  // without a script the command line must say it all
+  r = parse_args({"sreserve", "submit", "-t", "30", "--wrap", "hostname"}, NOW);
+  ck_assert(!r.ok);
+}
+END_TEST
+
 Suite* sreserve_suite() {
   Suite* s = suite_create("sreserve");
   TCase* tc = tcase_create("core");
@@ -488,6 +540,7 @@ Suite* sreserve_suite() {
   tcase_add_test(tc, command_lines);
   tcase_add_test(tc, option_placement);
   tcase_add_test(tc, environment);
+  tcase_add_test(tc, sbatch_directives);
   suite_add_tcase(s, tc);
   return s;
 }
