@@ -658,7 +658,8 @@ std::string help_text(Command c) {
     case Command::kSubmit:
       return usage_text(c) +
              "\nSubmit a co-allocation: one job run as parts on several clusters, all\n"
-             "starting at the same time.\n\n"
+             "starting at the same time.  The script's #SBATCH lines are read as by\n"
+             "sbatch; the command line wins over them.\n\n"
              "  -N, --nodes=N             total nodes\n"
              "  -t, --time=TIME           run time on one cluster (rounded up to minutes)\n"
              "      --begin=TIME          earliest start\n"
