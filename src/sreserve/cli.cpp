@@ -252,6 +252,14 @@ const struct option kListLong[] = {
     {"iterate", required_argument, nullptr, 'i'},
     {nullptr, 0, nullptr, 0}};
 
+const struct option kShowLong[] = {
+    COMMON_LONG,
+    {"format", required_argument, nullptr, 'o'},
+    {"noheader", no_argument, nullptr, 'h'},
+    {"helpformat", no_argument, nullptr, kOptHelpFormat},
+    {"iterate", required_argument, nullptr, 'i'},
+    {nullptr, 0, nullptr, 0}};
+
 const struct option kUpdateLong[] = {
     COMMON_LONG,
     {"deadline", required_argument, nullptr, kOptDeadline},
@@ -278,8 +286,8 @@ const struct option* long_opts(Command c) {
     case Command::kOffers: return kOffersLong;
     case Command::kProfile: return kProfileLong;
     case Command::kSubmit: return kSubmitLong;
-    case Command::kList:
-    case Command::kShow: return kListLong;
+    case Command::kList: return kListLong;
+    case Command::kShow: return kShowLong;
     case Command::kUpdate: return kUpdateLong;
     case Command::kCancel: return kGlobalLong;
     default: return kGlobalLong;
@@ -314,7 +322,7 @@ bool takes_next_value(const std::string& t) {
   if (t.rfind("--", 0) == 0) {
     if (t.size() == 2 || t.find('=') != std::string::npos) return false;
     std::string name = t.substr(2);
-    for (const struct option* table : {kOffersLong, kProfileLong, kSubmitLong, kListLong, kUpdateLong})
+    for (const struct option* table : {kOffersLong, kProfileLong, kSubmitLong, kListLong, kShowLong, kUpdateLong})
       for (const struct option* e = table; e->name; ++e)
         if (std::strncmp(e->name, name.c_str(), name.size()) == 0 && e->has_arg == required_argument)
           return true;
@@ -579,6 +587,14 @@ bool apply_script_directives(const std::string& script, Options* o,
   return error->empty();
 }
 
+std::vector<std::string> option_spellings(Command c) {
+  std::vector<std::string> out;
+  for (const struct option* e = long_opts(c); e->name; ++e) out.push_back(std::string("--") + e->name);
+  for (const char* p = short_opts(c); *p; ++p)
+    if (*p != ':' && *p != '+') out.push_back(std::string("-") + *p);
+  return out;
+}
+
 ParseResult parse_args(int argc, char** argv, std::int64_t now) {
   std::vector<std::string> args(argv, argv + argc);
   return parse_args(args, now);
@@ -641,7 +657,8 @@ std::string help_text(Command c) {
              "      --max-offers=N        offers per cluster (1-64, default 8)\n"
              "      --policy=NAME, --overhead=F   passed to flexcod's dry run\n"
              "  -o, --format=FORMAT       table columns, %[.][size]X (see --helpformat)\n"
-             "  -h, --noheader            no header line and no choice section\n" +
+             "  -h, --noheader            no header line and no choice section\n"
+             "      --helpformat          the fields of -o, one a line\n" +
              common;
     case Command::kProfile:
       return usage_text(c) +
@@ -653,7 +670,8 @@ std::string help_text(Command c) {
              "      --width=COLUMNS       chart width (default: the terminal's)\n"
              "      --steps               a table of the steps instead of the chart\n"
              "  -o, --format=FORMAT       step table columns (implies --steps)\n"
-             "  -h, --noheader            no header line\n" +
+             "  -h, --noheader            no header line\n"
+             "      --helpformat          the fields of -o, one a line\n" +
              common;
     case Command::kSubmit:
       return usage_text(c) +
@@ -674,7 +692,8 @@ std::string help_text(Command c) {
              "  -o, --output=FILE         part jobs' stdout;  -e, --error=FILE  stderr\n"
              "      --wrap=COMMAND        a script running COMMAND under /bin/sh\n"
              "      --test-only           plan only: show where and when, reserve nothing\n"
-             "      --parsable            print only the id\n" +
+             "      --parsable            print only the id\n"
+             "  -V                        --version, as sbatch -V\n" +
              common;
     case Command::kList:
       return usage_text(c) +
@@ -683,14 +702,16 @@ std::string help_text(Command c) {
              "      --user=USER           only this user's (AdminUsers)\n"
              "  -i, --iterate=SECONDS     print again every SECONDS, as squeue -i\n"
              "  -o, --format=FORMAT       columns, %[.][size]X (see --helpformat)\n"
-             "  -h, --noheader            no header line\n" +
+             "  -h, --noheader            no header line\n"
+             "      --helpformat          the fields of -o, one a line\n" +
              common;
     case Command::kShow:
       return usage_text(c) +
              "\nOne co-allocation: its parts, state history and moves.\n"
              "  -i, --iterate=SECONDS     print again every SECONDS (watch it get rescheduled)\n"
              "  -o, --format=FORMAT       columns of the parts table (see --helpformat)\n"
-             "  -h, --noheader            no header lines\n" +
+             "  -h, --noheader            no header lines\n"
+             "      --helpformat          the fields of -o, one a line\n" +
              common;
     case Command::kUpdate:
       return usage_text(c) +
@@ -710,7 +731,9 @@ std::string help_text(Command c) {
              "  list      your co-allocations\n"
              "  show      one co-allocation: parts, history, moves\n"
              "  update    change the deadline or the allowed clusters\n"
-             "  cancel    cancel co-allocations\n" +
+             "  cancel    cancel co-allocations\n"
+             "\nAlone, -h is --help and -V --version; any command's options may also\n"
+             "come before it (sreserve -h list = sreserve list --noheader).\n" +
              common;
   }
 }

@@ -112,6 +112,11 @@ bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::s
 bool apply_script_directives(const std::string& script, Options* o,
                              std::vector<std::string>* warnings, std::string* error);
 
+// Every option command `c` takes (Command::kNone: before any command, with
+// no command following), as written: "--name" for a long option, "-X" for
+// a short one.  For the test that holds sreserve(1) and --help to them.
+std::vector<std::string> option_spellings(Command c);
+
 // --help, --usage, --version texts.
 std::string help_text(Command c);
 std::string usage_text(Command c);

@@ -5,10 +5,13 @@
 // (1795429800), so every expected epoch below can be checked with
 // `date -u -d @N`.
 
+#include <cctype>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "sreserve/cli.hpp"
 #include "sreserve/table.hpp"
 #include "sreserve/timefmt.hpp"
+#include "sreserve/views.hpp"
 
 // Last: check.h defines macros that clash with the C++ library.
 #include <check.h>
@@ -527,6 +531,82 @@ START_TEST(sbatch_directives) {
 }
 END_TEST
 
+// sreserve(1) as groff source with "\-" made "-", from FLEXCO_SRCDIR.
+std::string manual_text() {
+  const char* src = std::getenv("FLEXCO_SRCDIR");
+  std::ifstream in(std::string(src ? src : "..") + "/doc/sreserve.1");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string raw = ss.str(), out;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '\\' && i + 1 < raw.size() && raw[i + 1] == '-') continue;
+    out += raw[i];
+  }
+  return out;
+}
+
+// `word` ("--name" or "-X") written in bold in the manual, as an option.
+bool manual_names(const std::string& man, const std::string& word) {
+  for (std::size_t at = man.find("\\fB" + word); at != std::string::npos;
+       at = man.find("\\fB" + word, at + 1)) {
+    char next = man[at + 3 + word.size()];
+    if (next == '\\' || next == '=' || next == ' ' || next == ',') return true;
+  }
+  return false;
+}
+
+const Command kAllCommands[] = {Command::kNone,   Command::kOffers, Command::kProfile,
+                                Command::kSubmit, Command::kList,   Command::kShow,
+                                Command::kUpdate, Command::kCancel};
+
+// Every option of every command's getopt tables is in sreserve(1) and in
+// that command's --help, every bold option of sreserve(1) is in some
+// table, and every format letter is in FORMAT FIELDS under its command.
+START_TEST(manual_agrees) {
+  std::string man = manual_text();
+  ck_assert_msg(man.find(".SH \"OPTIONS\"") != std::string::npos, "doc/sreserve.1 not found (FLEXCO_SRCDIR)");
+  std::vector<std::string> known;
+  std::string missing;
+  for (Command c : kAllCommands) {
+    std::string help = help_text(c);
+    for (const auto& o : option_spellings(c)) {
+      known.push_back(o);
+      if (!manual_names(man, o)) missing += o + " (" + command_name(c) + ") not in sreserve(1)\n";
+      bool in_help = help.find(o + " ") != std::string::npos || help.find(o + "=") != std::string::npos ||
+                     help.find(o + ",") != std::string::npos || help.find(o + "\n") != std::string::npos;
+      if (!in_help) missing += o + " not in \"sreserve " + command_name(c) + " --help\"\n";
+    }
+  }
+  // the other way: \fB-X or \fB--name in the manual is an option
+  for (std::size_t at = man.find("\\fB-"); at != std::string::npos; at = man.find("\\fB-", at + 1)) {
+    std::size_t end = at + 3;
+    while (end < man.size() && (std::isalnum(static_cast<unsigned char>(man[end])) || man[end] == '-')) ++end;
+    std::string w = man.substr(at + 3, end - at - 3);
+    if (w.size() > 2 && w[1] != '-') w = w.substr(0, 2);  // "-Mx": -M
+    bool found = false;
+    for (const auto& k : known) found = found || k == w;
+    if (!found) missing += "sreserve(1) names \"" + w + "\", which no command takes\n";
+  }
+  struct {
+    const char* heading;
+    const std::vector<FieldDef>& fields;
+  } sections[] = {{"\\fBoffers\\fR (default", offer_fields()},
+                  {"\\fBprofile --steps\\fR (default", step_fields()},
+                  {"\\fBlist\\fR (default", coalloc_fields()},
+                  {"\\fBshow\\fR parts (default", part_fields()}};
+  for (const auto& sec : sections) {
+    std::size_t b = man.find(sec.heading);
+    ck_assert_msg(b != std::string::npos, "no \"%s\" in FORMAT FIELDS", sec.heading);
+    std::size_t e = man.find("\n.", b);
+    std::string para = man.substr(b, e - b);
+    for (const auto& f : sec.fields)
+      if (para.find(std::string("\\fB%") + f.letter + "\\fR") == std::string::npos)
+        missing += std::string("format letter %") + f.letter + " not under \"" + sec.heading + "\"\n";
+  }
+  ck_assert_msg(missing.empty(), "%s", missing.c_str());
+}
+END_TEST
+
 Suite* sreserve_suite() {
   Suite* s = suite_create("sreserve");
   TCase* tc = tcase_create("core");
@@ -541,6 +621,7 @@ Suite* sreserve_suite() {
   tcase_add_test(tc, option_placement);
   tcase_add_test(tc, environment);
   tcase_add_test(tc, sbatch_directives);
+  tcase_add_test(tc, manual_agrees);
   suite_add_tcase(s, tc);
   return s;
 }
