@@ -603,6 +603,23 @@ START_TEST(manual_agrees) {
       if (para.find(std::string("\\fB%") + f.letter + "\\fR") == std::string::npos)
         missing += std::string("format letter %") + f.letter + " not under \"" + sec.heading + "\"\n";
   }
+  // contrib/sreserve.bash-completion offers every long option
+  const char* src = std::getenv("FLEXCO_SRCDIR");
+  std::ifstream in(std::string(src ? src : "..") + "/contrib/sreserve.bash-completion");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string completion = ss.str();
+  ck_assert_msg(!completion.empty(), "contrib/sreserve.bash-completion not found");
+  for (Command c : kAllCommands)
+    for (const auto& o : option_spellings(c)) {
+      bool found = false;
+      for (std::size_t at = completion.find(o); at != std::string::npos && !found;
+           at = completion.find(o, at + 1)) {
+        char next = at + o.size() < completion.size() ? completion[at + o.size()] : ' ';
+        found = !(std::isalnum(static_cast<unsigned char>(next)) || next == '-');
+      }
+      if (!found) missing += o + " (" + command_name(c) + ") not in contrib/sreserve.bash-completion\n";
+    }
   ck_assert_msg(missing.empty(), "%s", missing.c_str());
 }
 END_TEST
