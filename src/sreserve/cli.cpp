@@ -111,6 +111,7 @@ struct Parser {
       case 'h': o.noheader = true; return true;
       case 'M':
         o.clusters = split_list(arg);
+        o.clusters_given = true;
         if (o.clusters.empty()) return fail("-M: empty cluster list");
         if (o.clusters.size() == 1 && o.clusters[0] == "all") o.clusters.clear();
         return true;
@@ -251,6 +252,14 @@ const struct option kListLong[] = {
     {"iterate", required_argument, nullptr, 'i'},
     {nullptr, 0, nullptr, 0}};
 
+const struct option kShowLong[] = {
+    COMMON_LONG,
+    {"format", required_argument, nullptr, 'o'},
+    {"noheader", no_argument, nullptr, 'h'},
+    {"helpformat", no_argument, nullptr, kOptHelpFormat},
+    {"iterate", required_argument, nullptr, 'i'},
+    {nullptr, 0, nullptr, 0}};
+
 const struct option kUpdateLong[] = {
     COMMON_LONG,
     {"deadline", required_argument, nullptr, kOptDeadline},
@@ -277,8 +286,8 @@ const struct option* long_opts(Command c) {
     case Command::kOffers: return kOffersLong;
     case Command::kProfile: return kProfileLong;
     case Command::kSubmit: return kSubmitLong;
-    case Command::kList:
-    case Command::kShow: return kListLong;
+    case Command::kList: return kListLong;
+    case Command::kShow: return kShowLong;
     case Command::kUpdate: return kUpdateLong;
     case Command::kCancel: return kGlobalLong;
     default: return kGlobalLong;
@@ -303,6 +312,26 @@ bool run_getopt(Parser& p, std::vector<char*>& av, Command c, int* first_operand
   }
   *first_operand = optind;
   return true;
+}
+
+// Does `t`, an option before the command, take the next word as its
+// value?  Any command's option may come first (squeue-like: "sreserve -h
+// -o %i list" is "sreserve list -h -o %i"), so every command's table is
+// asked; getopt_long's unambiguous abbreviations count too.
+bool takes_next_value(const std::string& t) {
+  if (t.rfind("--", 0) == 0) {
+    if (t.size() == 2 || t.find('=') != std::string::npos) return false;
+    std::string name = t.substr(2);
+    for (const struct option* table : {kOffersLong, kProfileLong, kSubmitLong, kListLong, kShowLong, kUpdateLong})
+      for (const struct option* e = table; e->name; ++e)
+        if (std::strncmp(e->name, name.c_str(), name.size()) == 0 && e->has_arg == required_argument)
+          return true;
+    return false;
+  }
+  static const std::string kWithValue = "NtMoiJDe";
+  for (std::size_t k = 1; k < t.size(); ++k)
+    if (kWithValue.find(t[k]) != std::string::npos) return k + 1 == t.size();
+  return false;
 }
 
 bool parse_ids(Parser& p, const std::vector<std::string>& operands) {
@@ -333,13 +362,22 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
   std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   std::size_t i = 0;
   std::vector<std::string> globals = {args.empty() ? "sreserve" : args[0]};
-  while (i < rest.size() && !rest[i].empty() && rest[i][0] == '-') {
+  while (i < rest.size() && rest[i].size() > 1 && rest[i][0] == '-' && rest[i] != "--") {
     globals.push_back(rest[i]);
-    bool needs_value = (rest[i] == "--url" || rest[i] == "--munge-socket" || rest[i] == "--conf");
+    bool needs_value = takes_next_value(rest[i]);
     ++i;
     if (needs_value && i < rest.size()) globals.push_back(rest[i++]);
   }
-  {
+  if (i < rest.size()) {
+    // A command follows: its options may come before it, as squeue's and
+    // sbatch's do; they are parsed with the command's own table.
+    for (const auto& k : kCommands)
+      if (rest[i] == k.name) p.o.command = k.c;
+    if (p.o.command == Command::kNone) {
+      r.error = "invalid command \"" + rest[i] + "\" (one of offers, profile, submit, list, show, update, cancel)";
+      return r;
+    }
+  } else {
     std::vector<char*> av;
     for (auto& g : globals) av.push_back(g.data());
     av.push_back(nullptr);
@@ -362,13 +400,8 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
     r.error = "no command given (one of offers, profile, submit, list, show, update, cancel)";
     return r;
   }
-  for (const auto& k : kCommands)
-    if (rest[i] == k.name) p.o.command = k.c;
-  if (p.o.command == Command::kNone) {
-    r.error = "invalid command \"" + rest[i] + "\" (one of offers, profile, submit, list, show, update, cancel)";
-    return r;
-  }
   std::vector<std::string> sub = {std::string("sreserve ") + rest[i]};
+  sub.insert(sub.end(), globals.begin() + 1, globals.end());
   sub.insert(sub.end(), rest.begin() + static_cast<long>(i) + 1, rest.end());
   std::vector<char*> av;
   for (auto& s : sub) av.push_back(s.data());
@@ -396,9 +429,11 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
       if (!operands.empty()) p.fail("profile takes no operand (\"" + operands[0] + "\")");
       break;
     case Command::kSubmit:
-      if (o.nodes_min == 0) p.fail("submit: -N/--nodes is required");
+      // With a script, -N and -t may come from its #SBATCH lines: checked
+      // by apply_script_directives.
+      if (o.nodes_min == 0 && operands.empty()) p.fail("submit: -N/--nodes is required");
       else if (o.nodes_min != o.nodes_max) p.fail("submit: -N takes one node count, not a range");
-      else if (o.duration == 0) p.fail("submit: -t/--time is required");
+      else if (o.duration == 0 && operands.empty()) p.fail("submit: -t/--time is required");
       else if (!o.wrap.empty() && !operands.empty()) p.fail("submit: a script and --wrap together");
       else if (o.wrap.empty() && operands.empty() && !o.test_only) p.fail("submit: no batch script given (SCRIPT or --wrap)");
       else if (!operands.empty()) {
@@ -435,6 +470,131 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
   return r;
 }
 
+bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::string* error) {
+  bool takes_clusters = o->command == Command::kOffers || o->command == Command::kProfile ||
+                        o->command == Command::kSubmit;
+  const char* v = getenv_fn("SLURM_CLUSTERS");
+  if (takes_clusters && !o->clusters_given && v && *v) {
+    o->clusters = split_list(v);
+    if (o->clusters.empty()) {
+      *error = "SLURM_CLUSTERS: empty cluster list";
+      return false;
+    }
+    if (o->clusters.size() == 1 && o->clusters[0] == "all") o->clusters.clear();
+  }
+  v = getenv_fn("SRESERVE_FORMAT");
+  if (o->command == Command::kList && o->format.empty() && v && *v) o->format = v;
+  return true;
+}
+
+namespace {
+
+// The words of one #SBATCH line after "#SBATCH": blanks separate, quotes
+// group, a word starting with '#' ends the line (a comment).
+std::vector<std::string> directive_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (char ch : line) {
+    if (quote) {
+      if (ch == quote) quote = 0;
+      else cur += ch;
+      continue;
+    }
+    if (ch == '"' || ch == '\'') {
+      quote = ch;
+      in_word = true;
+    } else if (ch == ' ' || ch == '\t' || ch == '\r') {
+      if (in_word) words.push_back(cur);
+      cur.clear();
+      in_word = false;
+    } else if (ch == '#' && !in_word) {
+      break;
+    } else {
+      cur += ch;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(cur);
+  return words;
+}
+
+}  // namespace
+
+bool apply_script_directives(const std::string& script, Options* o,
+                             std::vector<std::string>* warnings, std::string* error) {
+  Parser d;  // the directives' options, merged below
+  d.o.command = Command::kSubmit;
+  d.o.now = o->now;
+  std::size_t pos = 0;
+  int lineno = 0;
+  while (pos < script.size()) {
+    std::size_t nl = script.find('\n', pos);
+    std::string line = script.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? script.size() : nl + 1;
+    ++lineno;
+    std::size_t b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;  // blank
+    if (line[b] != '#') break;             // the first command: no more directives
+    if (line.compare(b, 7, "#SBATCH") != 0 || line.size() == b + 7 ||
+        (line[b + 7] != ' ' && line[b + 7] != '\t'))
+      continue;  // another comment (#!, "#SBATCHX", ...)
+    std::vector<std::string> sub = {"#SBATCH"};
+    for (auto& w : directive_words(line.substr(b + 8))) sub.push_back(w);
+    std::vector<char*> av;
+    for (auto& w : sub) av.push_back(w.data());
+    av.push_back(nullptr);
+    Parser line_parser;  // first alone: an unknown option skips the line
+    line_parser.o = d.o;
+    int first = 0;
+    std::string where = "line " + std::to_string(lineno) + ": ";
+    if (!run_getopt(line_parser, av, Command::kSubmit, &first)) {
+      std::string e = line_parser.error;
+      if (e.rfind("invalid option", 0) == 0 || e.rfind("unrecognized option", 0) == 0) {
+        warnings->push_back("#SBATCH " + where + e + ": line ignored (flexcod takes no such option)");
+        continue;
+      }
+      *error = "#SBATCH " + where + e;
+      return false;
+    }
+    if (first < static_cast<int>(sub.size())) {
+      warnings->push_back("#SBATCH " + where + "\"" + sub[static_cast<std::size_t>(first)] +
+                          "\" is not an option: line ignored");
+      continue;
+    }
+    d.o = line_parser.o;
+  }
+  const Options& s = d.o;
+  if (o->nodes_min == 0) o->nodes_min = s.nodes_min, o->nodes_max = s.nodes_max;
+  if (o->duration == 0) o->duration = s.duration;
+  if (o->begin == 0) o->begin = s.begin;
+  if (o->deadline == 0) o->deadline = s.deadline;
+  if (!o->clusters_given && s.clusters_given) o->clusters = s.clusters, o->clusters_given = true;
+  if (o->max_parts == 0) o->max_parts = s.max_parts;
+  if (o->policy.empty()) o->policy = s.policy;
+  if (o->overhead < 0) o->overhead = s.overhead;
+  if (o->job_name.empty()) o->job_name = s.job_name;
+  if (o->chdir.empty()) o->chdir = s.chdir;
+  if (o->export_spec == "ALL") o->export_spec = s.export_spec;
+  if (o->output.empty()) o->output = s.output;
+  if (o->error.empty()) o->error = s.error;
+  if (o->nodes_min == 0) *error = "submit: -N/--nodes is required (command line or #SBATCH)";
+  else if (o->nodes_min != o->nodes_max) *error = "submit: -N takes one node count, not a range";
+  else if (o->duration == 0) *error = "submit: -t/--time is required (command line or #SBATCH)";
+  else if (o->deadline && o->deadline <= (o->begin ? o->begin : o->now))
+    *error = "--deadline is not after the earliest start";
+  return error->empty();
+}
+
+std::vector<std::string> option_spellings(Command c) {
+  std::vector<std::string> out;
+  for (const struct option* e = long_opts(c); e->name; ++e) out.push_back(std::string("--") + e->name);
+  for (const char* p = short_opts(c); *p; ++p)
+    if (*p != ':' && *p != '+') out.push_back(std::string("-") + *p);
+  return out;
+}
+
 ParseResult parse_args(int argc, char** argv, std::int64_t now) {
   std::vector<std::string> args(argv, argv + argc);
   return parse_args(args, now);
@@ -463,7 +623,7 @@ std::string usage_text(Command c) {
     case Command::kCancel:
       return "Usage: sreserve cancel ID [ID...] [--json] [-v]\n";
     default:
-      return "Usage: sreserve [--url=URL] [--munge-socket=PATH] [--conf=FILE] COMMAND [OPTIONS]\n"
+      return "Usage: sreserve [OPTIONS] COMMAND [OPTIONS]   (options before or after COMMAND)\n"
              "       COMMAND: offers profile submit list show update cancel\n"
              "       sreserve COMMAND --help | --usage;  sreserve --version\n";
   }
@@ -499,7 +659,8 @@ std::string help_text(Command c) {
              "      --max-offers=N        offers per cluster (1-64, default 8)\n"
              "      --policy=NAME, --overhead=F   passed to flexcod's dry run\n"
              "  -o, --format=FORMAT       table columns, %[.][size]X (see --helpformat)\n"
-             "  -h, --noheader            no header line and no choice section\n" +
+             "  -h, --noheader            no header line and no choice section\n"
+             "      --helpformat          the fields of -o, one a line\n" +
              common;
     case Command::kProfile:
       return usage_text(c) +
@@ -511,12 +672,14 @@ std::string help_text(Command c) {
              "      --width=COLUMNS       chart width (default: the terminal's)\n"
              "      --steps               a table of the steps instead of the chart\n"
              "  -o, --format=FORMAT       step table columns (implies --steps)\n"
-             "  -h, --noheader            no header line\n" +
+             "  -h, --noheader            no header line\n"
+             "      --helpformat          the fields of -o, one a line\n" +
              common;
     case Command::kSubmit:
       return usage_text(c) +
              "\nSubmit a co-allocation: one job run as parts on several clusters, all\n"
-             "starting at the same time.\n\n"
+             "starting at the same time.  The script's #SBATCH lines are read as by\n"
+             "sbatch; the command line wins over them.\n\n"
              "  -N, --nodes=N             total nodes\n"
              "  -t, --time=TIME           run time on one cluster (rounded up to minutes)\n"
              "      --begin=TIME          earliest start\n"
@@ -531,7 +694,8 @@ std::string help_text(Command c) {
              "  -o, --output=FILE         part jobs' stdout;  -e, --error=FILE  stderr\n"
              "      --wrap=COMMAND        a script running COMMAND under /bin/sh\n"
              "      --test-only           plan only: show where and when, reserve nothing\n"
-             "      --parsable            print only the id\n" +
+             "      --parsable            print only the id\n"
+             "  -V                        --version, as sbatch -V\n" +
              common;
     case Command::kList:
       return usage_text(c) +
@@ -540,14 +704,16 @@ std::string help_text(Command c) {
              "      --user=USER           only this user's (AdminUsers)\n"
              "  -i, --iterate=SECONDS     print again every SECONDS, as squeue -i\n"
              "  -o, --format=FORMAT       columns, %[.][size]X (see --helpformat)\n"
-             "  -h, --noheader            no header line\n" +
+             "  -h, --noheader            no header line\n"
+             "      --helpformat          the fields of -o, one a line\n" +
              common;
     case Command::kShow:
       return usage_text(c) +
              "\nOne co-allocation: its parts, state history and moves.\n"
              "  -i, --iterate=SECONDS     print again every SECONDS (watch it get rescheduled)\n"
              "  -o, --format=FORMAT       columns of the parts table (see --helpformat)\n"
-             "  -h, --noheader            no header lines\n" +
+             "  -h, --noheader            no header lines\n"
+             "      --helpformat          the fields of -o, one a line\n" +
              common;
     case Command::kUpdate:
       return usage_text(c) +
@@ -567,7 +733,9 @@ std::string help_text(Command c) {
              "  list      your co-allocations\n"
              "  show      one co-allocation: parts, history, moves\n"
              "  update    change the deadline or the allowed clusters\n"
-             "  cancel    cancel co-allocations\n" +
+             "  cancel    cancel co-allocations\n"
+             "\nAlone, -h is --help and -V --version; any command's options may also\n"
+             "come before it (sreserve -h list = sreserve list --noheader).\n" +
              common;
   }
 }

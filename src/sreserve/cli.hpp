@@ -43,6 +43,7 @@ struct Options {
   bool noheader = false;     // -h
   std::string format;        // -o/--format (tables); "" = the command's default
   std::vector<std::string> clusters;  // -M; empty = all configured
+  bool clusters_given = false;        // -M/--clusters on the command line
   std::int64_t now = 0;      // reference time of relative times
 
   // offers, submit
@@ -91,6 +92,30 @@ struct ParseResult {
 
 ParseResult parse_args(int argc, char** argv, std::int64_t now);
 ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now);
+
+// Fills in what the command line left unset from the environment, as
+// squeue does with SQUEUE_FORMAT and SLURM_CLUSTERS: SLURM_CLUSTERS stands
+// for -M of offers, profile and submit (never of update, where -M changes
+// the co-allocation); SRESERVE_FORMAT for -o of list.  `getenv_fn` is
+// std::getenv in sreserve, a table in the tests.  False (and *error set)
+// when a variable's value is invalid.
+bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::string* error);
+
+// The #SBATCH directives of a submit script, read as sbatch reads them:
+// "#SBATCH" lines before the first command line of the script (blank and
+// other comment lines do not end them), each parsed with submit's options;
+// a directive sets only what the command line left unset (sbatch's
+// precedence: command line, then directives).  A line with an option
+// submit does not take (-p, -A, --mail-type, ...) is skipped as a whole
+// and named in *warnings.  Then the checks parse_args leaves to the
+// script: -N and -t required.  False (and *error set) on an invalid value.
+bool apply_script_directives(const std::string& script, Options* o,
+                             std::vector<std::string>* warnings, std::string* error);
+
+// Every option command `c` takes (Command::kNone: before any command, with
+// no command following), as written: "--name" for a long option, "-X" for
+// a short one.  For the test that holds sreserve(1) and --help to them.
+std::vector<std::string> option_spellings(Command c);
 
 // --help, --usage, --version texts.
 std::string help_text(Command c);

@@ -263,7 +263,20 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   std::string format_error;
+  if (!apply_environment(&o, [](const char* n) -> const char* { return std::getenv(n); },
+                         &format_error))
+    return fail(kExitUsage, format_error);
   if (!check_format(o, &format_error)) return fail(kExitUsage, format_error);
+  if (o.command == Command::kSubmit && !o.script_path.empty()) {
+    // #SBATCH lines: under the command line, as sbatch (cli.hpp).
+    std::string script, err;
+    if (!read_file(o.script_path, &script))
+      return fail(kExitUsage, "cannot read batch script " + o.script_path + ": " + std::strerror(errno));
+    std::vector<std::string> warnings;
+    bool ok = apply_script_directives(script, &o, &warnings, &err);
+    for (const auto& w : warnings) std::fprintf(stderr, "sreserve: warning: %s\n", w.c_str());
+    if (!ok) return fail(kExitUsage, err);
+  }
   if (o.helpformat) {
     std::fputs(render(o, nullptr).out.c_str(), stdout);
     return kExitOk;

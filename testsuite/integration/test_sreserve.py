@@ -11,6 +11,7 @@ against what Slurm runs."""
 import json
 import os
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 
 import flexcotest as t
@@ -205,6 +206,18 @@ def with_flexcod(grid, st):
     r = sr("submit", "-N", "8", "-t", "5", "--test-only")
     t.ok(r.returncode == 0 and r.stdout.startswith("co-allocation to start at "),
          "submit --test-only: where and when, nothing reserved", r.stdout + r.stderr)
+    # -N and -t from the script's #SBATCH lines; -p, which flexcod cannot
+    # take yet, skips its line with a warning
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "job.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n#SBATCH -N 8 --time=5\n#SBATCH -p debug\nhostname\n")
+        r = sr("submit", "--test-only", script)
+    t.ok(r.returncode == 0 and r.stdout.startswith("co-allocation to start at ")
+         and r.stderr.startswith("sreserve: warning: #SBATCH line 3: invalid option -- 'p'")
+         and len(r.stderr.splitlines()) == 1,
+         "submit SCRIPT: -N and -t from #SBATCH lines, -p skipped with a warning",
+         r.stdout + r.stderr)
     r = sr("list", "--json")
     t.ok(r.returncode == 0 and json.loads(r.stdout).get("coallocations") == [],
          "list --json: a dry run leaves no co-allocation", r.stdout + r.stderr)
@@ -217,6 +230,10 @@ def with_flexcod(grid, st):
     r = sr("list", "-h", "-o", "%i %u %D %p")
     t.ok(r.returncode == 0 and r.stdout.split() == [coid, "root", "8", "2"],
          "list -h -o: id, user, 8 nodes in 2 parts", r.stdout + r.stderr)
+    r = sr("-h", "list", env={"SRESERVE_FORMAT": "%i %D"})
+    t.ok(r.returncode == 0 and r.stdout.split() == [coid, "8"],
+         "sreserve -h list: options before the command; SRESERVE_FORMAT as SQUEUE_FORMAT",
+         r.stdout + r.stderr)
     # list -i 1 repeats like squeue -i: a time line before each table
     e = dict(os.environ, FLEXCOD_CONF=sr.conf, TZ="UTC")
     watch = subprocess.Popen([sreserve_path(), "list", "-i", "1", "-h", "-o", "%i %T"],

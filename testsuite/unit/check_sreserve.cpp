@@ -5,10 +5,13 @@
 // (1795429800), so every expected epoch below can be checked with
 // `date -u -d @N`.
 
+#include <cctype>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "sreserve/cli.hpp"
 #include "sreserve/table.hpp"
 #include "sreserve/timefmt.hpp"
+#include "sreserve/views.hpp"
 
 // Last: check.h defines macros that clash with the C++ library.
 #include <check.h>
@@ -344,7 +348,12 @@ const ArgCase kArgs[] = {
     {{"profile", "--horizon", "400-0"}, "at most 366 days"},
     {{"profile", "--width", "3"}, "--width"},
     {{"list", "17"}, "list takes no operand"},
-    {{"-M", "alpha", "offers"}, "invalid option -- 'M'"},  // only common options before the command
+    {{"-M", "alpha", "offers", "-N", "2", "-t", "5"}, nullptr},  // options before the command too
+    {{"-N", "2", "-t", "5", "offers"}, nullptr},
+    {{"--state=active", "list", "-h"}, nullptr},
+    {{"-N", "2", "list"}, "invalid option -- 'N'"},  // before or after: the command's own options
+    {{"--clusters", "a", "list"}, "unrecognized option '--clusters'"},
+    {{"-M", "a", "frobnicate"}, "invalid command \"frobnicate\""},
 };
 
 START_TEST(command_lines) {
@@ -384,6 +393,237 @@ START_TEST(command_lines) {
 }
 END_TEST
 
+// Options may come before or after the command, as squeue's: both orders
+// give the same Options.
+START_TEST(option_placement) {
+  ParseResult a = parse_args({"sreserve", "-h", "-o", "%i %T", "list", "--state", "active"}, NOW);
+  ParseResult b = parse_args({"sreserve", "list", "--state", "active", "-h", "-o", "%i %T"}, NOW);
+  ck_assert_msg(a.ok, "%s", a.error.c_str());
+  ck_assert(b.ok);
+  ck_assert(a.options.command == Command::kList);
+  ck_assert(a.options.noheader && !a.options.help);  // -h before a command is --noheader
+  ck_assert_str_eq(a.options.format.c_str(), "%i %T");
+  ck_assert_str_eq(a.options.state.c_str(), b.options.state.c_str());
+  ck_assert_str_eq(a.options.format.c_str(), b.options.format.c_str());
+
+  // -M, long options with a separate value, bundled short options
+  a = parse_args({"sreserve", "-vM", "alpha,beta", "--time", "1:00:00", "--url=http://x:1", "offers",
+                  "-N", "4"},
+                 NOW);
+  ck_assert_msg(a.ok, "%s", a.error.c_str());
+  ck_assert_int_eq(a.options.verbose, 1);
+  ck_assert_int_eq(a.options.clusters.size(), 2);
+  ck_assert(a.options.clusters_given);
+  ck_assert_int_eq(a.options.duration, 3600);
+  ck_assert_str_eq(a.options.url.c_str(), "http://x:1");
+
+  // submit: -o before the command is still --output; the script's own
+  // arguments after SCRIPT stay the script's
+  a = parse_args({"sreserve", "-o", "out.txt", "-N", "2", "submit", "-t", "5", "job.sh", "-M", "x"}, NOW);
+  ck_assert_msg(a.ok, "%s", a.error.c_str());
+  ck_assert_str_eq(a.options.output.c_str(), "out.txt");
+  ck_assert(!a.options.clusters_given);
+  ck_assert_int_eq(a.options.script_args.size(), 2);
+
+  // alone, -h is still --help
+  a = parse_args({"sreserve", "-h"}, NOW);
+  ck_assert(a.ok && a.options.help);
+}
+END_TEST
+
+const char* fake_env(const char* name) {
+  std::string n = name;
+  if (n == "SLURM_CLUSTERS") return "beta,gamma";
+  if (n == "SRESERVE_FORMAT") return "%i|%T";
+  return nullptr;
+}
+
+const char* fake_env_bad(const char* name) {
+  return std::string(name) == "SLURM_CLUSTERS" ? "," : nullptr;
+}
+
+// SLURM_CLUSTERS stands for -M, SRESERVE_FORMAT for list's -o; the
+// command line wins over both.
+START_TEST(environment) {
+  std::string err;
+  ParseResult r = parse_args({"sreserve", "offers", "-N", "2", "-t", "5"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert_int_eq(r.options.clusters.size(), 2);
+  ck_assert_str_eq(r.options.clusters[1].c_str(), "gamma");
+  ck_assert(r.options.format.empty());  // SRESERVE_FORMAT is list's
+
+  r = parse_args({"sreserve", "offers", "-N", "2", "-t", "5", "-M", "alpha"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert_int_eq(r.options.clusters.size(), 1);
+  ck_assert_str_eq(r.options.clusters[0].c_str(), "alpha");
+
+  r = parse_args({"sreserve", "offers", "-N", "2", "-t", "5", "-M", "all"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert(r.options.clusters.empty());  // -M all over SLURM_CLUSTERS
+
+  r = parse_args({"sreserve", "update", "5", "--deadline", "none"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert(r.options.clusters.empty());  // update's -M changes the co-allocation: never from the environment
+
+  r = parse_args({"sreserve", "list"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert_str_eq(r.options.format.c_str(), "%i|%T");
+  r = parse_args({"sreserve", "list", "-o", "%u"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert_str_eq(r.options.format.c_str(), "%u");
+
+  r = parse_args({"sreserve", "profile"}, NOW);
+  ck_assert(r.ok);
+  ck_assert(!apply_environment(&r.options, fake_env_bad, &err));
+  ck_assert_str_eq(err.c_str(), "SLURM_CLUSTERS: empty cluster list");
+}
+END_TEST
+
+// #SBATCH lines of a submit script, with sbatch's precedence: the command
+// line over the directives; directives end at the first command.
+START_TEST(sbatch_directives) {
+  const std::string script =
+      "#!/bin/bash\n"
+      "# a comment\n"
+      "\n"
+      "#SBATCH -N 6 --time=1:00:00   # six nodes for an hour\n"
+      "#SBATCH --job-name=\"my job\" -o out.%j\n"
+      "#SBATCH -p big -A proj\n"          // flexcod takes no partition/account: skipped
+      "#SBATCH --error err.txt -M alpha,beta\n"
+      "#SBATCHX -N 99\n"                  // not a directive
+      "##SBATCH -N 98\n"                  // commented out, as sbatch
+      "srun ./a.out\n"
+      "#SBATCH -D /after/the/command\n";  // after the first command: not read
+  ParseResult r = parse_args({"sreserve", "submit", "-t", "30", "-o", "mine.txt", "job.sh"}, NOW);
+  ck_assert_msg(r.ok, "%s", r.error.c_str());  // -N may come from the script
+  std::vector<std::string> warnings;
+  std::string err;
+  ck_assert_msg(apply_script_directives(script, &r.options, &warnings, &err), "%s", err.c_str());
+  const Options& o = r.options;
+  ck_assert_int_eq(o.nodes_min, 6);
+  ck_assert_int_eq(o.nodes_max, 6);
+  ck_assert_int_eq(o.duration, 1800);                     // -t 30 on the command line wins
+  STREQ(o.output, "mine.txt");                            // so does -o
+  STREQ(o.job_name, "my job");
+  STREQ(o.error, "err.txt");
+  ck_assert_int_eq(o.clusters.size(), 2);
+  ck_assert(o.chdir.empty());
+  ck_assert_int_eq(warnings.size(), 1);
+  ck_assert_msg(warnings[0].find("line 6: invalid option -- 'p'") != std::string::npos, "%s",
+                warnings[0].c_str());
+
+  // -N neither on the command line nor in the script
+  r = parse_args({"sreserve", "submit", "-t", "30", "job.sh"}, NOW);
+  ck_assert(r.ok);
+  warnings.clear();
+  ck_assert(!apply_script_directives("#!/bin/sh\n#SBATCH -J x\nhostname\n", &r.options, &warnings, &err));
+  STREQ(err, "submit: -N/--nodes is required (command line or #SBATCH)");
+
+  // an invalid value in a directive is an error, as in sbatch
+  r = parse_args({"sreserve", "submit", "-t", "30", "job.sh"}, NOW);
+  err.clear();
+  ck_assert(!apply_script_directives("#!/bin/sh\n#SBATCH -N 2-x\n", &r.options, &warnings, &err));
+  ck_assert_msg(err.find("#SBATCH line 2: -N: invalid node count") == 0, "%s", err.c_str());
+
+  // without a script the command line must say it all
+  r = parse_args({"sreserve", "submit", "-t", "30", "--wrap", "hostname"}, NOW);
+  ck_assert(!r.ok);
+}
+END_TEST
+
+// sreserve(1) as groff source with "\-" made "-", from FLEXCO_SRCDIR.
+std::string manual_text() {
+  const char* src = std::getenv("FLEXCO_SRCDIR");
+  std::ifstream in(std::string(src ? src : "..") + "/doc/sreserve.1");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string raw = ss.str(), out;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '\\' && i + 1 < raw.size() && raw[i + 1] == '-') continue;
+    out += raw[i];
+  }
+  return out;
+}
+
+// `word` ("--name" or "-X") written in bold in the manual, as an option.
+bool manual_names(const std::string& man, const std::string& word) {
+  for (std::size_t at = man.find("\\fB" + word); at != std::string::npos;
+       at = man.find("\\fB" + word, at + 1)) {
+    char next = man[at + 3 + word.size()];
+    if (next == '\\' || next == '=' || next == ' ' || next == ',') return true;
+  }
+  return false;
+}
+
+const Command kAllCommands[] = {Command::kNone,   Command::kOffers, Command::kProfile,
+                                Command::kSubmit, Command::kList,   Command::kShow,
+                                Command::kUpdate, Command::kCancel};
+
+// Every option of every command's getopt tables is in sreserve(1) and in
+// that command's --help, every bold option of sreserve(1) is in some
+// table, and every format letter is in FORMAT FIELDS under its command.
+START_TEST(manual_agrees) {
+  std::string man = manual_text();
+  ck_assert_msg(man.find(".SH \"OPTIONS\"") != std::string::npos, "doc/sreserve.1 not found (FLEXCO_SRCDIR)");
+  std::vector<std::string> known;
+  std::string missing;
+  for (Command c : kAllCommands) {
+    std::string help = help_text(c);
+    for (const auto& o : option_spellings(c)) {
+      known.push_back(o);
+      if (!manual_names(man, o)) missing += o + " (" + command_name(c) + ") not in sreserve(1)\n";
+      bool in_help = help.find(o + " ") != std::string::npos || help.find(o + "=") != std::string::npos ||
+                     help.find(o + ",") != std::string::npos || help.find(o + "\n") != std::string::npos;
+      if (!in_help) missing += o + " not in \"sreserve " + command_name(c) + " --help\"\n";
+    }
+  }
+  // the other way: \fB-X or \fB--name in the manual is an option
+  for (std::size_t at = man.find("\\fB-"); at != std::string::npos; at = man.find("\\fB-", at + 1)) {
+    std::size_t end = at + 3;
+    while (end < man.size() && (std::isalnum(static_cast<unsigned char>(man[end])) || man[end] == '-')) ++end;
+    std::string w = man.substr(at + 3, end - at - 3);
+    if (w.size() > 2 && w[1] != '-') w = w.substr(0, 2);  // "-Mx": -M
+    bool found = false;
+    for (const auto& k : known) found = found || k == w;
+    if (!found) missing += "sreserve(1) names \"" + w + "\", which no command takes\n";
+  }
+  struct {
+    const char* heading;
+    const std::vector<FieldDef>& fields;
+  } sections[] = {{"\\fBoffers\\fR (default", offer_fields()},
+                  {"\\fBprofile --steps\\fR (default", step_fields()},
+                  {"\\fBlist\\fR (default", coalloc_fields()},
+                  {"\\fBshow\\fR parts (default", part_fields()}};
+  for (const auto& sec : sections) {
+    std::size_t b = man.find(sec.heading);
+    ck_assert_msg(b != std::string::npos, "no \"%s\" in FORMAT FIELDS", sec.heading);
+    std::size_t e = man.find("\n.", b);
+    std::string para = man.substr(b, e - b);
+    for (const auto& f : sec.fields)
+      if (para.find(std::string("\\fB%") + f.letter + "\\fR") == std::string::npos)
+        missing += std::string("format letter %") + f.letter + " not under \"" + sec.heading + "\"\n";
+  }
+  // contrib/sreserve.bash-completion offers every long option
+  const char* src = std::getenv("FLEXCO_SRCDIR");
+  std::ifstream in(std::string(src ? src : "..") + "/contrib/sreserve.bash-completion");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string completion = ss.str();
+  ck_assert_msg(!completion.empty(), "contrib/sreserve.bash-completion not found");
+  for (Command c : kAllCommands)
+    for (const auto& o : option_spellings(c)) {
+      bool found = false;
+      for (std::size_t at = completion.find(o); at != std::string::npos && !found;
+           at = completion.find(o, at + 1)) {
+        char next = at + o.size() < completion.size() ? completion[at + o.size()] : ' ';
+        found = !(std::isalnum(static_cast<unsigned char>(next)) || next == '-');
+      }
+      if (!found) missing += o + " (" + command_name(c) + ") not in contrib/sreserve.bash-completion\n";
+    }
+  ck_assert_msg(missing.empty(), "%s", missing.c_str());
+}
+END_TEST
+
 Suite* sreserve_suite() {
   Suite* s = suite_create("sreserve");
   TCase* tc = tcase_create("core");
@@ -395,6 +635,10 @@ Suite* sreserve_suite() {
   tcase_add_test(tc, chart_terminal);
   tcase_add_test(tc, chart_svg);
   tcase_add_test(tc, command_lines);
+  tcase_add_test(tc, option_placement);
+  tcase_add_test(tc, environment);
+  tcase_add_test(tc, sbatch_directives);
+  tcase_add_test(tc, manual_agrees);
   suite_add_tcase(s, tc);
   return s;
 }
