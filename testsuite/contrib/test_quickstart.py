@@ -31,8 +31,15 @@ def fresh_copy(src, dest):
         r = subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", src, dest],
                            capture_output=True, text=True, timeout=300)
         return r.returncode == 0, "git clone: " + r.stderr[-500:]
-    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(
-        "build", "build-*", "autom4te.cache"))
+    def top_level_builds(d, names):
+        # Only the build trees at the top (build/, build-24.11/, distcheck's
+        # _build/ and _inst/): contrib/build is a script the newcomer needs,
+        # build-aux/ part of the tree.
+        if os.path.abspath(d) != os.path.abspath(src):
+            return []
+        return [n for n in names if n in ("build", "_build", "_inst", "autom4te.cache")
+                or (n.startswith("build-") and n != "build-aux") or n.startswith("flexco-")]
+    shutil.copytree(src, dest, symlinks=True, ignore=top_level_builds)
     for d, dirs, files in os.walk(dest):  # distcheck's tree is read-only
         os.chmod(d, 0o755)
     return True, "copied"
