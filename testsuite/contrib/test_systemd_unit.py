@@ -18,14 +18,6 @@ import tempfile
 import flexcotest as t
 
 
-def make_value(builddir, expr, env):
-    """What make expands expr to in builddir's Makefile."""
-    r = subprocess.run(["make", "-C", builddir, "-s", "--no-print-directory",
-                        "-f", "Makefile", "-f", "-", "flexco-print-value"],
-                       input="flexco-print-value:\n\t@echo '%s'\n" % expr,
-                       capture_output=True, text=True, env=env, timeout=60)
-    return r.stdout.strip() if r.returncode == 0 else None
-
 
 def unit_settings(path):
     """{key: [values]} of a unit file (sections flattened)."""
@@ -44,26 +36,18 @@ def main():
     t.plan(12)
     build = t.builddir()
     contrib = os.path.join(build, "contrib")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
-    unitdir = make_value(contrib, "$(systemdsystemunitdir)", env)
-    sysusersdir = make_value(contrib, "$(sysusersdir)", env)
-    sbindir = make_value(contrib, "$(sbindir)", env)
-    conf = make_value(contrib, "$(FLEXCOD_CONF)", env)
-    mandir = make_value(contrib, "$(mandir)", env)
+    unitdir = t.make_value(contrib, "$(systemdsystemunitdir)")
+    sysusersdir = t.make_value(contrib, "$(sysusersdir)")
+    sbindir = t.make_value(contrib, "$(sbindir)")
+    conf = t.make_value(contrib, "$(FLEXCOD_CONF)")
+    mandir = t.make_value(contrib, "$(mandir)")
     t.ok(unitdir and unitdir.startswith("/") and sysusersdir and sysusersdir.startswith("/"),
          "configured unit directory %s, sysusers.d %s" % (unitdir, sysusersdir))
 
     dest = tempfile.mkdtemp(prefix="flexco-unit-")
     try:
-        logs = ""
-        rc = 0
-        for sub in ("src", "contrib", "doc"):
-            r = subprocess.run(["make", "-C", os.path.join(build, sub), "install",
-                                "DESTDIR=" + dest],
-                               capture_output=True, text=True, env=env, timeout=600)
-            rc |= r.returncode
-            logs += r.stdout + r.stderr
+        subs = [os.path.join(build, sub) for sub in ("src", "contrib", "doc")]
+        rc, logs = t.make_in(subs, "install", dest)
         unit = dest + unitdir + "/flexcod.service"
         t.ok(rc == 0 and os.path.isfile(unit), "make install puts flexcod.service into " + unitdir,
              logs[-1500:])
@@ -111,7 +95,7 @@ def main():
         r = subprocess.run(["systemd-analyze", "verify", "--man=%s" % ("yes" if man else "no"),
                             checked],
                            capture_output=True, text=True, timeout=120,
-                           env=dict(env, SYSTEMD_LOG_LEVEL="notice", MANPATH=dest + mandir))
+                           env=dict(t.make_env(), SYSTEMD_LOG_LEVEL="notice", MANPATH=dest + mandir))
         t.ok(r.returncode == 0 and not (r.stdout + r.stderr).strip(),
              "systemd-analyze verify is clean (the program%s)" % (
                  ", the man pages" if man else "; no man(1) here to check the pages"), "exit %d\n%s" % (r.returncode, r.stdout + r.stderr))
@@ -121,14 +105,7 @@ def main():
         t.ok(r.returncode == 0, "systemd-analyze security rates the unit at most 3.0",
              (r.stdout + r.stderr)[-1500:])
 
-        logs = ""
-        rc = 0
-        for sub in ("src", "contrib", "doc"):
-            r = subprocess.run(["make", "-C", os.path.join(build, sub), "uninstall",
-                                "DESTDIR=" + dest],
-                               capture_output=True, text=True, env=env, timeout=300)
-            rc |= r.returncode
-            logs += r.stdout + r.stderr
+        rc, logs = t.make_in(subs, "uninstall", dest)
         t.ok(rc == 0 and not os.path.exists(unit), "make uninstall removes the unit", logs[-800:])
         t.ok(not os.path.exists(sysusers), "and the sysusers.d file")
     finally:

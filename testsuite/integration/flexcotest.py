@@ -56,6 +56,34 @@ def builddir():
     return os.environ.get("FLEXCO_BUILDDIR") or _REPO
 
 
+def make_env():
+    """os.environ without the outer make's variables, so that a make the
+    test runs is not a sub-make of `make check` (no jobserver, no -k)."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+
+
+def make_value(directory, expr):
+    """What make expands expr to in directory's Makefile, or None."""
+    r = subprocess.run(["make", "-C", directory, "-s", "--no-print-directory",
+                        "-f", "Makefile", "-f", "-", "flexco-print-value"],
+                       input="flexco-print-value:\n\t@echo '%s'\n" % expr,
+                       capture_output=True, text=True, env=make_env(), timeout=60)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def make_in(directories, target, destdir, timeout=600):
+    """`make TARGET DESTDIR=destdir` in each directory: (status, output);
+    the status is non-zero if any make failed."""
+    rc, out = 0, ""
+    for d in directories:
+        r = subprocess.run(["make", "-C", d, target, "DESTDIR=" + destdir],
+                           capture_output=True, text=True, env=make_env(), timeout=timeout)
+        rc |= r.returncode
+        out += r.stdout + r.stderr
+    return rc, out
+
+
 _short_dir = None
 
 

@@ -10,43 +10,30 @@ DESTDIR, so nothing on the machine changes."""
 import filecmp
 import os
 import shutil
-import subprocess
 import tempfile
 
 import flexcotest as t
 
 
-def make_value(builddir, expr, env):
-    """What make expands expr to in builddir's Makefile."""
-    r = subprocess.run(["make", "-C", builddir, "-s", "--no-print-directory",
-                        "-f", "Makefile", "-f", "-", "flexco-print-value"],
-                       input="flexco-print-value:\n\t@echo '%s'\n" % expr,
-                       capture_output=True, text=True, env=env, timeout=60)
-    return r.stdout.strip() if r.returncode == 0 else None
-
 
 def main():
     plugin_build = os.path.join(t.builddir(), "plugin")
     t.plan(5)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
     # make distcheck configures its own ${libdir}/slurm; a normal build
     # installs into Slurm's plugin directory.
-    install_dir = make_value(plugin_build, "$(slurmplugindir)", env)
-    slurm_dir = make_value(plugin_build, "$(SLURM_PLUGIN_DIR)", env)
+    install_dir = t.make_value(plugin_build, "$(slurmplugindir)")
+    slurm_dir = t.make_value(plugin_build, "$(SLURM_PLUGIN_DIR)")
     t.ok(install_dir and install_dir.startswith("/"),
          "configured plugin directory: %s (Slurm's: %s)" % (install_dir, slurm_dir))
 
     dest = tempfile.mkdtemp(prefix="flexco-install-")
     try:
-        r = subprocess.run(["make", "-C", plugin_build, "install", "DESTDIR=" + dest],
-                           capture_output=True, text=True, env=env, timeout=300)
+        rc, out = t.make_in([plugin_build], "install", dest)
         where = dest + install_dir
         names = sorted(os.listdir(where)) if os.path.isdir(where) else []
-        t.ok(r.returncode == 0 and names == ["flexco_slurmctld.so", "prep_flexco.so"],
+        t.ok(rc == 0 and names == ["flexco_slurmctld.so", "prep_flexco.so"],
              "make install puts exactly prep_flexco.so and flexco_slurmctld.so "
-             "into the plugin directory", "exit %d, %r\n%s" % (
-                 r.returncode, names, (r.stdout + r.stderr)[-1500:]))
+             "into the plugin directory", "exit %d, %r\n%s" % (rc, names, out[-1500:]))
         same = all(filecmp.cmp(os.path.join(where, n),
                                os.path.join(plugin_build, ".libs", n), shallow=False)
                    for n in names) if names else False
@@ -55,11 +42,10 @@ def main():
                   for d, _, files in os.walk(dest) for f in files
                   if not os.path.join(d, f).startswith(where + "/")]
         t.ok(not others, "nothing installed elsewhere", "%r" % others)
-        r = subprocess.run(["make", "-C", plugin_build, "uninstall", "DESTDIR=" + dest],
-                           capture_output=True, text=True, env=env, timeout=300)
+        rc, out = t.make_in([plugin_build], "uninstall", dest)
         left = sorted(os.listdir(where)) if os.path.isdir(where) else []
-        t.ok(r.returncode == 0 and not left, "make uninstall removes them",
-             "exit %d, left %r" % (r.returncode, left))
+        t.ok(rc == 0 and not left, "make uninstall removes them",
+             "exit %d, left %r\n%s" % (rc, left, out[-800:]))
     finally:
         shutil.rmtree(dest, ignore_errors=True)
 

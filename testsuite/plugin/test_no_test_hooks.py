@@ -11,7 +11,6 @@ Installs the whole tree into a DESTDIR, so nothing on the machine changes."""
 
 import os
 import shutil
-import subprocess
 import tempfile
 
 import flexcotest as t
@@ -37,8 +36,6 @@ def is_elf(path):
 def main():
     b = t.builddir()
     t.plan(4)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
     test_builds = [os.path.join(b, "src", "flexcod", "flexcod-testhooks"),
                    os.path.join(b, "plugin", "testhooks", ".libs", "flexco_slurmctld.so")]
     found = {p: markers_in(p) if os.path.isfile(p) else None for p in test_builds}
@@ -49,15 +46,14 @@ def main():
 
     dest = tempfile.mkdtemp(prefix="flexco-nohooks-")
     try:
-        r = subprocess.run(["make", "-C", b, "install", "DESTDIR=" + dest],
-                           capture_output=True, text=True, env=env, timeout=600)
+        rc, out = t.make_in([b], "install", dest)
         elves = [os.path.join(d, f) for d, _, files in os.walk(dest)
                  for f in files if is_elf(os.path.join(d, f))]
         names = sorted(os.path.basename(p) for p in elves)
-        t.ok(r.returncode == 0 and {"flexcod", "sreserve", "prep_flexco.so",
+        t.ok(rc == 0 and {"flexcod", "sreserve", "prep_flexco.so",
                                     "flexco_slurmctld.so"} <= set(names),
              "make install: %s" % " ".join(names),
-             "exit %d\n%s" % (r.returncode, (r.stdout + r.stderr)[-1500:]))
+             "exit %d\n%s" % (rc, out[-1500:]))
         hooked = {os.path.relpath(p, dest): markers_in(p) for p in elves if markers_in(p)}
         t.ok(elves and not hooked,
              "no installed program or plugin object has a test hook", "%r" % hooked)
