@@ -10,6 +10,7 @@ holds on each cluster, and kill or restart flexcod by pid.
     fc.submit(body) / fc.get(id)       shortcuts, return (status, doc)
     fc.restart(kill9=True, env=None)   kill it and start it again exactly
                                        as localgrid did (argv, env, cwd)
+    fc.reconfigure(Key=value, ...)     set flexcod.conf keys, SIGHUP, await
     slurm_reservations(grid)           {cluster: [flexco_* names]}
     slurm_jobs(grid)                   {cluster: [(jobid, state, resv)]}
     Hold(dir, step)                    FLEXCOD_TEST_HOLD_DIR fault injection
@@ -18,7 +19,6 @@ holds on each cluster, and kill or restart flexcod by pid.
 import os
 import signal
 import subprocess
-import time
 
 import flexcotest as t
 from flexcohttp import FLEXCOD, Client
@@ -85,6 +85,21 @@ class Flexcod:
         if not t.wait_for(self.listening, 30, "restarted flexcod to answer"):
             raise t.GridError("restarted flexcod does not answer")
         return proc.pid
+
+    def reconfigure(self, **settings):
+        """Set flexcod.conf keys (replacing their lines, keys compared
+        without case) and send SIGHUP; True once flexcod logged the
+        reload."""
+        keys = {k.lower() for k in settings}
+        with open(self.info["conf"]) as f:
+            text = "".join(l for l in f if l.split("=", 1)[0].strip().lower() not in keys)
+        text += "".join("%s=%s\n" % kv for kv in settings.items())
+        with open(self.info["conf"], "w") as f:
+            f.write(text)
+        n = self.log_tail(10000).count("Reconfigure signal")
+        os.kill(self.pid, signal.SIGHUP)
+        return t.wait_for(lambda: self.log_tail(10000).count("Reconfigure signal") > n, 30,
+                          "flexcod to reload")
 
     def log_tail(self, n=30):
         try:

@@ -9,7 +9,6 @@ every reservation and fail the co-allocation with a reason naming the late
 part, within the skew plus the watchdog's period.  With
 PartStartPolicy=warn the parts keep running and the reason says so."""
 
-import signal
 import tempfile
 import time
 
@@ -28,17 +27,7 @@ def main():
         t.ok(t.wait_for(fc.listening, 30, "flexcod to reconcile"), "flexcod is up")
 
         def configure(policy):
-            with open(fc.info["conf"]) as f:
-                text = "".join(l for l in f if not l.startswith("PartStart"))
-            text += "PartStartSkew=%d\nPartStartPolicy=%s\n" % (SKEW, policy)
-            with open(fc.info["conf"], "w") as f:
-                f.write(text)
-            n = fc.log_tail(10000).count("Reconfigure signal")
-            fc_pid = fc.pid
-            import os
-            os.kill(fc_pid, signal.SIGHUP)
-            return t.wait_for(lambda: fc.log_tail(10000).count("Reconfigure signal") > n, 30,
-                              "flexcod to reload")
+            return fc.reconfigure(PartStartSkew=SKEW, PartStartPolicy=policy)
 
         def get(coid):
             return fc.get(coid)[1] or {}

@@ -13,9 +13,7 @@ first; the co-allocation is shifted beside it.  (d) PATCH excluding a cluster a 
 co-allocation off it."""
 
 import os
-import signal
 import tempfile
-import threading
 import time
 
 import flexcotest as t
@@ -36,16 +34,8 @@ def main():
         t.ok(t.wait_for(fc.listening, 30, "flexcod to reconcile"), "flexcod is up")
 
         def configure(mode):
-            with open(fc.info["conf"]) as f:
-                text = "".join(l for l in f if not l.startswith(("Reschedule", "MaxMoves")))
-            text += ("RescheduleMode=%s\nRescheduleMargin=30\nRescheduleWait=20\nMaxMoves=3\n"
-                     % mode)
-            with open(fc.info["conf"], "w") as f:
-                f.write(text)
-            n = fc.log_tail(10000).count("Reconfigure signal")
-            os.kill(fc.pid, signal.SIGHUP)
-            return t.wait_for(lambda: fc.log_tail(10000).count("Reconfigure signal") > n, 30,
-                              "flexcod to reload")
+            return fc.reconfigure(RescheduleMode=mode, RescheduleMargin=30, RescheduleWait=20,
+                                  MaxMoves=3)
 
         def block(cluster, nodes, minutes):
             j = grid.submit(cluster, ["-N%d" % nodes, "-t", str(minutes), "-o", "/dev/null",

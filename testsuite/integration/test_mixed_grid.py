@@ -16,7 +16,6 @@ after the 24.11 tier, with FLEXCO_MIXED_SLURM (default 24.11) and
 FLEXCO_MIXED_BUILDDIR (default <builddir>-24.11)."""
 
 import os
-import signal
 import tempfile
 import time
 
@@ -75,15 +74,8 @@ def run(grid):
     fc = Flexcod(grid)
     t.ok(t.wait_for(fc.listening, 60, "flexcod to reconcile"),
          "flexcod reaches both plugins")
-    with open(fc.info["conf"]) as f:
-        text = "".join(l for l in f if not l.startswith(("Reschedule", "MaxMoves")))
-    text += "RescheduleMode=shift\nRescheduleMargin=30\nRescheduleWait=20\nMaxMoves=3\n"
-    with open(fc.info["conf"], "w") as f:
-        f.write(text)
-    n = fc.log_tail(10000).count("Reconfigure signal")
-    os.kill(fc.pid, signal.SIGHUP)
-    t.ok(t.wait_for(lambda: fc.log_tail(10000).count("Reconfigure signal") > n, 30,
-                    "flexcod to reload"), "RescheduleMode=shift (SIGHUP)")
+    t.ok(fc.reconfigure(RescheduleMode="shift", RescheduleMargin=30, RescheduleWait=20,
+                        MaxMoves=3), "RescheduleMode=shift (SIGHUP)")
 
     # Local jobs fill both clusters for 10 minutes of limit; they end after
     # 30 s, as users' jobs do.
