@@ -48,6 +48,8 @@ static s_p_options_t flexco_options[] = {
 	{.key = "ProfileRateLimit", .type = S_P_STRING},
 	{.key = "PublishedShare", .type = S_P_UINT16},
 	{.key = "QueryUsers", .type = S_P_STRING},
+	{.key = "ReplayCachePerUser", .type = S_P_UINT32},
+	{.key = "ReplayCacheSize", .type = S_P_UINT32},
 	{.key = "SnapshotJobsPerHold", .type = S_P_UINT32},
 	{.key = NULL}
 };
@@ -56,7 +58,8 @@ static s_p_options_t flexco_options[] = {
 	"EventBufferSize, EventsRateLimit, ListenAddress, ListenPort, " \
 	"MaxConnections, MaxRequestSize, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
-	"ProfileRateLimit, PublishedShare, QueryUsers, SnapshotJobsPerHold"
+	"ProfileRateLimit, PublishedShare, QueryUsers, ReplayCachePerUser, " \
+	"ReplayCacheSize, SnapshotJobsPerHold"
 
 static const char *const rate_keys[FLEXCO_RL_CNT] = {
 	"ProbeRateLimit", "ProfileRateLimit", "EventsRateLimit" };
@@ -227,8 +230,22 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     FLEXCO_DEFAULT_MIN_USER_UID, 1, 4294967294U) ||
 	    _get_u32(tbl, path, "SnapshotJobsPerHold",
 		     &conf->snapshot_jobs_per_hold,
-		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000))
+		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000) ||
+	    _get_u32(tbl, path, "ReplayCacheSize", &conf->replay_cache_size,
+		     FLEXCO_DEFAULT_REPLAY_CACHE, 1024,
+		     FLEXCO_MAX_REPLAY_CACHE) ||
+	    _get_u32(tbl, path, "ReplayCachePerUser",
+		     &conf->replay_cache_per_user, 0, 0,
+		     FLEXCO_MAX_REPLAY_CACHE))
 		goto fail;
+	if (!conf->replay_cache_per_user)
+		conf->replay_cache_per_user = conf->replay_cache_size / 4;
+	if (conf->replay_cache_per_user > conf->replay_cache_size) {
+		error("%s: %s: ReplayCachePerUser=%u is more than ReplayCacheSize=%u",
+		      plugin_type, path, conf->replay_cache_per_user,
+		      conf->replay_cache_size);
+		goto fail;
+	}
 	if (!s_p_get_boolean(&conf->act_for_root, "ActForRoot", tbl))
 		conf->act_for_root = false;
 	if (conf->history_interval > conf->history_period) {
@@ -331,7 +348,7 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s SnapshotJobsPerHold=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
 	     conf->auth_max_age, conf->auth_max_skew,
 	     conf->connection_timeout,
@@ -345,5 +362,6 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 	     rate[FLEXCO_RL_PROBE], rate[FLEXCO_RL_PROFILE],
 	     conf->published_share,
 	     conf->query_users ? conf->query_users : "(any)",
+	     conf->replay_cache_per_user, conf->replay_cache_size,
 	     conf->snapshot_jobs_per_hold);
 }

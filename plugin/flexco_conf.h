@@ -22,6 +22,7 @@
 #define FLEXCO_DEFAULT_AUTH_MAX_AGE 300
 #define FLEXCO_DEFAULT_AUTH_MAX_SKEW 60
 #define FLEXCO_DEFAULT_REPLAY_CACHE 65536
+#define FLEXCO_MAX_REPLAY_CACHE (1 << 22)	/* core/auth.hpp kMaxReplayCapacity */
 #define FLEXCO_DEFAULT_EVENT_BUFFER_SIZE 4096
 #define FLEXCO_MIN_EVENT_BUFFER_SIZE 8
 #define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
@@ -67,6 +68,8 @@ typedef struct {
 	uint32_t rate_secs[FLEXCO_RL_CNT];
 	uint32_t min_user_uid;	/* MinUserUid: lowest uid acted for */
 	bool act_for_root;	/* ActForRoot: act for uid 0 (test grids) */
+	uint32_t replay_cache_size;	/* ReplayCacheSize: nonces remembered */
+	uint32_t replay_cache_per_user;	/* ReplayCachePerUser, 0: size / 4 */
 } flexco_conf_t;
 
 /*

@@ -51,7 +51,8 @@
 
 extern const char plugin_type[];
 
-#define MAX_URI_LEN 4096
+/* the longest target a signed request can have (doc/auth.md) */
+#define MAX_URI_LEN FLEXCO_AUTH_MAX_TARGET
 #define HEADER_MEMORY (32 * 1024)
 #define THREAD_POOL_SIZE 4
 #define DEFAULT_HORIZON (24 * 3600)
@@ -1133,7 +1134,8 @@ extern int http_start(const flexco_conf_t *conf)
 						  conf->munge_socket,
 						  conf->auth_max_age,
 						  conf->auth_max_skew,
-						  FLEXCO_DEFAULT_REPLAY_CACHE,
+						  conf->replay_cache_size,
+						  conf->replay_cache_per_user,
 						  err, sizeof(err));
 		if (!verifier) {
 			slurm_mutex_unlock(&daemon_lock);

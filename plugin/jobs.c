@@ -274,14 +274,23 @@ static void _env_add(char ***env, uint32_t *cnt, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void _env_add(char ***env, uint32_t *cnt, const char *fmt, ...)
 {
-	va_list ap;
-	char s[MAX_STR + 512];
+	va_list ap, ap2;
+	char *s;
+	int n;
 
+	/* Sized to the value: FLEXCO_PARTS of 64 parts is 4671 bytes, and a
+	 * fixed buffer silently cut it (doc/reservations.md).  22.05 has no
+	 * va_list variant of xstrdup_printf(). */
 	va_start(ap, fmt);
-	vsnprintf(s, sizeof(s), fmt, ap);
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	s = xmalloc((n > 0 ? n : 0) + 1);
+	if (n > 0)
+		vsnprintf(s, n + 1, fmt, ap2);
+	va_end(ap2);
 	va_end(ap);
 	xrecalloc(*env, *cnt + 2, sizeof(char *));
-	(*env)[(*cnt)++] = xstrdup(s);
+	(*env)[(*cnt)++] = s;
 	(*env)[*cnt] = NULL;
 }
 

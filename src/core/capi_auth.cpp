@@ -19,9 +19,12 @@ struct flexco_verifier {
 
 using flexco::capi::put;
 
+static_assert(FLEXCO_AUTH_MAX_TARGET == flexco::auth::kMaxPathLength,
+              "capi_auth.h's FLEXCO_AUTH_MAX_TARGET must be the payload's request-target limit");
+
 extern "C" flexco_verifier_t* flexco_verifier_create(
     const char* audience, const char* socket_path, int64_t max_age, int64_t max_skew,
-    size_t replay_capacity, char* err, size_t errlen) {
+    size_t replay_capacity, size_t replay_per_uid, char* err, size_t errlen) {
   try {
     flexco::auth::VerifierConfig config;
     config.audience = audience ? audience : "";
@@ -29,6 +32,7 @@ extern "C" flexco_verifier_t* flexco_verifier_create(
     config.max_age = max_age;
     config.max_skew = max_skew;
     config.replay_capacity = replay_capacity;
+    config.replay_per_uid = replay_per_uid;
     auto made = flexco::auth::Verifier::create(std::move(config));
     if (!made.ok()) {
       put(err, errlen, made.error().message);

@@ -21,18 +21,28 @@ extern "C" {
 typedef struct flexco_verifier flexco_verifier_t;
 
 /*
+ * The longest request-target (path and query) a signed request can carry:
+ * the payload's request-target line is at most this long (doc/auth.md).
+ * Servers answer a longer target 414 before authenticating it.
+ */
+#define FLEXCO_AUTH_MAX_TARGET 2048
+
+/*
  * audience: the service this verifier speaks for, i.e. the cluster's
  * ClusterName (requests signed for any other audience are refused with
  * wrong_audience, doc/auth.md); socket_path: munged's socket (absolute);
  * max_age, max_skew: seconds a
  * request's timestamp may lie behind / ahead of now; replay_capacity: how
- * many (uid, nonce) pairs are remembered.  Returns NULL with a message in
+ * many (uid, nonce) pairs are remembered; replay_per_uid: how many of them
+ * one uid may hold (0: a quarter of replay_capacity).  Returns NULL with a
+ * message in
  * err (NUL-terminated, truncated to errlen) on invalid arguments.
  */
 flexco_verifier_t *flexco_verifier_create(const char *audience,
 					  const char *socket_path,
 					  int64_t max_age, int64_t max_skew,
 					  size_t replay_capacity,
+					  size_t replay_per_uid,
 					  char *err, size_t errlen);
 
 void flexco_verifier_destroy(flexco_verifier_t *v);

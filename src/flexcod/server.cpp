@@ -11,6 +11,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/auth.hpp"
 #include "core/wire_profile.hpp"
 #include "flexcod/log.hpp"
 
@@ -19,7 +20,8 @@ namespace flexcod {
 namespace {
 
 constexpr std::size_t kMaxBody = std::size_t{1} << 20;
-constexpr std::size_t kMaxTarget = 4096;
+// the longest target a signed request can have (doc/auth.md)
+constexpr std::size_t kMaxTarget = flexco::auth::kMaxPathLength;
 constexpr std::size_t kMaxSubmitKey = 128;  // as the plugin's Idempotency-Key
 
 bool parse_id(const std::string& s, std::int64_t* out) {
@@ -199,7 +201,7 @@ MHD_Result Server::handle(MHD_Connection* c, const char* method, const char* upl
     return MHD_YES;
   }
   if (r->too_large) return error(c, 413, "too_large", "the body is larger than 1 MiB");
-  if (r->target.size() > kMaxTarget) return error(c, 414, "bad_request", "request target too long");
+  if (r->target.size() > kMaxTarget) return error(c, 414, "uri_too_long", "request target too long");
   return dispatch(c, method, *r);
 }
 

@@ -17,6 +17,10 @@ NODES = {"alpha": 4, "beta": 6, "gamma": 8}
 CPUS = 8
 
 
+# flexco.conf's ConnectionTimeout default (the grid does not set it)
+CONNECTION_TIMEOUT = 10
+
+
 def raw_exchange(host, port, data, timeout=10):
     """Send raw bytes, return what comes back (until close or timeout)."""
     out = b""
@@ -194,14 +198,50 @@ def main():
         t.ok(out.startswith(b"HTTP/1.1 413") and b'"payload_too_large"' in out,
              "chunked body growing over MaxRequestSize: 413",
              repr(out[:300]))
-        long_target = "/v1/profile?partition=" + "a" * 5000
-        r = alpha.get(long_target, auth=None)
-        t.ok(400 <= r.status < 500, "an over-long request target gets a 4xx",
-             "%s" % r.status)
-        for junk in [b"\x00\x01\x02garbage\r\n\r\n", b"GET\r\n\r\n",
-                     b"GET /v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
-                     b"GET /v1/stats HTTP/1.1\r\n" + b"X: " + b"y" * 70000 + b"\r\n\r\n"]:
-            raw_exchange(host, port, junk)
+        # Request targets: a signed request's target is at most 2048 bytes
+        # (doc/auth.md), so that is the limit; a longer one that still fits
+        # the connection's header memory gets FlexCo's 414 JSON, before
+        # authentication; beyond that memory (32 KiB for the request line
+        # and headers) microhttpd refuses it itself, with its own 414 and an
+        # HTML body (doc/decisions.md, "What microhttpd answers itself").
+        prefix = "/v1/profile?partition="
+        r = alpha.get(prefix + "a" * (2048 - len(prefix)))
+        t.ok(r.status == 400 and r.error_code() == "bad_parameter",
+             "a signed 2048-byte request target is authenticated and read "
+             "(400 bad_parameter: the partition name)",
+             "%s %r" % (r.status, r.raw[:300]))
+        r = alpha.get(prefix + "a" * (2049 - len(prefix)))
+        t.ok(r.status == 414 and r.error_code() == "uri_too_long",
+             "a signed 2049-byte request target: 414 uri_too_long",
+             "%s %r" % (r.status, r.raw[:300]))
+        r = alpha.get(prefix + "a" * 5000, auth=None)
+        t.ok(r.status == 414 and r.error_code() == "uri_too_long",
+             "an unsigned 5022-byte request target: 414 uri_too_long JSON, "
+             "before authentication", "%s %r" % (r.status, r.raw[:300]))
+        # Malformed HTTP never reaches FlexCo: each gets its exact status (or
+        # is closed without an answer), promptly, and the connection closes.
+        status_of = lambda out: out.split(b" ", 2)[1] if out.startswith(b"HTTP/1.1 ") else b""
+        for junk, want, what in [
+                (b"GET /v1/profile?partition=" + b"a" * 40000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+                 {b"414"}, "a 40 KB request target (over the header memory)"),
+                (b"GET /v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+                 {b"400"}, "Content-Length: -1"),
+                (b"GET /v1/stats HTTP/1.1\r\n" + b"X: " + b"y" * 70000 + b"\r\n\r\n",
+                 {b"431"}, "a 70 KB header"),
+                (b"GET /v1/stats HTTP/9.9\r\nHost: x\r\n\r\n",
+                 {b"505"}, "HTTP/9.9"),
+                (b"GET\r\n\r\n", {b"", b"400"}, "a request line without a target"),
+                (b"garbage\r\n\r\n", {b"", b"400"}, "a one-word request line"),
+                (b"\x00\x01\x02garbage\r\n\r\n", {b"", b"400"}, "binary bytes")]:
+            t0 = time.monotonic()
+            out = raw_exchange(host, port, junk, timeout=30)
+            took = time.monotonic() - t0
+            t.ok(status_of(out) in want and b'"code"' not in out
+                 and b" 200 " not in out[:16]
+                 and took < CONNECTION_TIMEOUT + 5,
+                 "%s: %s from microhttpd, connection closed in %.1f s"
+                 % (what, "/".join(x.decode() or "closed unanswered" for x in sorted(want)),
+                    took), "%.1f s %r" % (took, out[:300]))
         # a half-sent request that the client abandons
         s = socket.create_connection((host, port), timeout=5)
         s.sendall(b"GET /v1/stats HTTP/1.1\r\nHost: x\r\n")

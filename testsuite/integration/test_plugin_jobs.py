@@ -66,6 +66,10 @@ def main():
                ({k: v for k, v in body.items() if k != "script"}, "no script"),
                (dict(body, argv="x"), "argv not an array"),
                (dict(body, parts=[{"cluster": "a"}]), "a part without nodes"),
+               (dict(body, parts=[{"cluster": "c%d" % i, "nodes": 1}
+                                  for i in range(65)]), "65 parts"),
+               (dict(body, parts=[{"cluster": "c" * 65, "nodes": 1}], part_index=0),
+                "a 65-byte cluster name"),
                ("{\"script\": ", "invalid JSON")]
         for b, what in bad:
             r = c.request("POST", path, body=b)
@@ -153,6 +157,30 @@ def main():
              "a second part job on 1 node, exit 3: FAILED, exit_code 3",
              "%s %r" % (r.status, g))
 
+        # -- the largest layout: FLEXCO_PARTS at its bound -----------------
+        # 64 parts of 64-byte names and 7-digit counts: 64 * 72 + 63 = 4671
+        # bytes (doc/reservations.md), well inside Slurm's environment.
+        parts = [{"cluster": ("p%02d" % i) + "x" * 61, "nodes": 1000000}
+                 for i in range(64)]
+        big = ",".join("%s:%d" % (p["cluster"], p["nodes"]) for p in parts)
+        out2 = os.path.join(tmp, "parts.txt")
+        r = c.request("POST", path, body=dict(
+            body, parts=parts, part_index=63, name="part63",
+            script="#!/bin/sh\nprintf '%s %s' \"$FLEXCO_PART_INDEX\" "
+                   "\"$FLEXCO_PARTS\" > " + out2 + "\n"))
+        job2 = (r.json or {}).get("job_id")
+        job = grid.wait_job("alpha", job2) if r.status == 201 else {}
+        try:
+            with open(out2) as f:
+                seen = f.read().split(" ")
+        except OSError as e:
+            seen = [str(e)]
+        t.ok(r.status == 201 and job.get("JobState") == "COMPLETED"
+             and len(big) == 4671 and seen == ["63", big],
+             "a 64-part layout with 64-byte names: the part job sees the whole "
+             "4671-byte FLEXCO_PARTS", "%s %r %r %r" % (r.status, r.raw[:200],
+                                                        job.get("JobState"), seen[:1]))
+
         # -- persisted across a restart -------------------------------------
         grid.restart_slurmctld("alpha")
         def listening():
@@ -163,7 +191,7 @@ def main():
         t.wait_for(listening, 30, "the plugin to listen again")
         rec = c.get("/v1/reservations/%s" % rid).json or {}
         r = c.request("POST", path, body=body, headers={"Idempotency-Key": "j-1"})
-        t.ok([j.get("job_id") for j in rec.get("jobs", [])] == [jobid, j2]
+        t.ok([j.get("job_id") for j in rec.get("jobs", [])] == [jobid, j2, job2]
              and (r.json or {}).get("job_id") == jobid,
              "jobs and the idempotency key survive a slurmctld restart",
              "%r %r" % (rec, r.raw[:200]))

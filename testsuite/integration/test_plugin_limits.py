@@ -22,6 +22,8 @@ NODES = 4
 NOBODY = 65534
 OTHER = 1           # daemon(1): another ordinary uid
 PROBE_LIMIT = 3     # ProbeRateLimit=3/60: 3 at once, then one per 20 s
+REPLAY_SHARE = 100  # ReplayCachePerUser=100 of ReplayCacheSize=1024
+SHARER = 4242       # a uid that only fills its replay-cache share
 UNRELATED = 150     # pending jobs of others in the queue
 PART_JOBS = 2
 
@@ -30,7 +32,10 @@ def main():
     t.require_grid_tools()
     with t.Grid(nodes=[NODES], args=["--no-flexcod",
                                      "--plugin-option", "ProbeRateLimit=%d/60" % PROBE_LIMIT,
-                                     "--plugin-option", "ProfileRateLimit=0"]) as grid:
+                                     "--plugin-option", "ProfileRateLimit=0",
+                                     "--plugin-option", "ReplayCacheSize=1024",
+                                     "--plugin-option",
+                                     "ReplayCachePerUser=%d" % REPLAY_SHARE]) as grid:
         st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
                         30, "the plugin to listen")
         sock = st["munge_socket"]
@@ -120,6 +125,24 @@ def main():
         pend = grid.run("alpha", ["squeue", "-h", "-t", "PD", "-o", "%i"]).stdout.split()
         t.ok(len(pend) == UNRELATED, "the unrelated jobs are untouched", "%d" % len(pend))
         grid.run("alpha", ["scancel", "-u", "root", "-t", "PD"])
+
+        # -- the replay cache's per-user share, from flexco.conf -----------
+        t.ok(cfg.get("ReplayCacheSize") == "1024"
+             and cfg.get("ReplayCachePerUser") == str(REPLAY_SHARE),
+             "slurmctld's log shows ReplayCacheSize and ReplayCachePerUser", "%r" % cfg)
+        sharer = plugin_client(cl, sock, uid=SHARER)
+        got = [sharer.get("/v1/stats").status for _ in range(REPLAY_SHARE)]
+        r = sharer.get("/v1/stats")
+        t.ok(got == [200] * REPLAY_SHARE and r.status == 503
+             and r.error_code() == "replay_cache_full"
+             and r.headers.get("Retry-After") == "1",
+             "uid %d: %d signed requests are served, the next gets 503 "
+             "replay_cache_full with Retry-After (its ReplayCachePerUser share)"
+             % (SHARER, REPLAY_SHARE),
+             "%r %s %r" % (sorted(set(got)), r.status, r.raw[:200]))
+        r = nobody.get("/v1/profile")
+        t.ok(r.status == 200, "uid %d is still served meanwhile" % NOBODY,
+             "%s %r" % (r.status, r.raw[:200]))
 
         p = grid.run("alpha", ["scontrol", "ping"])
         t.ok(p.returncode == 0 and "UP" in p.stdout, "slurmctld is alive")

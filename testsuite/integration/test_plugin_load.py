@@ -78,6 +78,11 @@ BAD_CONFS = [
      "SnapshotJobsPerHold=0 is out of range"),
     ("MinUserUid=0", "ListenPort=%(port)d\nMinUserUid=0\n",
      "MinUserUid=0 is out of range"),
+    ("ReplayCacheSize too small", "ListenPort=%(port)d\nReplayCacheSize=10\n",
+     "ReplayCacheSize=10 is out of range"),
+    ("ReplayCachePerUser over ReplayCacheSize",
+     "ListenPort=%(port)d\nReplayCacheSize=2048\nReplayCachePerUser=4096\n",
+     "ReplayCachePerUser=4096 is more than ReplayCacheSize=2048"),
     ("no flexco.conf", None, "cannot stat"),
 ]
 
@@ -171,6 +176,8 @@ def main():
                  and pairs.get("PublishedShare") == "100"
                  and pairs.get("MaxRequestSize") == "1048576"
                  and pairs.get("SnapshotJobsPerHold") == "250"
+                 and pairs.get("ReplayCacheSize") == "65536"
+                 and pairs.get("ReplayCachePerUser") == "16384"
                  and pairs.get("MungeSocket") == st.get("munge_socket"),
                  "%s: slurmctld's log has one line with every effective "
                  "setting of its flexco.conf" % name, log[-1500:])

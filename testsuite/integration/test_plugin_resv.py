@@ -89,6 +89,14 @@ def main():
                (dict(body, duration=-5), "negative duration"),
                (dict(body, user="flexco_no_such_user"), "unknown user"),
                (dict(body, start=now - 86400), "start in the past"),
+               # the admission window (doc/reservations.md): a start from
+               # 60 s ago to 366 days ahead, a duration of 60 s to 366 days
+               (dict(body, start=int(time.time()) - 120), "start 120 s ago"),
+               (dict(body, start=int(time.time()) + 366 * 86400 + 600),
+                "start more than 366 days ahead"),
+               (dict(body, duration=59), "a 59 s duration"),
+               (dict(body, duration=366 * 86400 + 1), "a duration over 366 days"),
+               (dict(body, confirm_within=3601), "confirm_within over an hour"),
                ("{\"user\": ", "invalid JSON"),
                ("[1,2]", "not an object")]
         for b, what in bad:
@@ -96,6 +104,18 @@ def main():
             t.ok(r.status == 400 and r.is_json_error(),
                  "create with %s: 400 JSON error" % what,
                  "%s %r" % (r.status, r.raw[:300]))
+        past = int(time.time()) - 30
+        r = c.request("POST", "/v1/reservations",
+                      body=dict(body, nodes=1, start=past, duration=600))
+        doc = r.json or {}
+        t.ok(r.status == 201 and past + 30 <= doc.get("start", 0) <= int(time.time())
+             and doc.get("end") == doc.get("start", 0) + 600,
+             "create with a start 30 s ago: 201, starting now",
+             "%s %r" % (r.status, r.raw[:300]))
+        if r.status == 201:
+            r = c.request("DELETE", "/v1/reservations/%s" % doc["id"])
+            t.ok(r.status == 200 and not show_res(grid, doc["name"]),
+                 "... deleted again", "%s %r" % (r.status, r.raw[:300]))
         r = c.get("/v1/reservations/abc")
         t.ok(r.status == 400, "a non-numeric id: 400")
         r = c.get("/v1/reservations/999999")
@@ -145,6 +165,17 @@ def main():
              "%s %r" % (r.status, r.raw[:300]))
         r = c.request("PATCH", "/v1/reservations/%s" % rid, body={"colour": 1})
         t.ok(r.status == 400, "PATCH with an unknown field: 400")
+        for patch, what in [({"start": int(time.time()) + 366 * 86400 + 600},
+                             "a start more than 366 days ahead"),
+                            ({"start": int(time.time()) - 120}, "a start 120 s ago"),
+                            ({"duration": 30}, "a 30 s duration")]:
+            r = c.request("PATCH", "/v1/reservations/%s" % rid, body=patch)
+            res = show_res(grid, name)
+            t.ok(r.status == 400 and r.error_code() == "bad_request"
+                 and res.get("StartTime") == slurm_time(grid, new_start)
+                 and res.get("NodeCnt") == "3",
+                 "PATCH with %s: 400, the reservation unchanged" % what,
+                 "%s %r %r" % (r.status, r.raw[:300], res))
 
         # -- a refusal that is not final is not kept under its key ----------
         # (issue 14 §1.8) With the 4th node held by another reservation,
