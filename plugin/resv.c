@@ -1333,6 +1333,20 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		status = 409;
 		_rv_free(r);
 		rv_cnt--;
+	} else if (rc == ESLURM_NODES_BUSY) {
+		/*
+		 * Enough nodes are free at every moment of the window, but
+		 * not the same ones throughout: Slurm reserves whole nodes
+		 * for the whole window.  A lack of capacity like the one
+		 * above, so the same code (flexcod re-plans around it).
+		 */
+		*json_out = _err("not_available",
+				 "Slurm has no %u nodes free together for the whole window: %s",
+				 r->nodes, slurm_strerror(rc));
+		status = 409;
+		refused_busy++;
+		_rv_free(r);
+		rv_cnt--;
 	} else if (rc != SLURM_SUCCESS) {
 		*json_out = _err("refused", "Slurm refused the reservation: %s",
 				 slurm_strerror(rc));
@@ -1481,6 +1495,13 @@ extern int flexco_resv_modify(uid_t uid, const char *request_id, const char *id,
 		*json_out = _err("not_available",
 				 "Slurm could only give %u of the %u nodes; reservation unchanged",
 				 got, (uint32_t) nodes);
+		status = 409;
+		goto store;
+	}
+	if (rc == ESLURM_NODES_BUSY) {	/* as in create */
+		*json_out = _err("not_available",
+				 "Slurm has no %u nodes free together for the whole new window: %s; reservation unchanged",
+				 (uint32_t) nodes, slurm_strerror(rc));
 		status = 409;
 		goto store;
 	}

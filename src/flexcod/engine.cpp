@@ -559,6 +559,50 @@ bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathe
   return true;
 }
 
+// Caps each refused window's free nodes on its cluster at one less than
+// were asked for there (see Engine::Refusal), so that the re-plan does not
+// choose it again.  The published steps are rebuilt with the windows'
+// bounds as extra cuts; a cluster whose profile cannot be rebuilt keeps it.
+void Engine::apply_refusals(Gathered& g, const std::vector<Refusal>& refusals) {
+  for (std::size_t k = 0; k < g.idx.size(); ++k) {
+    const std::string& name = clusters_[g.idx[k]]->conf.name;
+    flexco::Availability& a = g.avail[k];
+    std::vector<const Refusal*> mine;
+    for (const auto& r : refusals) {
+      if (r.cluster == name && r.end > a.when && r.start < a.horizon_end) mine.push_back(&r);
+    }
+    if (mine.empty() || a.steps.empty()) continue;
+    std::set<flexco::Time> cuts;
+    for (const auto& st : a.steps) cuts.insert(st.start);
+    cuts.insert(a.horizon_end);
+    for (const Refusal* r : mine) {
+      for (std::int64_t t : {r->start, r->end}) {
+        if (t > a.steps.front().start && t < a.horizon_end) cuts.insert(t);
+      }
+    }
+    std::vector<flexco::Step> steps;
+    std::size_t i = 0;
+    for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it) {
+      const flexco::Time s = *it, e = *std::next(it);
+      while (i + 1 < a.steps.size() && a.steps[i].end <= s) ++i;
+      flexco::Amount free = a.steps[i].free_nodes;
+      for (const Refusal* r : mine) {
+        if (r->start <= s && s < r->end) free = std::min<flexco::Amount>(free, r->nodes - 1);
+      }
+      free = std::max<flexco::Amount>(0, std::min<flexco::Amount>(free, a.nodes_published));
+      steps.push_back(flexco::Step{s, e, free, a.steps[i].free_cpus});
+    }
+    auto pp = flexco::profiles_from_steps(steps, a.nodes_published, a.cpus_published);
+    if (!pp.ok()) {
+      fc_verbose("%s: profile not narrowed after a refusal: %s", name.c_str(),
+                 pp.error().message.c_str());
+      continue;
+    }
+    a.steps = std::move(steps);
+    a.nodes = std::move(pp.value().nodes);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Commit protocol
 
@@ -570,6 +614,7 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
   }
   std::set<std::string> excluded;
   std::map<std::string, int> violations;
+  std::vector<Refusal> refusals;
   std::string reasons;
   for (int round = 0; round <= conf.max_replans; ++round) {
     std::vector<std::size_t> which;
@@ -588,7 +633,11 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
       *why = "no allowed cluster left" + (reasons.empty() ? std::string() : ": " + reasons);
       break;
     }
+    // Released by commit_attempt once the tentative reservations are made
+    // (or refused), else at the end of this round.
+    std::unique_lock<std::mutex> claim(claim_mutex_);
     Gathered g = gather(which, spec);
+    apply_refusals(g, refusals);
     for (const auto& e : g.errors) {
       reasons += (reasons.empty() ? "" : "; ") + e.first + " unreachable (" + e.second + ")";
       excluded.insert(e.first);
@@ -608,7 +657,8 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
     if (round > 0) bump("replans");
     std::set<std::string> bad;
     std::string awhy;
-    if (commit_attempt(co, spec, p, which, &bad, &awhy)) return true;
+    if (commit_attempt(co, spec, p, which, &bad, &awhy, &claim, &refusals)) return true;
+    if (claim.owns_lock()) claim.unlock();
     bump("rollbacks");
     reasons += (reasons.empty() ? "" : "; ") + awhy;
     for (const auto& b : bad) {
@@ -762,7 +812,9 @@ Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
 
 bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
                             const std::vector<std::size_t>& which,
-                            std::set<std::string>* bad, std::string* why) {
+                            std::set<std::string>* bad, std::string* why,
+                            std::unique_lock<std::mutex>* claim,
+                            std::vector<Refusal>* refusals) {
   (void)which;
   flexco::conf::FlexcodConf conf;
   {
@@ -800,6 +852,8 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   // 1. Tentative reservations, concurrently.  The first refusal cancels the
   // requests still in flight; their outcome is learned in release().
   const StepErrors refused = reserve_parts(co, parts, conf.confirm_within, "");
+  // The plugins now count these nodes as taken: the next placement may plan.
+  if (claim && claim->owns_lock()) claim->unlock();
   bool ok = true;
   std::string fail;
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -818,6 +872,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     if (e.api_code == "not_available") {
       bump("violations");
       bad->insert("violation:" + p.cluster);
+      if (refusals) refusals->push_back(Refusal{p.cluster, p.planned_start, p.planned_end, p.nodes});
     } else {
       bad->insert(p.cluster);
     }
@@ -1692,6 +1747,7 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     *why = "no allowed cluster is reachable";
     return false;
   }
+  std::unique_lock<std::mutex> claim(claim_mutex_);  // see claim_mutex_
   Gathered g = gather(which, spec);
   // The same profiles with this co-allocation's own reservations given back.
   Gathered adj;
@@ -1809,12 +1865,13 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     kind = same ? "shift" : "remap";
   }
   for (auto& part : next.parts) part.cluster = g.idx[part.cluster];
-  return move(co, spec, parts, next, kind, trigger, why);
+  return move(co, spec, parts, next, kind, trigger, why, &claim);
 }
 
 bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_parts,
                   const flexco::CoallocPlan& plan, const std::string& kind,
-                  const std::string& reason, std::string* why) {
+                  const std::string& reason, std::string* why,
+                  std::unique_lock<std::mutex>* claim) {
   flexco::conf::FlexcodConf conf;
   {
     std::lock_guard<std::mutex> lock(conf_mutex_);
@@ -1876,6 +1933,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
 
   // 1. Tentative reservations.
   const StepErrors refused = reserve_parts(co, parts, conf.confirm_within, " (move)");
+  if (claim && claim->owns_lock()) claim->unlock();
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (!refused[i]) continue;
     PartRecord& p = parts[i];

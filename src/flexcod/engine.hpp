@@ -96,11 +96,21 @@ class Engine {
   bool plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
             flexco::CoallocPlan* out, std::string* why, bool dry_run = false);
 
+  // A window a cluster refused for want of free nodes (409 not_available):
+  // its published profile counted enough nodes, but not the same ones free
+  // throughout (Slurm reserves whole nodes for the whole window).  The
+  // re-plan sees at most nodes - 1 free there on that cluster.
+  struct Refusal {
+    std::string cluster;
+    std::int64_t start, end, nodes;
+  };
   // Commit protocol, on a locked co-allocation; true when scheduled.
   bool place(CoRecord& co, const Spec& spec, std::string* why);
+  void apply_refusals(Gathered& g, const std::vector<Refusal>& refusals);
   bool commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
                       const std::vector<std::size_t>& which, std::set<std::string>* bad_clusters,
-                      std::string* why);
+                      std::string* why, std::unique_lock<std::mutex>* claim = nullptr,
+                      std::vector<Refusal>* refusals = nullptr);
   // The concurrent steps shared by a commit and a move: one request per
   // part; the parts that succeed are filled in, the result holds each
   // part's error (or none).
@@ -135,7 +145,7 @@ class Engine {
   // the old set released.  plan's clusters are our indices.
   bool move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_parts,
             const flexco::CoallocPlan& plan, const std::string& kind, const std::string& reason,
-            std::string* why);
+            std::string* why, std::unique_lock<std::mutex>* claim = nullptr);
   Spec spec_from(const CoRecord& co);
 
   // Background.
@@ -175,6 +185,14 @@ class Engine {
 
   std::mutex planner_mutex_;
   flexco::PlannerState planner_state_;
+
+  // Claiming capacity: from reading the clusters' profiles to having the
+  // tentative reservations, one placement or move at a time, so that each
+  // plans on profiles that already show the reservations of the one before
+  // it.  Without it, concurrent submissions planned on the same free nodes
+  // and all but one were refused (issue 15 §1.7).  Taken after a
+  // co-allocation's own lock, never before it.
+  std::mutex claim_mutex_;
 
   std::mutex stats_mutex_;
   std::map<std::string, std::int64_t> counters_;
