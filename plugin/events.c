@@ -63,6 +63,7 @@
 
 #include "compat.h"
 #include "events.h"
+#include "privacy.h"
 #include "statefile.h"
 
 extern const char plugin_type[];
@@ -78,6 +79,8 @@ extern const char plugin_type[];
 #define EXT_QUEUE_LEN 1024	/* events_publish() events between cycles */
 #define HOOK_PART_LEN 64
 #define HOOK_NODES_LEN 256
+#define HOOK_ACCT_LEN 64
+#define ACL_KEY "_acl"		/* who may see an event, until published */
 #define STATE_VERSION 1
 
 /* ---------------------------------------------------------------------- */
@@ -87,6 +90,7 @@ typedef struct {
 	uint64_t seq;
 	char *json;		/* malloc'd compact JSON, "seq" first */
 	size_t len;
+	flexco_acl_t acl;	/* who may see it (PrivateData), xmalloc'd */
 } ring_ev_t;
 
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -115,6 +119,7 @@ typedef struct {
 	bool truncated;		/* partition or nodes did not fit */
 	char partition[HOOK_PART_LEN];
 	char nodes[HOOK_NODES_LEN];
+	char account[HOOK_ACCT_LEN];	/* "" if none or too long */
 } hook_rec_t;
 
 static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -141,11 +146,19 @@ typedef struct {
 	time_t end;
 } reported_t;
 
+/* who may use a reservation (its Users=), for PrivateData=reservations */
+typedef struct {
+	uid_t *users;		/* xmalloc'd */
+	uint32_t user_cnt;
+	bool users_not;
+} resv_users_t;
+
 typedef struct {
 	char *name;
 	time_t start, end;
 	char *nodes;
 	uint32_t node_cnt;
+	resv_users_t u;
 	bool activated, ended, seen;
 } resv_track_t;
 
@@ -154,12 +167,13 @@ typedef struct {
 	time_t start, end;
 	char *nodes;
 	uint32_t node_cnt;
+	resv_users_t u;
 } resv_copy_t;
 
 typedef struct {
 	uint32_t job_id, user_id, state, node_cnt;
 	time_t start, end, planned;
-	char *partition, *nodes;	/* xmalloc'd */
+	char *partition, *nodes, *account;	/* xmalloc'd */
 	bool from_hook;
 } job_cand_t;
 
@@ -278,6 +292,10 @@ extern void events_job_end(job_record_t *job_ptr)
 					 part);
 		r->truncated |= _copy_str(r->nodes, sizeof(r->nodes),
 					  job_ptr->nodes);
+		/* a cut name could match another account's coordinator */
+		if (_copy_str(r->account, sizeof(r->account),
+			      job_ptr->account))
+			r->account[0] = '\0';
 		/* Before events_start() the records wait for the thread. */
 		if (ev_running)
 			pthread_cond_signal(&hook_cond);
@@ -332,6 +350,7 @@ static void _cand_from_job(cand_buf_t *b, job_record_t *j, bool from_hook)
 				  j->tot_sus_time);
 	c->partition = xstrdup(part);
 	c->nodes = xstrdup(j->nodes);
+	c->account = xstrdup(j->account);
 	c->from_hook = from_hook;
 }
 
@@ -370,9 +389,75 @@ static void _prune_reported(void)
 	reported_cnt = k;
 }
 
+/*
+ * An event's ACL rides in the batch as its member ACL_KEY ({"job_uid":U,
+ * "account":A} for a job, {"users":[U,...],"users_not":B} for a
+ * reservation) and is taken out when the event is published: it is kept
+ * beside the event's text (ring_ev_t.acl) and never sent.
+ */
+static json_t *_acl_json(const flexco_acl_t *acl)
+{
+	json_t *o = json_object(), *users;
+	uint32_t i;
+
+	if (acl->job) {
+		json_object_set_new(o, "job_uid",
+				    json_integer((json_int_t) acl->job_uid));
+		if (acl->account)
+			json_object_set_new(o, "account",
+					    json_string(acl->account));
+	}
+	if (acl->resv) {
+		users = json_array();
+		for (i = 0; i < acl->user_cnt; i++)
+			json_array_append_new(users, json_integer(
+				(json_int_t) acl->users[i]));
+		json_object_set_new(o, "users", users);
+		json_object_set_new(o, "users_not",
+				    json_boolean(acl->users_not));
+	}
+	return o;
+}
+
+/* The reverse of _acl_json(); members of the wrong type are left out,
+ * which hides the event from everyone but privileged callers. */
+static void _acl_from_json(json_t *o, flexco_acl_t *acl)
+{
+	json_t *v, *users;
+	size_t i, n;
+
+	memset(acl, 0, sizeof(*acl));
+	if (!json_is_object(o))
+		return;
+	if ((v = json_object_get(o, "job_uid"))) {
+		acl->job = true;
+		acl->job_uid = json_is_integer(v) ?
+			       (uid_t) json_integer_value(v) : (uid_t) -1;
+		if (json_is_string(v = json_object_get(o, "account")))
+			acl->account = xstrdup(json_string_value(v));
+	}
+	if ((users = json_object_get(o, "users"))) {
+		acl->resv = true;
+		n = json_array_size(users);
+		if (n)
+			acl->users = xcalloc(n, sizeof(uid_t));
+		for (i = 0; i < n; i++) {
+			v = json_array_get(users, i);
+			if (json_is_integer(v))
+				acl->users[acl->user_cnt++] =
+					(uid_t) json_integer_value(v);
+		}
+		acl->users_not = !json_is_false(json_object_get(o,
+								"users_not"));
+	}
+}
+
 static json_t *_job_event(const job_cand_t *c, time_t now)
 {
-	return json_pack("{s:s, s:I, s:I, s:I, s:s?, s:s?, s:I, s:I, s:I, s:I, s:I, s:s, s:s}",
+	flexco_acl_t acl = { .job = true, .job_uid = c->user_id,
+			     .account = c->account };
+
+	return json_pack("{s:s, s:I, s:I, s:I, s:s?, s:s?, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:o}",
 			 "type", EVENT_JOB_ENDED_EARLY,
 			 "time", (json_int_t) now,
 			 "job_id", (json_int_t) c->job_id,
@@ -386,7 +471,8 @@ static json_t *_job_event(const job_cand_t *c, time_t now)
 			 "actual_end", (json_int_t) c->end,
 			 "seconds_early", (json_int_t) (c->planned - c->end),
 			 "state", job_state_string(c->state),
-			 "detected_by", c->from_hook ? "epilog" : "poll");
+			 "detected_by", c->from_hook ? "epilog" : "poll",
+			 ACL_KEY, _acl_json(&acl));
 }
 
 static void _emit_job(json_t *batch, const job_cand_t *c, time_t now)
@@ -452,6 +538,7 @@ static void _scan_jobs(json_t *batch, bool full)
 		_emit_job(batch, &cands.v[i], now);
 		xfree(cands.v[i].partition);
 		xfree(cands.v[i].nodes);
+		xfree(cands.v[i].account);
 	}
 	xfree(cands.v);
 	for (i = 0; i < nhooks; i++) {
@@ -471,6 +558,7 @@ static void _scan_jobs(json_t *batch, bool full)
 		c.planned = r->planned;
 		c.partition = r->partition[0] ? r->partition : NULL;
 		c.nodes = r->nodes[0] ? r->nodes : NULL;
+		c.account = r->account[0] ? r->account : NULL;
 		c.from_hook = true;
 		_emit_job(batch, &c, now);
 	}
@@ -494,14 +582,19 @@ static void _scan_jobs(json_t *batch, bool full)
 static json_t *_resv_event(const char *type, const resv_track_t *t,
 			   time_t now)
 {
-	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:s?, s:I}",
+	flexco_acl_t acl = { .resv = true, .users = t->u.users,
+			     .user_cnt = t->u.user_cnt,
+			     .users_not = t->u.users_not };
+
+	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:s?, s:I, s:o}",
 			 "type", type,
 			 "time", (json_int_t) now,
 			 "reservation", t->name,
 			 "start", (json_int_t) t->start,
 			 "end", (json_int_t) t->end,
 			 "nodes", t->nodes,
-			 "node_count", (json_int_t) t->node_cnt);
+			 "node_count", (json_int_t) t->node_cnt,
+			 ACL_KEY, _acl_json(&acl));
 }
 
 static void _emit_resv(json_t *batch, const char *type,
@@ -543,6 +636,8 @@ static void _free_resv(resv_track_t *t)
 {
 	xfree(t->name);
 	xfree(t->nodes);
+	xfree(t->u.users);
+	t->u.user_cnt = 0;
 }
 
 /* Copy resv_list under the node read lock (which protects it). */
@@ -567,6 +662,15 @@ static resv_copy_t *_copy_resvs(uint32_t *cnt)
 			v[n].end = r->end_time;
 			v[n].nodes = xstrdup(r->node_list);
 			v[n].node_cnt = r->node_cnt;
+			if ((r->user_cnt > 0) && r->user_list) {
+				v[n].u.users = xcalloc(r->user_cnt,
+						       sizeof(uid_t));
+				memcpy(v[n].u.users, r->user_list,
+				       sizeof(uid_t) * r->user_cnt);
+				v[n].u.user_cnt = r->user_cnt;
+			}
+			v[n].u.users_not = (r->ctld_flags &
+					    RESV_CTLD_USER_NOT);
 			n++;
 		}
 		list_iterator_destroy(it);
@@ -629,6 +733,9 @@ static void _refresh_resvs(json_t *batch)
 		t->nodes = cur[i].nodes;
 		cur[i].nodes = NULL;
 		t->node_cnt = cur[i].node_cnt;
+		xfree(t->u.users);
+		t->u = cur[i].u;
+		cur[i].u.users = NULL;
 		t->seen = true;
 		xfree(cur[i].name);
 	}
@@ -680,7 +787,7 @@ static void _check_resv_times(json_t *batch, time_t now)
  */
 static int _save_state(uint64_t reserved, bool clean)
 {
-	json_t *root, *rep, *rv;
+	json_t *root, *rep, *rv, *acc;
 	statefile_writer_t *w = NULL;
 	char *head = NULL, err[256] = "";
 	uint32_t i;
@@ -694,17 +801,38 @@ static int _save_state(uint64_t reserved, bool clean)
 			(json_int_t) reported[i].start,
 			(json_int_t) reported[i].end));
 	rv = json_array();
-	for (i = 0; i < resv_cnt; i++)
+	for (i = 0; i < resv_cnt; i++) {
+		json_t *users = json_array();
+		uint32_t k;
+
+		for (k = 0; k < resvs[i].u.user_cnt; k++)
+			json_array_append_new(users, json_integer(
+				(json_int_t) resvs[i].u.users[k]));
 		json_array_append_new(rv, json_pack(
-			"{s:s, s:I, s:I, s:s?, s:I, s:b, s:b}",
+			"{s:s, s:I, s:I, s:s?, s:I, s:b, s:b, s:o, s:b}",
 			"name", resvs[i].name,
 			"start", (json_int_t) resvs[i].start,
 			"end", (json_int_t) resvs[i].end,
 			"nodes", resvs[i].nodes,
 			"node_count", (json_int_t) resvs[i].node_cnt,
 			"activated", resvs[i].activated,
-			"ended", resvs[i].ended));
-	root = json_pack("{s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
+			"ended", resvs[i].ended,
+			"users", users,
+			"users_not", resvs[i].u.users_not));
+	}
+	/* who may see each retained event (PrivateData), by seq */
+	acc = json_array();
+	for (i = 0; i < ring_cnt; i++) {
+		json_t *a;
+
+		if (!RING_AT(i).acl.job && !RING_AT(i).acl.resv)
+			continue;
+		a = _acl_json(&RING_AT(i).acl);
+		json_object_set_new(a, "seq",
+				    json_integer((json_int_t) RING_AT(i).seq));
+		json_array_append_new(acc, a);
+	}
+	root = json_pack("{s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
 			 "version", STATE_VERSION,
 			 "clean", clean,
 			 "saved_at", (json_int_t) time(NULL),
@@ -713,7 +841,8 @@ static int _save_state(uint64_t reserved, bool clean)
 			 "lost_upto", (json_int_t) lost_upto,
 			 "job_floor", (json_int_t) job_floor,
 			 "reported_jobs", rep,
-			 "reservations", rv);
+			 "reservations", rv,
+			 "access", acc);
 	if (root)
 		head = json_dumps(root, JSON_COMPACT);
 	json_decref(root);
@@ -754,8 +883,9 @@ out:
 	return rc;
 }
 
-/* Append one stored event (text owned by the ring afterwards). */
-static void _ring_append(uint64_t seq, char *json)
+/* Append one stored event (text and acl's members owned by the ring
+ * afterwards; acl NULL: anyone may see it). */
+static void _ring_append(uint64_t seq, char *json, flexco_acl_t *acl)
 {
 	if (ring_cnt == ring_cap) {
 		ring_ev_t *old = &ring[ring_head];
@@ -763,6 +893,7 @@ static void _ring_append(uint64_t seq, char *json)
 		if (old->seq > lost_upto)
 			lost_upto = old->seq;
 		free(old->json);
+		privacy_acl_free(&old->acl);
 		ring_head = (ring_head + 1) % ring_cap;
 		ring_cnt--;
 		st_evicted++;
@@ -770,7 +901,28 @@ static void _ring_append(uint64_t seq, char *json)
 	RING_AT(ring_cnt).seq = seq;
 	RING_AT(ring_cnt).json = json;
 	RING_AT(ring_cnt).len = strlen(json);
+	if (acl)
+		RING_AT(ring_cnt).acl = *acl;
+	else
+		memset(&RING_AT(ring_cnt).acl, 0, sizeof(flexco_acl_t));
 	ring_cnt++;
+}
+
+/* Index of the first retained event with seq > after (the ring is
+ * sorted); ring_cnt if none.  ring_lock held, or the events thread. */
+static uint32_t _ring_first_after(uint64_t after)
+{
+	uint32_t lo = 0, hi = ring_cnt;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (RING_AT(mid).seq <= after)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static int _load_events(json_t *evs)
@@ -782,6 +934,7 @@ static int _load_events(json_t *evs)
 		json_t *ev = json_array_get(evs, i);
 		json_int_t seq;
 		const char *type;
+		flexco_acl_t acl;
 		char *text;
 
 		if (json_unpack(ev, "{s:I, s:s}", "seq", &seq, "type", &type) ||
@@ -791,7 +944,42 @@ static int _load_events(json_t *evs)
 		prev = seq;
 		if (!(text = json_dumps(ev, JSON_COMPACT)))
 			return -1;
-		_ring_append(seq, text);	/* drops the oldest if smaller */
+		/* a state file older than "access": who may see the event
+		 * from what it shows (a reservation's users are unknown) */
+		memset(&acl, 0, sizeof(acl));
+		if (!strcmp(type, EVENT_JOB_ENDED_EARLY)) {
+			acl.job = true;
+			acl.job_uid = json_is_integer(json_object_get(
+				ev, "user_id")) ? (uid_t) json_integer_value(
+				json_object_get(ev, "user_id")) : (uid_t) -1;
+		} else if (!strncmp(type, "part_job_", 9)) {
+			acl.job = acl.resv = true;
+			acl.job_uid = (uid_t) -1;
+		} else if (!strncmp(type, "reservation_", 12)) {
+			acl.resv = true;
+		}
+		_ring_append(seq, text, &acl);	/* drops the oldest if smaller */
+	}
+	return 0;
+}
+
+/* "access" of the state file: who may see each retained event. */
+static int _load_access(json_t *acc)
+{
+	size_t i;
+
+	for (i = 0; i < json_array_size(acc); i++) {
+		json_t *a = json_array_get(acc, i);
+		json_int_t seq;
+		uint32_t k;
+
+		if (json_unpack(a, "{s:I}", "seq", &seq) || (seq <= 0))
+			return -1;
+		k = _ring_first_after((uint64_t) seq - 1);
+		if ((k == ring_cnt) || (RING_AT(k).seq != (uint64_t) seq))
+			continue;	/* pushed out of a smaller buffer */
+		privacy_acl_free(&RING_AT(k).acl);
+		_acl_from_json(a, &RING_AT(k).acl);
 	}
 	return 0;
 }
@@ -811,16 +999,30 @@ static int _load_tracking(json_t *rep, json_t *rv)
 	for (i = 0; i < json_array_size(rv); i++) {
 		json_int_t start, end, cnt;
 		const char *name, *nodes = NULL;
-		int activated, ended;
+		int activated, ended, users_not = 0;
+		json_t *users = NULL;
 		resv_track_t *t;
+		size_t k;
 
 		if (json_unpack(json_array_get(rv, i),
-				"{s:s, s:I, s:I, s?s, s:I, s:b, s:b}",
+				"{s:s, s:I, s:I, s?s, s:I, s:b, s:b, s?o, s?b}",
 				"name", &name, "start", &start, "end", &end,
 				"nodes", &nodes, "node_count", &cnt,
-				"activated", &activated, "ended", &ended))
+				"activated", &activated, "ended", &ended,
+				"users", &users, "users_not", &users_not))
 			return -1;
 		t = _add_resv(name);
+		/* a state file older than "users": nobody but operators
+		 * may see the reservation until it is seen again */
+		if (json_array_size(users))
+			t->u.users = xcalloc(json_array_size(users),
+					     sizeof(uid_t));
+		for (k = 0; k < json_array_size(users); k++)
+			if (json_is_integer(json_array_get(users, k)))
+				t->u.users[t->u.user_cnt++] = (uid_t)
+					json_integer_value(
+						json_array_get(users, k));
+		t->u.users_not = users_not;
 		t->start = start;
 		t->end = end;
 		t->nodes = xstrdup(nodes);
@@ -835,8 +1037,10 @@ static void _reset_tracking(void)
 {
 	uint32_t i;
 
-	for (i = 0; i < ring_cnt; i++)
+	for (i = 0; i < ring_cnt; i++) {
 		free(RING_AT(i).json);
+		privacy_acl_free(&RING_AT(i).acl);
+	}
 	ring_head = ring_cnt = 0;
 	for (i = 0; i < resv_cnt; i++)
 		_free_resv(&resvs[i]);
@@ -848,7 +1052,7 @@ static void _reset_tracking(void)
 static int _parse_state(const char *text, size_t len, void *arg, char *why,
 			size_t why_len)
 {
-	json_t *root, *rep, *rv, *evs;
+	json_t *root, *rep, *rv, *evs, *acc = NULL;
 	json_error_t jerr;
 	json_int_t version, reserved, latest, lost, floor;
 	int clean;
@@ -860,12 +1064,12 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		return -1;
 	}
 	if (json_unpack_ex(root, &jerr, 0,
-			   "{s:I, s:b, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
+			   "{s:I, s:b, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s?o}",
 			   "version", &version, "clean", &clean,
 			   "reserved", &reserved, "latest", &latest,
 			   "lost_upto", &lost, "job_floor", &floor,
 			   "reported_jobs", &rep, "reservations", &rv,
-			   "events", &evs) ||
+			   "events", &evs, "access", &acc) ||
 	    (version != STATE_VERSION) || (reserved < 0) || (latest < 0) ||
 	    (latest > reserved) || (lost < 0) || (lost > latest) ||
 	    !json_is_array(rep) || !json_is_array(rv) ||
@@ -879,7 +1083,8 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 	latest_seq = latest;
 	lost_upto = lost;
 	job_floor = floor;
-	if (_load_events(evs) || _load_tracking(rep, rv)) {
+	if (_load_events(evs) || _load_access(acc) ||
+	    _load_tracking(rep, rv)) {
 		snprintf(why, why_len, "malformed event or tracking record");
 		json_decref(root);
 		_reset_tracking();
@@ -950,6 +1155,7 @@ static void _publish(json_t *batch)
 {
 	size_t n = json_array_size(batch), i;
 	void (*fn)(void);
+	flexco_acl_t *acls;
 	char **texts;
 
 	if (!n)
@@ -964,6 +1170,7 @@ static void _publish(json_t *batch)
 	}
 
 	texts = xcalloc(n, sizeof(char *));
+	acls = xcalloc(n, sizeof(flexco_acl_t));
 	for (i = 0; i < n; i++) {
 		json_t *ev = json_array_get(batch, i), *obj = json_object();
 
@@ -972,16 +1179,21 @@ static void _publish(json_t *batch)
 		json_object_set(obj, "type", json_object_get(ev, "type"));
 		json_object_set(obj, "time", json_object_get(ev, "time"));
 		json_object_update(obj, ev);
+		_acl_from_json(json_object_get(obj, ACL_KEY), &acls[i]);
+		json_object_del(obj, ACL_KEY);
 		texts[i] = json_dumps(obj, JSON_COMPACT);
 		json_decref(obj);
 	}
 
 	slurm_mutex_lock(&ring_lock);
 	for (i = 0; i < n; i++) {
-		if (texts[i])
-			_ring_append(next_seq + i, texts[i]);
-		else if (next_seq + i > lost_upto)
-			lost_upto = next_seq + i;	/* out of memory */
+		if (texts[i]) {
+			_ring_append(next_seq + i, texts[i], &acls[i]);
+		} else {
+			privacy_acl_free(&acls[i]);
+			if (next_seq + i > lost_upto)
+				lost_upto = next_seq + i; /* out of memory */
+		}
 	}
 	latest_seq = next_seq + n - 1;
 	st_published += n;
@@ -991,6 +1203,7 @@ static void _publish(json_t *batch)
 	next_seq += n;
 	dirty = true;
 	xfree(texts);
+	xfree(acls);
 	if (fn)
 		fn();
 }
@@ -1192,38 +1405,39 @@ extern void events_set_listener(void (*fn)(void))
 }
 
 extern char *events_query_json(uint64_t after, uint32_t max,
+			       const flexco_viewer_t *viewer,
 			       events_page_t *page)
 {
-	uint32_t lo, hi, first, n, i;
+	uint32_t first, n = 0, i, k, *pick;
+	uint64_t examined = 0;	/* seq of the last event looked at */
 	size_t size;
 	char *buf, *p;
 
+	if (!(pick = malloc(sizeof(uint32_t) * (max ? max : 1))))
+		return NULL;
 	slurm_mutex_lock(&ring_lock);
 	page->latest = latest_seq;
 	page->oldest = ring_cnt ? RING_AT(0).seq : 0;
 	page->lost = (after < lost_upto) || (after > latest_seq);
 
-	/* first retained event with seq > after (the ring is sorted) */
-	lo = 0;
-	hi = ring_cnt;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (RING_AT(mid).seq <= after)
-			lo = mid + 1;
-		else
-			hi = mid;
+	/*
+	 * Events the caller may not see (PrivateData) are skipped, not
+	 * shown redacted, as squeue leaves other users' jobs out; "next"
+	 * still moves past them, so a client never asks for them again.
+	 */
+	first = _ring_first_after(after);
+	for (k = first; (k < ring_cnt) && (n < max); k++) {
+		examined = RING_AT(k).seq;
+		if (privacy_visible(viewer, &RING_AT(k).acl))
+			pick[n++] = k;
 	}
-	first = lo;
-	n = ring_cnt - first;
-	if (n > max)
-		n = max;
 
 	size = 160;
 	for (i = 0; i < n; i++)
-		size += RING_AT(first + i).len + 1;
+		size += RING_AT(pick[i]).len + 1;
 	if (!(buf = malloc(size))) {
 		slurm_mutex_unlock(&ring_lock);
+		free(pick);
 		return NULL;
 	}
 	p = buf;
@@ -1232,15 +1446,16 @@ extern char *events_query_json(uint64_t after, uint32_t max,
 	for (i = 0; i < n; i++) {
 		if (i)
 			*p++ = ',';
-		memcpy(p, RING_AT(first + i).json, RING_AT(first + i).len);
-		p += RING_AT(first + i).len;
+		memcpy(p, RING_AT(pick[i]).json, RING_AT(pick[i]).len);
+		p += RING_AT(pick[i]).len;
 	}
 	page->count = n;
-	if (n)
-		page->next = RING_AT(first + n - 1).seq;
+	if (examined)
+		page->next = examined;
 	else
 		page->next = page->lost ? latest_seq : after;
 	slurm_mutex_unlock(&ring_lock);
+	free(pick);
 
 	snprintf(p, size - (p - buf),
 		 "],\"next\":%"PRIu64",\"oldest\":%"PRIu64",\"latest\":%"PRIu64",\"lost\":%s}",
@@ -1285,6 +1500,14 @@ extern json_t *events_stats_json(void)
 			    json_string(st_last_save_error) : json_null());
 	slurm_mutex_unlock(&ring_lock);
 	return o;
+}
+
+extern int events_publish_private(const char *type, json_t *fields,
+				  const flexco_acl_t *acl)
+{
+	if (acl && json_is_object(fields))
+		json_object_set_new(fields, ACL_KEY, _acl_json(acl));
+	return events_publish(type, fields);
 }
 
 extern int events_publish(const char *type, json_t *fields)

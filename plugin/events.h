@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "flexco_conf.h"
+#include "privacy.h"
 
 #define EVENTS_STATE_FILE "flexco_events.state"
 
@@ -63,11 +64,14 @@ extern uint64_t events_latest(void);
 
 /*
  * The JSON document {"events":[...],"next":N,"oldest":O,"latest":L,
- * "lost":bool} with at most max events whose seq is greater than after,
- * oldest first.  Returns a malloc'd string (NULL only if out of memory)
- * and fills page.  Never blocks on anything but the buffer's own mutex.
+ * "lost":bool} with at most max events whose seq is greater than after
+ * that viewer may see (slurm.conf PrivateData; NULL: every event), oldest
+ * first.  "next" is the seq of the last event looked at, shown or not.
+ * Returns a malloc'd string (NULL only if out of memory) and fills page.
+ * Never blocks on anything but the buffer's own mutex.
  */
 extern char *events_query_json(uint64_t after, uint32_t max,
+			       const flexco_viewer_t *viewer,
 			       events_page_t *page);
 
 /*
@@ -91,5 +95,13 @@ extern json_t *events_stats_json(void);
  * running (the event is then dropped and counted).
  */
 extern int events_publish(const char *type, json_t *fields);
+
+/*
+ * events_publish() of an event that shows a job or a reservation: acl
+ * (copied) says who may see it when slurm.conf's PrivateData hides other
+ * users' jobs or reservations.
+ */
+extern int events_publish_private(const char *type, json_t *fields,
+				  const flexco_acl_t *acl);
 
 #endif

@@ -45,6 +45,7 @@
 #include "events.h"
 #include "history.h"
 #include "http.h"
+#include "privacy.h"
 #include "resv.h"
 #include "snapshot.h"
 #include "willrun.h"
@@ -245,6 +246,8 @@ struct req {
 	uint64_t after;
 	uint32_t max;
 	uint64_t deadline;	/* CLOCK_MONOTONIC microseconds */
+	flexco_viewer_t viewer;	/* what PrivateData lets the caller see */
+	bool has_viewer;
 	bool waiting;		/* on the waiter list (wait_lock) */
 	req_t *wprev, *wnext;
 };
@@ -289,6 +292,8 @@ static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (req->longpoll)
 		_unwait(req);	/* normally off the list already */
 	_record(req->ep, req->status, _usec_now() - req->t0);
+	if (req->has_viewer)
+		privacy_viewer_free(&req->viewer);
 	free(req->uri);
 	free(req->body);
 	free(req);
@@ -639,13 +644,45 @@ static enum MHD_Result _count_arg(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
-/* Answer a long poll that was resumed (an event, its deadline, or stop). */
+/* wait_lock held: park a long poll; no thread waits for it. */
+static void _suspend(struct MHD_Connection *c, req_t *req)
+{
+	req->longpoll = true;
+	req->conn = c;
+	req->wprev = NULL;
+	req->wnext = waiters;
+	if (waiters)
+		waiters->wprev = req;
+	waiters = req;
+	req->waiting = true;
+	n_waiting++;
+	MHD_suspend_connection(c);
+	pthread_cond_signal(&wait_cond);	/* maybe the next deadline */
+}
+
+/*
+ * Answer a long poll that was resumed (an event, its deadline, or stop).
+ * If every new event is one the caller may not see (PrivateData) and time
+ * is left, park it again past them.
+ */
 static enum MHD_Result _events_resumed(struct MHD_Connection *c, req_t *req)
 {
 	events_page_t page;
+	char *json;
 
-	return _send(c, req, 200, events_query_json(req->after, req->max,
-						    &page), NULL);
+	slurm_mutex_lock(&wait_lock);
+	json = events_query_json(req->after, req->max, &req->viewer, &page);
+	if (json && !page.count && !page.lost && !waits_closed &&
+	    (page.next > req->after) && (page.next >= page.latest) &&
+	    (_usec_now() < req->deadline)) {
+		free(json);
+		req->after = page.next;
+		_suspend(c, req);
+		slurm_mutex_unlock(&wait_lock);
+		return MHD_YES;
+	}
+	slurm_mutex_unlock(&wait_lock);
+	return _send(c, req, 200, json, NULL);
 }
 
 static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
@@ -683,29 +720,25 @@ static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
 		return _error(c, req, 400, "bad_parameter",
 			      "max: an integer from 1 to 1000");
 
+	/* before wait_lock: may take slurmctld's config lock and the
+	 * association manager's user lock (no I/O under either) */
+	privacy_viewer_get(req->uid, _is_daemon_user(req->uid), &req->viewer);
+	req->has_viewer = true;
+
 	slurm_mutex_lock(&wait_lock);
-	json = events_query_json(after, (uint32_t) max, &page);
+	json = events_query_json(after, (uint32_t) max, &req->viewer, &page);
 	if (!json || page.count || page.lost || !wait || waits_closed) {
 		slurm_mutex_unlock(&wait_lock);
 		return _send(c, req, 200, json, NULL);
 	}
 	free(json);
-	/* Nothing yet: park the connection, no thread waits for it. */
-	req->longpoll = true;
-	req->conn = c;
-	req->after = after;
+	/* Nothing yet (or nothing the caller may see): park the
+	 * connection past what was looked at; no thread waits for it. */
+	req->after = page.next;
 	req->max = (uint32_t) max;
 	req->deadline = _usec_now() + wait * 1000000ULL;
-	req->wprev = NULL;
-	req->wnext = waiters;
-	if (waiters)
-		waiters->wprev = req;
-	waiters = req;
-	req->waiting = true;
-	n_waiting++;
 	waits_total++;
-	MHD_suspend_connection(c);
-	pthread_cond_signal(&wait_cond);	/* maybe the next deadline */
+	_suspend(c, req);
 	slurm_mutex_unlock(&wait_lock);
 	return MHD_YES;
 }

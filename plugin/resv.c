@@ -1774,7 +1774,15 @@ static void _publish(const char *type, const rv_t *r, const rj_t *j)
 	json_object_set_new(o, "reservation", json_string(name));
 	json_object_set_new(o, "reservation_id", json_integer(r->id));
 	json_object_set_new(o, "part_index", json_integer(j->part_index));
-	(void) events_publish(type, o);
+	/* a job of the reservation's user in the reservation (PrivateData) */
+	{
+		uid_t user = r->uid;
+		flexco_acl_t acl = { .job = true, .job_uid = r->uid,
+				     .resv = true, .users = &user,
+				     .user_cnt = 1 };
+
+		(void) events_publish_private(type, o, &acl);
+	}
 	xfree(name);
 }
 
