@@ -329,7 +329,8 @@ struct conn {
 	int fd;
 	int phase;		/* PH_* */
 	uint64_t since;		/* CLOCK_MONOTONIC usec the phase began */
-	bool cut;		/* 408 sent, socket shut down */
+	bool requested;		/* the request line is in (_uri_log) */
+	bool cut;		/* socket shut down (408 sent if requested) */
 	conn_t *prev, *next;
 };
 
@@ -417,6 +418,8 @@ static bool _conn_phase(struct MHD_Connection *c, int ph)
 	} else if (cx->phase != ph) {
 		cx->phase = ph;
 		cx->since = _usec_now();
+		if (ph == PH_HEADERS)
+			cx->requested = false;	/* kept alive: a new request */
 		if ((ph != PH_SERVING) && (_conn_deadline(cx) < reaper_next))
 			pthread_cond_signal(&conn_cond);
 	}
@@ -424,7 +427,26 @@ static bool _conn_phase(struct MHD_Connection *c, int ph)
 	return ok;
 }
 
-/* conn_lock held: answer 408 and shut the socket down (see above). */
+/* _uri_log: a request line arrived on c. */
+static void _conn_requested(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	conn_t *cx = ci ? ci->socket_context : NULL;
+
+	if (!cx)
+		return;
+	slurm_mutex_lock(&conn_lock);
+	cx->requested = true;
+	slurm_mutex_unlock(&conn_lock);
+}
+
+/*
+ * conn_lock held: answer 408 and shut the socket down (see above).  No
+ * answer before a request line arrived: a kept-alive connection that
+ * stays idle is closed quietly, as HTTP clients expect, and one that never
+ * sent a request line would not read an answer either.
+ */
 static void _conn_cut(conn_t *cx)
 {
 	bool headers = (cx->phase == PH_HEADERS);
@@ -443,7 +465,8 @@ static void _conn_cut(conn_t *cx)
 		     "Connection: close\r\n"
 		     "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
 	/* a fresh socket's buffer takes it; never block the reaper */
-	if ((n > 0) && (send(cx->fd, msg, (size_t) n,
+	if ((headers ? cx->requested : true) && (n > 0) &&
+	    (send(cx->fd, msg, (size_t) n,
 			     MSG_DONTWAIT | MSG_NOSIGNAL) < 0))
 		debug2("%s: 408 not sent: %m", plugin_type);
 	shutdown(cx->fd, SHUT_RDWR);
@@ -452,8 +475,9 @@ static void _conn_cut(conn_t *cx)
 		cut_headers++;
 	else
 		cut_body++;
-	debug("%s: connection closed with 408: %s not complete within %u s",
-	      plugin_type, headers ? "headers" : "body",
+	debug("%s: connection closed%s: %s not complete within %u s",
+	      plugin_type, (!headers || cx->requested) ? " with 408" : "",
+	      headers ? "headers" : "body",
 	      headers ? hconf->header_timeout : hconf->body_timeout);
 }
 
@@ -542,7 +566,7 @@ static void *_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 	size_t len;
 
 	(void) cls;
-	(void) c;
+	_conn_requested(c);
 	if (!req)
 		return NULL;
 	req->t0 = _usec_now();

@@ -203,9 +203,13 @@ def main():
         first = b"GET /v1/stats HTTP/1.1\r\nHost: x\r\nX-Slow: "
         ths = [threading.Thread(target=trickle, args=(
             port, "127.0.0.3", first, HEADER_TIMEOUT + 10, outs[i])) for i in range(attackers)]
+        # and one that never completes its request line ("GEaaa...")
+        quiet = {}
+        ths.append(threading.Thread(target=trickle, args=(
+            port, "127.0.0.3", b"GE", HEADER_TIMEOUT + 10, quiet)))
         for th in ths:
             th.start()
-        t.ok(t.wait_for(lambda: stats().get("connections", {}).get("open", 0) >= attackers + 1,
+        t.ok(t.wait_for(lambda: stats().get("connections", {}).get("open", 0) >= attackers + 2,
                         10, "the attackers to be connected"),
              "%d clients trickle their headers, a byte every %.1f s" % (attackers, TRICKLE))
         served = [root.get("/v1/profile").status for _ in range(3)]
@@ -222,9 +226,13 @@ def main():
                  "slow headers %d: 408 request_timeout and closed %.2f s after it began "
                  "(HeaderTimeout=%d)" % (i, took, HEADER_TIMEOUT),
                  "%r" % o.get("raw", b"")[:300])
+        took = quiet.get("took", 0)
+        t.ok(HEADER_TIMEOUT - 0.5 <= took <= HEADER_TIMEOUT + SLACK and quiet.get("raw") == b"",
+             "a request line still unfinished at HeaderTimeout: closed without an "
+             "answer after %.2f s" % took, "%r" % quiet.get("raw", b"")[:300])
         c = stats().get("connections", {})
-        t.ok(c.get("cut_headers") == attackers and c.get("cut_body") == 0,
-             "stats count %d connections cut in their headers" % attackers, "%r" % c)
+        t.ok(c.get("cut_headers") == attackers + 1 and c.get("cut_body") == 0,
+             "stats count %d connections cut in their headers" % (attackers + 1), "%r" % c)
 
         # -- BodyTimeout: slow body ---------------------------------------------
         out = {}
