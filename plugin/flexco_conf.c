@@ -30,13 +30,19 @@ extern const char plugin_type[];
 static s_p_options_t flexco_options[] = {
 	{.key = "AuthMaxAge", .type = S_P_UINT32},
 	{.key = "AuthMaxSkew", .type = S_P_UINT32},
+	{.key = "BodyTimeout", .type = S_P_UINT32},
 	{.key = "ConnectionTimeout", .type = S_P_UINT32},
 	{.key = "DaemonUsers", .type = S_P_STRING},
 	{.key = "EventBufferSize", .type = S_P_UINT32},
 	{.key = "EventsRateLimit", .type = S_P_STRING},
+	{.key = "HeaderTimeout", .type = S_P_UINT32},
 	{.key = "ListenAddress", .type = S_P_STRING},
 	{.key = "ListenPort", .type = S_P_UINT16},
 	{.key = "MaxConnections", .type = S_P_UINT32},
+	{.key = "MaxConnectionsPerAddress", .type = S_P_UINT32},
+	{.key = "MaxLongPolls", .type = S_P_UINT32},
+	{.key = "MaxLongPollsPerUser", .type = S_P_UINT32},
+	{.key = "MaxRequestMemory", .type = S_P_UINT32},
 	{.key = "MaxRequestSize", .type = S_P_UINT32},
 	{.key = "MinFit", .type = S_P_STRING},
 	{.key = "MinUserUid", .type = S_P_UINT32},
@@ -54,9 +60,11 @@ static s_p_options_t flexco_options[] = {
 	{.key = NULL}
 };
 
-#define VALID_KEYS "ActForRoot, AuthMaxAge, AuthMaxSkew, ConnectionTimeout, DaemonUsers, " \
-	"EventBufferSize, EventsRateLimit, ListenAddress, ListenPort, " \
-	"MaxConnections, MaxRequestSize, MinFit, MinUserUid, MungeSocket, " \
+#define VALID_KEYS "ActForRoot, AuthMaxAge, AuthMaxSkew, BodyTimeout, " \
+	"ConnectionTimeout, DaemonUsers, EventBufferSize, EventsRateLimit, " \
+	"HeaderTimeout, ListenAddress, ListenPort, MaxConnections, " \
+	"MaxConnectionsPerAddress, MaxLongPolls, MaxLongPollsPerUser, " \
+	"MaxRequestMemory, MaxRequestSize, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
 	"ProfileRateLimit, PublishedShare, QueryUsers, ReplayCachePerUser, " \
 	"ReplayCacheSize, SnapshotJobsPerHold"
@@ -213,6 +221,18 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	    _get_u32(tbl, path, "ConnectionTimeout",
 		     &conf->connection_timeout,
 		     FLEXCO_DEFAULT_CONNECTION_TIMEOUT, 1, 3600) ||
+	    _get_u32(tbl, path, "MaxConnectionsPerAddress",
+		     &conf->max_connections_per_address,
+		     FLEXCO_DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 1, 1024) ||
+	    _get_u32(tbl, path, "HeaderTimeout", &conf->header_timeout,
+		     FLEXCO_DEFAULT_HEADER_TIMEOUT, 1, 3600) ||
+	    _get_u32(tbl, path, "BodyTimeout", &conf->body_timeout,
+		     FLEXCO_DEFAULT_BODY_TIMEOUT, 1, 3600) ||
+	    _get_u32(tbl, path, "MaxLongPolls", &conf->max_long_polls,
+		     FLEXCO_DEFAULT_MAX_LONG_POLLS, 1, 1024) ||
+	    _get_u32(tbl, path, "MaxLongPollsPerUser",
+		     &conf->max_long_polls_per_user,
+		     FLEXCO_DEFAULT_MAX_LONG_POLLS_PER_USER, 1, 1024) ||
 	    _get_u32(tbl, path, "AuthMaxAge", &conf->auth_max_age,
 		     FLEXCO_DEFAULT_AUTH_MAX_AGE, 1, 86400) ||
 	    _get_u32(tbl, path, "AuthMaxSkew", &conf->auth_max_skew,
@@ -240,6 +260,25 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		goto fail;
 	if (!conf->replay_cache_per_user)
 		conf->replay_cache_per_user = conf->replay_cache_size / 4;
+	if (conf->max_long_polls_per_user > conf->max_long_polls) {
+		error("%s: %s: MaxLongPollsPerUser=%u is more than MaxLongPolls=%u",
+		      plugin_type, path, conf->max_long_polls_per_user,
+		      conf->max_long_polls);
+		goto fail;
+	}
+	/* default: 8 MiB, or one largest body if that is more */
+	if (_get_u32(tbl, path, "MaxRequestMemory", &conf->max_request_memory,
+		     (conf->max_request_size > FLEXCO_DEFAULT_MAX_REQUEST_MEMORY) ?
+		     conf->max_request_size :
+		     FLEXCO_DEFAULT_MAX_REQUEST_MEMORY,
+		     1024, 4294967295U))
+		goto fail;
+	if (conf->max_request_memory < conf->max_request_size) {
+		error("%s: %s: MaxRequestMemory=%u is less than MaxRequestSize=%u",
+		      plugin_type, path, conf->max_request_memory,
+		      conf->max_request_size);
+		goto fail;
+	}
 	if (conf->replay_cache_per_user > conf->replay_cache_size) {
 		error("%s: %s: ReplayCachePerUser=%u is more than ReplayCacheSize=%u",
 		      plugin_type, path, conf->replay_cache_per_user,
@@ -348,14 +387,16 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s ListenAddress=%s ListenPort=%u MaxConnections=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
-	     conf->auth_max_age, conf->auth_max_skew,
+	     conf->auth_max_age, conf->auth_max_skew, conf->body_timeout,
 	     conf->connection_timeout,
 	     conf->daemon_users ? conf->daemon_users : "(null)",
 	     conf->event_buffer_size, rate[FLEXCO_RL_EVENTS],
-	     conf->listen_address, conf->listen_port,
-	     conf->max_connections, conf->max_request_size, conf->min_fit,
+	     conf->header_timeout, conf->listen_address, conf->listen_port,
+	     conf->max_connections, conf->max_connections_per_address,
+	     conf->max_long_polls, conf->max_long_polls_per_user,
+	     conf->max_request_memory, conf->max_request_size, conf->min_fit,
 	     conf->min_user_uid,
 	     conf->munge_socket ? conf->munge_socket : "(default)",
 	     conf->history_interval, conf->history_period,

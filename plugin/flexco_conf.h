@@ -18,6 +18,12 @@
 #define FLEXCO_DEFAULT_MAX_CONNECTIONS 32
 #define FLEXCO_DEFAULT_MAX_REQUEST_SIZE (1024 * 1024)
 #define FLEXCO_DEFAULT_CONNECTION_TIMEOUT 10
+#define FLEXCO_DEFAULT_MAX_CONNECTIONS_PER_ADDRESS 16
+#define FLEXCO_DEFAULT_HEADER_TIMEOUT 10
+#define FLEXCO_DEFAULT_BODY_TIMEOUT 30
+#define FLEXCO_DEFAULT_MAX_LONG_POLLS 16
+#define FLEXCO_DEFAULT_MAX_LONG_POLLS_PER_USER 4
+#define FLEXCO_DEFAULT_MAX_REQUEST_MEMORY (8 * 1024 * 1024)
 #define FLEXCO_DEFAULT_PUBLISHED_SHARE 100
 #define FLEXCO_DEFAULT_AUTH_MAX_AGE 300
 #define FLEXCO_DEFAULT_AUTH_MAX_SKEW 60
@@ -50,6 +56,12 @@ typedef struct {
 	uint32_t max_connections;	/* MaxConnections */
 	uint32_t max_request_size;	/* MaxRequestSize, bytes of body */
 	uint32_t connection_timeout;	/* ConnectionTimeout, seconds */
+	uint32_t max_connections_per_address; /* MaxConnectionsPerAddress */
+	uint32_t header_timeout;	/* HeaderTimeout, seconds */
+	uint32_t body_timeout;		/* BodyTimeout, seconds */
+	uint32_t max_long_polls;	/* MaxLongPolls, all users */
+	uint32_t max_long_polls_per_user; /* MaxLongPollsPerUser */
+	uint32_t max_request_memory;	/* MaxRequestMemory, bytes of bodies */
 	uint16_t published_share;	/* PublishedShare, percent */
 	uint32_t auth_max_age;		/* AuthMaxAge, seconds */
 	uint32_t auth_max_skew;		/* AuthMaxSkew, seconds */

@@ -10,6 +10,15 @@
  *  {"error":{"code":...,"message":...}} with a 4xx/5xx status and change
  *  nothing.
  *
+ *  Connection limits (doc/admin.md, "Connection limits"): microhttpd refuses
+ *  connections over MaxConnectionsPerAddress from one address; a reaper
+ *  thread answers 408 and closes a connection whose request headers are not
+ *  complete HeaderTimeout seconds after the request began, or whose body is
+ *  not complete BodyTimeout seconds after its headers, however slowly it
+ *  trickles in; bodies received but not yet authenticated hold at most
+ *  MaxRequestMemory bytes in all (503 beyond); long polls are capped per
+ *  uid and in all (503 beyond).
+ *
  *  Long polls (GET /v1/events?wait=N) hold no thread while they wait: the
  *  handler suspends the connection (MHD_suspend_connection) and puts it on
  *  a waiter list; the waker thread resumes it when an event arrives (the
@@ -23,6 +32,7 @@
 #include "src/common/slurm_xlator.h"	/* must be first */
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -31,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "src/common/log.h"
@@ -70,8 +81,8 @@ enum { EP_PROFILE, EP_STATS, EP_EVENTS, EP_RESV, EP_PROBE, EP_OTHER,
        EP_COUNT };
 static const char *ep_names[EP_COUNT] = { "profile", "stats", "events",
 					  "reservations", "probe", "other" };
-static const int stat_codes[] = { 200, 201, 400, 401, 403, 404, 405, 409,
-				  413, 429, 500, 503 };
+static const int stat_codes[] = { 200, 201, 400, 401, 403, 404, 405, 408,
+				  409, 413, 429, 500, 503 };
 #define N_CODES (sizeof(stat_codes) / sizeof(stat_codes[0]))
 /* latency histogram upper bounds, microseconds; the last bucket is open */
 static const uint64_t lat_bounds[] = { 1000, 10000, 100000, 1000000 };
@@ -232,14 +243,16 @@ struct req {
 	bool uri_too_long;
 	bool started;
 	char *body;
-	size_t body_len, body_cap;
+	size_t body_len;
+	size_t body_cap;	/* allocated, and taken from MaxRequestMemory */
 	bool body_too_large;
+	bool body_no_memory;	/* over MaxRequestMemory: discard, 503 */
 	uint64_t t0;
 	int ep;
 	int status;
 	uid_t uid;		/* authenticated caller */
 	gid_t gid;
-	char retry_after[16];	/* seconds, for a 429 */
+	char retry_after[16];	/* seconds, for a 429 or 503 */
 	/* a long poll (GET /v1/events?wait=N), authenticated and suspended */
 	bool longpoll;
 	struct MHD_Connection *conn;
@@ -249,6 +262,7 @@ struct req {
 	flexco_viewer_t viewer;	/* what PrivateData lets the caller see */
 	bool has_viewer;
 	bool waiting;		/* on the waiter list (wait_lock) */
+	bool daemon_user;	/* exempt from the long-poll caps */
 	req_t *wprev, *wnext;
 };
 
@@ -258,13 +272,304 @@ static flexco_verifier_t *verifier = NULL;
 static uint32_t max_body = FLEXCO_DEFAULT_MAX_REQUEST_SIZE;
 static uint16_t published_share = 100;
 
+/* ---------------------------------------------------------------------- */
+/* request bodies in memory (MaxRequestMemory): every byte of a body buffer
+ * is taken from this budget when allocated and given back when freed, so
+ * bodies received before authentication never hold more than it. */
+
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t mem_used = 0, mem_peak = 0, mem_refused = 0;
+
+static bool _mem_take(size_t n)
+{
+	bool ok;
+
+	slurm_mutex_lock(&mem_lock);
+	ok = hconf && (mem_used + n <= hconf->max_request_memory);
+	if (ok) {
+		mem_used += n;
+		if (mem_used > mem_peak)
+			mem_peak = mem_used;
+	} else {
+		mem_refused++;
+	}
+	slurm_mutex_unlock(&mem_lock);
+	return ok;
+}
+
+static void _mem_give(size_t n)
+{
+	slurm_mutex_lock(&mem_lock);
+	mem_used -= n;
+	slurm_mutex_unlock(&mem_lock);
+}
+
+/* ---------------------------------------------------------------------- */
+/* connections and their deadlines (HeaderTimeout, BodyTimeout)
+ *
+ * microhttpd's ConnectionTimeout only closes a connection that is idle; one
+ * that sends a byte every few seconds stays forever.  So every connection
+ * gets a record (microhttpd's socket context, made and freed by its
+ * connection notifications) with the phase of its current request and
+ * when that phase began: receiving headers (from the accept, or the end of
+ * the previous request on the connection), receiving the body (from the
+ * first call of the handler), or being served (no deadline: the handler
+ * runs, a long poll waits, the answer goes out).  A reaper thread sleeps
+ * until the earliest deadline; a connection past it gets a 408 JSON answer
+ * written to its socket and shutdown(2), which microhttpd sees as the
+ * client going away and closes.  The socket is never closed here:
+ * microhttpd notifies MHD_CONNECTION_NOTIFY_CLOSED (the record leaves the
+ * list under conn_lock) before it closes the descriptor, and the reaper
+ * touches only sockets on the list, under conn_lock, so it never acts on a
+ * descriptor number that was reused.  The handler moves a connection to
+ * the next phase under conn_lock and closes it (MHD_NO) if the reaper cut
+ * it first, so FlexCo never writes an answer of its own after a 408. */
+
+enum { PH_HEADERS, PH_BODY, PH_SERVING };
+
+typedef struct conn conn_t;
+struct conn {
+	int fd;
+	int phase;		/* PH_* */
+	uint64_t since;		/* CLOCK_MONOTONIC usec the phase began */
+	bool requested;		/* the request line is in (_uri_log) */
+	bool cut;		/* socket shut down (408 sent if requested) */
+	conn_t *prev, *next;
+};
+
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conn_cond;
+static conn_t *conns = NULL;		/* conn_lock */
+static uint32_t n_conns = 0;
+static uint64_t conns_total = 0, cut_headers = 0, cut_body = 0;
+static uint64_t reaper_next = 0;	/* when the reaper wakes, usec */
+static bool reaper_running = false, reaper_stop = false;
+static pthread_t reaper_tid;
+
+/* conn_lock held */
+static uint64_t _conn_deadline(const conn_t *cx)
+{
+	uint32_t secs = (cx->phase == PH_HEADERS) ? hconf->header_timeout :
+						    hconf->body_timeout;
+
+	return cx->since + secs * 1000000ULL;
+}
+
+static void _conn_notify(void *cls, struct MHD_Connection *c,
+			 void **socket_context,
+			 enum MHD_ConnectionNotificationCode toe)
+{
+	conn_t *cx = *socket_context;
+
+	(void) cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+			c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (!(cx = calloc(1, sizeof(*cx)))) {
+			/* no record, no deadline: do not serve it */
+			if (ci)
+				shutdown(ci->connect_fd, SHUT_RDWR);
+			return;
+		}
+		cx->fd = ci ? ci->connect_fd : -1;
+		cx->phase = PH_HEADERS;
+		cx->since = _usec_now();
+		slurm_mutex_lock(&conn_lock);
+		cx->next = conns;
+		if (conns)
+			conns->prev = cx;
+		conns = cx;
+		n_conns++;
+		conns_total++;
+		if (_conn_deadline(cx) < reaper_next)
+			pthread_cond_signal(&conn_cond);
+		slurm_mutex_unlock(&conn_lock);
+		*socket_context = cx;
+	} else if ((toe == MHD_CONNECTION_NOTIFY_CLOSED) && cx) {
+		slurm_mutex_lock(&conn_lock);
+		if (cx->prev)
+			cx->prev->next = cx->next;
+		else
+			conns = cx->next;
+		if (cx->next)
+			cx->next->prev = cx->prev;
+		n_conns--;
+		slurm_mutex_unlock(&conn_lock);
+		free(cx);
+		*socket_context = NULL;
+	}
+}
+
+/*
+ * Move the connection of c to phase ph (PH_*); the phase's clock starts
+ * now unless it is the phase the connection is in.  Returns false if the
+ * reaper cut the connection: the caller then answers MHD_NO (close).
+ */
+static bool _conn_phase(struct MHD_Connection *c, int ph)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	conn_t *cx = ci ? ci->socket_context : NULL;
+	bool ok = true;
+
+	if (!cx)
+		return true;
+	slurm_mutex_lock(&conn_lock);
+	if (cx->cut) {
+		ok = false;
+	} else if (cx->phase != ph) {
+		cx->phase = ph;
+		cx->since = _usec_now();
+		if (ph == PH_HEADERS)
+			cx->requested = false;	/* kept alive: a new request */
+		if ((ph != PH_SERVING) && (_conn_deadline(cx) < reaper_next))
+			pthread_cond_signal(&conn_cond);
+	}
+	slurm_mutex_unlock(&conn_lock);
+	return ok;
+}
+
+/* _uri_log: a request line arrived on c. */
+static void _conn_requested(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	conn_t *cx = ci ? ci->socket_context : NULL;
+
+	if (!cx)
+		return;
+	slurm_mutex_lock(&conn_lock);
+	cx->requested = true;
+	slurm_mutex_unlock(&conn_lock);
+}
+
+/*
+ * conn_lock held: answer 408 and shut the socket down (see above).  No
+ * answer before a request line arrived: a kept-alive connection that
+ * stays idle is closed quietly, as HTTP clients expect, and one that never
+ * sent a request line would not read an answer either.
+ */
+static void _conn_cut(conn_t *cx)
+{
+	bool headers = (cx->phase == PH_HEADERS);
+	char body[192], msg[384];
+	int n;
+
+	snprintf(body, sizeof(body),
+		 "{\"error\":{\"code\":\"request_timeout\",\"message\":\"request %s not complete within %s=%u s\"}}",
+		 headers ? "headers" : "body",
+		 headers ? "HeaderTimeout" : "BodyTimeout",
+		 headers ? hconf->header_timeout : hconf->body_timeout);
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 408 Request Timeout\r\n"
+		     "Content-Type: application/json\r\n"
+		     "Cache-Control: no-store\r\n"
+		     "Connection: close\r\n"
+		     "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+	/* a fresh socket's buffer takes it; never block the reaper */
+	if ((headers ? cx->requested : true) && (n > 0) &&
+	    (send(cx->fd, msg, (size_t) n,
+			     MSG_DONTWAIT | MSG_NOSIGNAL) < 0))
+		debug2("%s: 408 not sent: %m", plugin_type);
+	shutdown(cx->fd, SHUT_RDWR);
+	cx->cut = true;
+	if (headers)
+		cut_headers++;
+	else
+		cut_body++;
+	debug("%s: connection closed%s: %s not complete within %u s",
+	      plugin_type, (!headers || cx->requested) ? " with 408" : "",
+	      headers ? "headers" : "body",
+	      headers ? hconf->header_timeout : hconf->body_timeout);
+}
+
+static void *_reaper(void *arg)
+{
+	(void) arg;
+	slurm_mutex_lock(&conn_lock);
+	while (!reaper_stop) {
+		uint64_t now = _usec_now(), next = now + 3600 * 1000000ULL;
+		struct timespec ts;
+		conn_t *cx;
+
+		for (cx = conns; cx; cx = cx->next) {
+			uint64_t dl;
+
+			if (cx->cut || (cx->phase == PH_SERVING) ||
+			    (cx->fd < 0))
+				continue;
+			dl = _conn_deadline(cx);
+			if (now >= dl)
+				_conn_cut(cx);
+			else if (dl < next)
+				next = dl;
+		}
+		reaper_next = next;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		next -= now;
+		ts.tv_sec += next / 1000000;
+		ts.tv_nsec += (next % 1000000) * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&conn_cond, &conn_lock, &ts);
+	}
+	reaper_next = 0;
+	slurm_mutex_unlock(&conn_lock);
+	return NULL;
+}
+
+static void _cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+static int _reaper_start(void)
+{
+	int rc;
+
+	slurm_mutex_lock(&conn_lock);
+	reaper_stop = false;
+	reaper_next = 0;	/* wake at once until it has planned */
+	rc = pthread_create(&reaper_tid, NULL, _reaper, NULL);
+	reaper_running = (rc == 0);
+	slurm_mutex_unlock(&conn_lock);
+	if (rc)
+		error("%s: cannot create the connection reaper thread: %s",
+		      plugin_type, strerror(rc));
+	return rc ? SLURM_ERROR : SLURM_SUCCESS;
+}
+
+static void _reaper_stop(void)
+{
+	slurm_mutex_lock(&conn_lock);
+	if (!reaper_running) {
+		slurm_mutex_unlock(&conn_lock);
+		return;
+	}
+	reaper_stop = true;
+	pthread_cond_signal(&conn_cond);
+	slurm_mutex_unlock(&conn_lock);
+	pthread_join(reaper_tid, NULL);
+	slurm_mutex_lock(&conn_lock);
+	reaper_running = false;
+	slurm_mutex_unlock(&conn_lock);
+}
+
 static void *_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 {
 	req_t *req = calloc(1, sizeof(*req));
 	size_t len;
 
 	(void) cls;
-	(void) c;
+	_conn_requested(c);
 	if (!req)
 		return NULL;
 	req->t0 = _usec_now();
@@ -283,29 +588,61 @@ static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		       enum MHD_RequestTerminationCode toe)
 {
 	req_t *req = *con_cls;
+	bool cut;
 
 	(void) cls;
-	(void) c;
 	(void) toe;
 	if (!req)
 		return;
 	if (req->longpoll)
 		_unwait(req);	/* normally off the list already */
-	_record(req->ep, req->status, _usec_now() - req->t0);
+	/* a next request on this connection starts its header clock now */
+	cut = !_conn_phase(c, PH_HEADERS);
+	_record(req->ep, (cut && !req->status) ? 408 : req->status,
+		_usec_now() - req->t0);
 	if (req->has_viewer)
 		privacy_viewer_free(&req->viewer);
 	free(req->uri);
+	if (req->body_cap)
+		_mem_give(req->body_cap);
 	free(req->body);
 	free(req);
 	*con_cls = NULL;
 }
 
+/*
+ * microhttpd's messages, at most MHD_LOG_BURST a minute: it logs every
+ * connection refused over MaxConnections or MaxConnectionsPerAddress, and a
+ * client that opens them in a loop must not fill slurmctld's log.
+ */
+#define MHD_LOG_BURST 10
 static void _mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static time_t window = 0;
+	static uint32_t count = 0, dropped = 0;
+	time_t now = time(NULL);
+	uint32_t was_dropped = 0;
+	bool drop;
 	char buf[512];
 	size_t n;
 
 	(void) cls;
+	slurm_mutex_lock(&lock);
+	if (now - window >= 60) {
+		was_dropped = dropped;
+		window = now;
+		count = dropped = 0;
+	}
+	drop = (++count > MHD_LOG_BURST);
+	if (drop)
+		dropped++;
+	slurm_mutex_unlock(&lock);
+	if (was_dropped)
+		error("%s: microhttpd: %u more messages in the last minute not logged",
+		      plugin_type, was_dropped);
+	if (drop)
+		return;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	n = strlen(buf);
 	while (n && (buf[n - 1] == '\n'))
@@ -341,11 +678,11 @@ static enum MHD_Result _send(struct MHD_Connection *c, req_t *req, int status,
 	/* doc/auth.md: the scheme on every 401; when to retry on a 503 */
 	if (status == MHD_HTTP_UNAUTHORIZED)
 		MHD_add_response_header(resp, "WWW-Authenticate", "MUNGE");
-	else if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
-		MHD_add_response_header(resp, "Retry-After", "1");
-	else if ((status == MHD_HTTP_TOO_MANY_REQUESTS) && req &&
-		 req->retry_after[0])
-		MHD_add_response_header(resp, "Retry-After", req->retry_after);
+	else if ((status == MHD_HTTP_SERVICE_UNAVAILABLE) ||
+		 (status == MHD_HTTP_TOO_MANY_REQUESTS))
+		MHD_add_response_header(resp, "Retry-After",
+					(req && req->retry_after[0]) ?
+					req->retry_after : "1");
 	if (req)
 		req->status = status;
 	rc = MHD_queue_response(c, status, resp);
@@ -459,18 +796,15 @@ static pthread_once_t wait_once = PTHREAD_ONCE_INIT;
 static req_t *waiters = NULL;	/* doubly linked, wait_lock */
 static uint32_t n_waiting = 0;
 static uint64_t waits_total = 0, waits_woken = 0, waits_timed_out = 0;
+static uint64_t waits_refused = 0;
 static bool waker_running = false, waker_stop = false;
 static bool waits_closed = true;	/* no new suspension (wait_lock) */
 static pthread_t waker_tid;
 
 static void _wait_cond_init(void)
 {
-	pthread_condattr_t attr;
-
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&wait_cond, &attr);
-	pthread_condattr_destroy(&attr);
+	_cond_init(&wait_cond);
+	_cond_init(&conn_cond);
 }
 
 /* wait_lock held */
@@ -732,6 +1066,52 @@ static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
 		return _send(c, req, 200, json, NULL);
 	}
 	free(json);
+	/* MaxLongPollsPerUser, MaxLongPolls (DaemonUsers exempt): a caller
+	 * over them gets 503 with Retry-After, the seconds until the first of
+	 * the polls in its way ends at the latest (doc/events.md). */
+	req->daemon_user = _is_daemon_user(req->uid);
+	if (!req->daemon_user) {
+		uint32_t mine = 0, users = 0;
+		uint64_t mine_end = UINT64_MAX, users_end = UINT64_MAX, end;
+		const req_t *w;
+
+		for (w = waiters; w; w = w->wnext) {
+			if (w->daemon_user)
+				continue;
+			users++;
+			if (w->deadline < users_end)
+				users_end = w->deadline;
+			if (w->uid != req->uid)
+				continue;
+			mine++;
+			if (w->deadline < mine_end)
+				mine_end = w->deadline;
+		}
+		if ((mine >= hconf->max_long_polls_per_user) ||
+		    (users >= hconf->max_long_polls)) {
+			bool per_user = (mine >= hconf->max_long_polls_per_user);
+			uint64_t now = _usec_now(), secs;
+
+			end = per_user ? mine_end : users_end;
+			secs = (end > now) ? (end - now + 999999) / 1000000 : 1;
+			if (secs < 1)
+				secs = 1;
+			waits_refused++;
+			slurm_mutex_unlock(&wait_lock);
+			snprintf(req->retry_after, sizeof(req->retry_after),
+				 "%u", (unsigned) secs);
+			if (per_user)
+				snprintf(msg, sizeof(msg),
+					 "uid %u already waits in %u long polls (MaxLongPollsPerUser); retry in %u s",
+					 req->uid, mine, (unsigned) secs);
+			else
+				snprintf(msg, sizeof(msg),
+					 "%u long polls wait already (MaxLongPolls); retry in %u s",
+					 users, (unsigned) secs);
+			debug("%s: %s %s: %s", plugin_type, "GET", req->uri, msg);
+			return _error(c, req, 503, "too_many_long_polls", msg);
+		}
+	}
 	/* Nothing yet (or nothing the caller may see): park the
 	 * connection past what was looked at; no thread waits for it. */
 	req->after = page.next;
@@ -788,12 +1168,33 @@ static json_t *_stats_json(void)
 	snapshot_get_lock_stats(&ls);
 	slurm_mutex_lock(&wait_lock);
 	json_object_set_new(root, "long_polls", json_pack(
-		"{s:I, s:I, s:I, s:I}",
+		"{s:I, s:I, s:I, s:I, s:I}",
 		"waiting", (json_int_t) n_waiting,
 		"total", (json_int_t) waits_total,
 		"woken", (json_int_t) waits_woken,
-		"timed_out", (json_int_t) waits_timed_out));
+		"timed_out", (json_int_t) waits_timed_out,
+		"refused", (json_int_t) waits_refused));
 	slurm_mutex_unlock(&wait_lock);
+	{
+		json_t *cj;
+
+		slurm_mutex_lock(&conn_lock);
+		cj = json_pack("{s:I, s:I, s:I, s:I}",
+			       "open", (json_int_t) n_conns,
+			       "total", (json_int_t) conns_total,
+			       "cut_headers", (json_int_t) cut_headers,
+			       "cut_body", (json_int_t) cut_body);
+		slurm_mutex_unlock(&conn_lock);
+		slurm_mutex_lock(&mem_lock);
+		json_object_set_new(cj, "body_bytes",
+				    json_integer((json_int_t) mem_used));
+		json_object_set_new(cj, "body_bytes_max",
+				    json_integer((json_int_t) mem_peak));
+		json_object_set_new(cj, "body_refused",
+				    json_integer((json_int_t) mem_refused));
+		slurm_mutex_unlock(&mem_lock);
+		json_object_set_new(root, "connections", cj);
+	}
 	slurm_mutex_lock(&rl_lock);
 	json_object_set_new(root, "rate_limited", json_pack(
 		"{s:I, s:I, s:I}",
@@ -1074,6 +1475,38 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 	return route->fn(c, req);
 }
 
+/* Strict decimal Content-Length; -1 if absent or malformed. */
+static int64_t _content_length(struct MHD_Connection *c)
+{
+	const char *s = MHD_lookup_connection_value(
+		c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	uint64_t v;
+
+	if (!s || _parse_u64(s, INT64_MAX, &v))
+		return -1;
+	return (int64_t) v;
+}
+
+/* Free the body buffer and give its bytes back to MaxRequestMemory. */
+static void _body_drop(req_t *req)
+{
+	if (req->body_cap)
+		_mem_give(req->body_cap);
+	free(req->body);
+	req->body = NULL;
+	req->body_len = req->body_cap = 0;
+}
+
+static enum MHD_Result _no_memory(struct MHD_Connection *c, req_t *req)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg),
+		 "request bodies being received hold MaxRequestMemory=%u bytes; retry later",
+		 hconf->max_request_memory);
+	return _error(c, req, 503, "request_memory_full", msg);
+}
+
 static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 				const char *url, const char *method,
 				const char *version, const char *upload_data,
@@ -1089,21 +1522,42 @@ static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 		return _events_resumed(c, req);
 
 	if (!req->started) {
-		const char *len_s;
+		int64_t len;
 
+		/* headers complete: the body's clock starts */
 		req->started = true;
-		if (req->uri_too_long)
+		if (!_conn_phase(c, PH_BODY))
+			return MHD_NO;
+		if (req->uri_too_long) {
+			if (!_conn_phase(c, PH_SERVING))
+				return MHD_NO;
 			return _error(c, req, 414, "uri_too_long",
 				      "request target too long");
-		len_s = MHD_lookup_connection_value(
-			c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (len_s && (strtoull(len_s, NULL, 10) > max_body)) {
+		}
+		len = _content_length(c);
+		if (len > (int64_t) max_body) {
 			char msg[96];
 
+			if (!_conn_phase(c, PH_SERVING))
+				return MHD_NO;
 			snprintf(msg, sizeof(msg),
 				 "request body larger than %u bytes",
 				 max_body);
 			return _error(c, req, 413, "payload_too_large", msg);
+		}
+		if (len > 0) {
+			/* the whole declared body from MaxRequestMemory, now,
+			 * before a byte of it is read */
+			if (!_mem_take((size_t) len + 1)) {
+				if (!_conn_phase(c, PH_SERVING))
+					return MHD_NO;
+				return _no_memory(c, req);
+			}
+			if (!(req->body = malloc((size_t) len + 1))) {
+				_mem_give((size_t) len + 1);
+				return MHD_NO;
+			}
+			req->body_cap = (size_t) len + 1;
 		}
 		return MHD_YES;
 	}
@@ -1112,18 +1566,31 @@ static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
-		if (req->body_too_large || (req->body_len + n > max_body)) {
-			req->body_too_large = true;
+		if (!_conn_phase(c, PH_BODY))
+			return MHD_NO;	/* past BodyTimeout: 408 sent */
+		if (req->body_too_large || req->body_no_memory)
 			return MHD_YES;	/* discard; answered at the end */
+		if (req->body_len + n > max_body) {
+			_body_drop(req);
+			req->body_too_large = true;
+			return MHD_YES;	/* discard; 413 at the end */
 		}
 		if (req->body_len + n + 1 > req->body_cap) {
+			/* no or a too short Content-Length (chunked) */
 			size_t cap = (req->body_len + n + 1) * 2;
 			char *nb;
 
 			if (cap > (size_t) max_body + 1)
 				cap = (size_t) max_body + 1;
-			if (!(nb = realloc(req->body, cap)))
+			if (!_mem_take(cap - req->body_cap)) {
+				_body_drop(req);
+				req->body_no_memory = true;
+				return MHD_YES;	/* discard; 503 at the end */
+			}
+			if (!(nb = realloc(req->body, cap))) {
+				_mem_give(cap - req->body_cap);
 				return MHD_NO;
+			}
 			req->body = nb;
 			req->body_cap = cap;
 		}
@@ -1133,6 +1600,11 @@ static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 		return MHD_YES;
 	}
 
+	/* the request is complete: no deadline while it is served */
+	if (!_conn_phase(c, PH_SERVING))
+		return MHD_NO;
+	if (req->body_no_memory)
+		return _no_memory(c, req);
 	if (req->body_too_large) {
 		char msg[96];
 
@@ -1202,12 +1674,16 @@ extern int http_start(const flexco_conf_t *conf)
 		MHD_OPTION_SOCK_ADDR, sa,
 		MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned int) conf->max_connections,
+		/* over it microhttpd closes a new connection at once */
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned int) conf->max_connections_per_address,
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned int) conf->connection_timeout,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HEADER_MEMORY,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned int) THREAD_POOL_SIZE,
 		MHD_OPTION_URI_LOG_CALLBACK, _uri_log, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, _completed, NULL,
+		MHD_OPTION_NOTIFY_CONNECTION, _conn_notify, NULL,
 		MHD_OPTION_END);
 	if (!daemon_ptr) {
 		slurm_mutex_unlock(&daemon_lock);
@@ -1218,6 +1694,13 @@ extern int http_start(const flexco_conf_t *conf)
 	started_at = time(NULL);
 	if (_waker_start() != SLURM_SUCCESS) {
 		MHD_stop_daemon(daemon_ptr);	/* nothing suspended yet */
+		daemon_ptr = NULL;
+		slurm_mutex_unlock(&daemon_lock);
+		return SLURM_ERROR;
+	}
+	if (_reaper_start() != SLURM_SUCCESS) {
+		_waker_stop();
+		MHD_stop_daemon(daemon_ptr);
 		daemon_ptr = NULL;
 		slurm_mutex_unlock(&daemon_lock);
 		return SLURM_ERROR;
@@ -1251,6 +1734,7 @@ extern void http_stop(void)
 	/* Resume every long poll first: microhttpd aborts if stopped with a
 	 * suspended connection. */
 	_waker_stop();
+	_reaper_stop();		/* no shutdown() while microhttpd stops */
 	if (d) {
 		MHD_stop_daemon(d);	/* joins microhttpd's threads */
 		info("%s: HTTP service stopped", plugin_type);

@@ -174,7 +174,8 @@ class Client:
     signed for (the cluster's ClusterName for a plugin, FLEXCOD for
     flexcod)."""
 
-    def __init__(self, url, munge_socket, audience, timeout=30, uid=None):
+    def __init__(self, url, munge_socket, audience, timeout=30, uid=None,
+                 source=None):
         u = urllib.parse.urlsplit(url)
         self.host = u.hostname
         self.port = u.port
@@ -182,6 +183,7 @@ class Client:
         self.audience = audience
         self.timeout = timeout
         self.uid = uid  # sign as this uid (None: as ourselves)
+        self.source = source  # connect from this local address (None: any)
 
     SIGN = object()  # auth=SIGN: sign the request (the default)
 
@@ -203,8 +205,9 @@ class Client:
             h["Authorization"] = auth
         if body:
             h.setdefault("Content-Type", "application/json")
-        conn = http.client.HTTPConnection(self.host, self.port,
-                                          timeout=self.timeout)
+        conn = http.client.HTTPConnection(
+            self.host, self.port, timeout=self.timeout,
+            source_address=(self.source, 0) if self.source else None)
         try:
             conn.request(method, target, body=body or None, headers=h)
             r = conn.getresponse()

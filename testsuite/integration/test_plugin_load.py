@@ -83,6 +83,22 @@ BAD_CONFS = [
     ("ReplayCachePerUser over ReplayCacheSize",
      "ListenPort=%(port)d\nReplayCacheSize=2048\nReplayCachePerUser=4096\n",
      "ReplayCachePerUser=4096 is more than ReplayCacheSize=2048"),
+    ("HeaderTimeout=0", "ListenPort=%(port)d\nHeaderTimeout=0\n",
+     "HeaderTimeout=0 is out of range (1-3600)"),
+    ("BodyTimeout too long", "ListenPort=%(port)d\nBodyTimeout=3601\n",
+     "BodyTimeout=3601 is out of range (1-3600)"),
+    ("MaxConnectionsPerAddress=0", "ListenPort=%(port)d\nMaxConnectionsPerAddress=0\n",
+     "MaxConnectionsPerAddress=0 is out of range (1-1024)"),
+    ("MaxLongPolls=0", "ListenPort=%(port)d\nMaxLongPolls=0\n",
+     "MaxLongPolls=0 is out of range (1-1024)"),
+    ("MaxLongPollsPerUser over MaxLongPolls",
+     "ListenPort=%(port)d\nMaxLongPolls=4\nMaxLongPollsPerUser=5\n",
+     "MaxLongPollsPerUser=5 is more than MaxLongPolls=4"),
+    ("MaxRequestMemory under MaxRequestSize",
+     "ListenPort=%(port)d\nMaxRequestSize=65536\nMaxRequestMemory=4096\n",
+     "MaxRequestMemory=4096 is less than MaxRequestSize=65536"),
+    ("MaxRequestMemory too small", "ListenPort=%(port)d\nMaxRequestMemory=100\n",
+     "MaxRequestMemory=100 is out of range"),
     ("no flexco.conf", None, "cannot stat"),
 ]
 
@@ -178,6 +194,12 @@ def main():
                  and pairs.get("SnapshotJobsPerHold") == "250"
                  and pairs.get("ReplayCacheSize") == "65536"
                  and pairs.get("ReplayCachePerUser") == "16384"
+                 and pairs.get("MaxConnectionsPerAddress") == "16"
+                 and pairs.get("HeaderTimeout") == "10"
+                 and pairs.get("BodyTimeout") == "30"
+                 and pairs.get("MaxLongPolls") == "16"
+                 and pairs.get("MaxLongPollsPerUser") == "4"
+                 and pairs.get("MaxRequestMemory") == "8388608"
                  and pairs.get("MungeSocket") == st.get("munge_socket"),
                  "%s: slurmctld's log has one line with every effective "
                  "setting of its flexco.conf" % name, log[-1500:])
