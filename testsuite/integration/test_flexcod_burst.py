@@ -67,6 +67,32 @@ def run(users):
         os.chmod(out, 0o1777)
         t.wait_for(fc.listening, 30, "flexcod to reach every cluster")
 
+        # -- a window with enough nodes at every moment, never the same ------
+        # alpha[1-3] held in the first minute, alpha[2-4] in the second: the
+        # published profile shows one node free throughout, Slurm has none
+        # free for both.  A 1-node co-allocation on alpha ready then is
+        # refused there once (409 not_available); the re-plan must avoid
+        # that window, not give up (it was 409 unplaceable).
+        base = (int(time.time()) // 60 + 30) * 60
+        stamp = lambda e: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(e))
+        for rname, nodes, at in (("frag_a", "alpha[1-3]", base), ("frag_b", "alpha[2-4]", base + 60)):
+            r = grid.run("alpha", ["scontrol", "create", "reservation", "ReservationName=" + rname,
+                                   "Nodes=" + nodes, "StartTime=" + stamp(at), "Duration=1",
+                                   "Users=root"])
+            t.ok(r.returncode == 0, "site reservation %s on %s" % (rname, nodes), r.stdout + r.stderr)
+        st, doc = fc.submit({"nodes": 1, "duration": 100, "ready": base, "clusters": ["alpha"],
+                             "script": "#!/bin/sh\ntrue\n", "std_out": "/dev/null"})
+        parts = (doc or {}).get("parts") or [{}]
+        t.ok(st == 201 and parts[0].get("planned_start", 0) >= base + 60,
+             "1 node on alpha over the fragmented window: placed after it (%s), not refused"
+             % stamp(parts[0].get("planned_start", 0)), "%s %r" % (st, doc))
+        stats = admin.get("/v1/stats").json or {}
+        t.ok(stats.get("violations", 0) >= 1, "... after alpha refused the window once",
+             "%r" % stats.get("violations"))
+        admin.request("DELETE", "/v1/coallocations/%s" % (doc or {}).get("id"))
+        for rname in ("frag_a", "frag_b"):
+            grid.run("alpha", ["scontrol", "delete", "ReservationName=" + rname])
+
         # -- 200 submissions at once ------------------------------------------
         # Sizes 1-7 nodes (above 4 needs two clusters), 60-180 s limits,
         # scripts that end after 1-4 s, long before their limit.
