@@ -304,7 +304,7 @@ Engine::Cluster* Engine::cluster(const std::string& name) {
 }
 
 std::string Engine::key(const CoRecord& co, int attempt, int idx, const char* what) const {
-  return "flexcod-" + store_.instance() + "-" + std::to_string(co.id) + "-" +
+  return "flexcod-" + store_.instance() + "-" + store_.run() + "-" + std::to_string(co.id) + "-" +
          std::to_string(attempt) + "-" + std::to_string(idx) + "-" + what;
 }
 
@@ -1150,7 +1150,7 @@ bool Engine::reconcile_cluster(std::size_t ci) {
     }
     bump("orphans");
     bump("messages.delete");
-    auto d = c.client->delete_reservation(r.id, "flexcod-" + store_.instance() + "-orphan-" +
+    auto d = c.client->delete_reservation(r.id, "flexcod-" + store_.instance() + "-" + store_.run() + "-orphan-" +
                                                     std::to_string(r.id));
     if (d.ok()) {
       fc_info("cluster %s: orphan reservation %s deleted", c.conf.name.c_str(), r.name.c_str());

@@ -264,6 +264,18 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
     Stmt q(db, "SELECT value FROM meta WHERE key='instance'");
     if (q.step() == SQLITE_ROW) s->instance_ = q.str(0);
   }
+  {
+    unsigned char r[4];
+    if (getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+      *error = "getrandom failed";
+      return nullptr;
+    }
+    static const char* hex = "0123456789abcdef";
+    for (unsigned char c : r) {
+      s->run_ += hex[c >> 4];
+      s->run_ += hex[c & 15];
+    }
+  }
   if (s->instance_.empty()) {
     unsigned char r[8];
     if (getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {

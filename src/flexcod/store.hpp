@@ -113,6 +113,10 @@ class Store {
   // A random id made when the database was created: part of every
   // Idempotency-Key, so a fresh database never collides with old keys.
   const std::string& instance() const { return instance_; }
+  // Random at every open of the database (8 hex digits): part of every new
+  // Idempotency-Key, so that a database restored from a backup never sends
+  // a key it already sent after that backup (doc/flexcod.md).
+  const std::string& run() const { return run_; }
 
   // Inserts a co-allocation (id assigned) with its first transition.  With
   // a non-empty `key` (an Idempotency-Key of co->uid) the key is stored
@@ -170,6 +174,7 @@ class Store {
   std::mutex mutex_;
   sqlite3* db_;
   std::string instance_;
+  std::string run_;
 };
 
 std::int64_t now_seconds();
