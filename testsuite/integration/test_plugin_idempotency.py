@@ -9,6 +9,8 @@ DaemonUsers uid's keys cannot evict another uid's (per-uid share of the
 cache, oldest first)."""
 
 import concurrent.futures
+import json
+import os
 import time
 
 import flexcotest as t
@@ -202,6 +204,53 @@ def main():
                           headers={"Idempotency-Key": "flood-0"})
         t.ok(r.status == 200, "uid %d's oldest key was evicted: a new request under it is "
              "carried out" % OTHER, "%s %r" % (r.status, r.raw[:300]))
+
+        # -- across a restart: the bindings are saved; an older state loads -
+        # A record saved by a version before the binding (no method, target
+        # or body_sha256) is matched on (uid, key) alone; a key no signer
+        # can send any more (older versions took any length on confirm,
+        # modify and delete) is dropped, not a reason to reject the copy.
+        state = os.path.join(os.path.dirname(cl["slurm_conf"]), "state", "flexco_resv.json")
+        r = c.request("POST", "/v1/reservations", body=dict(body, start=start + 120),
+                      headers={"Idempotency-Key": "old-1"})
+        old_id = (r.json or {}).get("id")
+        t.ok(r.status == 201, "a second reservation under old-1", "%s %r" % (r.status, r.raw[:300]))
+
+        def make_old():
+            with open(state) as f:
+                doc = json.load(f)
+            keys = doc["requests"]
+            for k in keys:
+                if k["key"] == "old-1":
+                    for field in ("method", "target", "body_sha256"):
+                        del k[field]
+            keys.append({"key": "x" * 200, "uid": 0, "status": 200, "response": "{}",
+                         "when": int(time.time())})
+            with open(state, "w") as f:
+                json.dump(doc, f)
+
+        grid.restart_slurmctld("alpha", while_down=make_old)
+        t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url"))(grid.status()),
+                   30, "the plugin to listen again")
+        sts = (c.get("/v1/stats").json or {}).get("reservations") or {}
+        t.ok((sts.get("state") or {}).get("loaded_from") == "current",
+             "the state with an unbound key and a 200-byte key loads (the current copy)",
+             "%r" % sts.get("state"))
+        n = len(listed())
+        r = c.request("POST", "/v1/reservations", body=dict(body, nodes=2),
+                      headers={"Idempotency-Key": "c-1"})
+        t.ok(r.status == 422 and r.error_code() == "idempotency_key_reused" and len(listed()) == n,
+             "after the restart c-1 is still bound to its request (422)",
+             "%s %r" % (r.status, r.raw[:300]))
+        r = c.request("POST", "/v1/reservations", body=dict(body, nodes=2),
+                      headers={"Idempotency-Key": "old-1"})
+        t.ok(r.status == 201 and (r.json or {}).get("id") == old_id and len(listed()) == n,
+             "an unbound (older) record answers its key as before, nothing made",
+             "%s %r" % (r.status, r.raw[:300]))
+        # root: c-1, f-1, m-1, j-1, the 128-byte key, keep-1, old-1
+        t.ok(idem_stats(c).get("keys") == PER_UID + 7,
+             "the loaded cache: uid %d's %d keys and root's 7 (the 200-byte one dropped)"
+             % (OTHER, PER_UID), "%r" % idem_stats(c))
 
         p = grid.run("alpha", ["scontrol", "ping"])
         t.ok(p.returncode == 0 and "UP" in p.stdout, "slurmctld is alive")
