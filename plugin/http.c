@@ -252,6 +252,8 @@ struct req {
 	int status;
 	uid_t uid;		/* authenticated caller */
 	gid_t gid;
+	const char *idem_key;	/* the signed Idempotency-Key, or NULL */
+	char digest[FLEXCO_AUTH_DIGEST_SIZE];	/* the body's, verified */
 	char retry_after[16];	/* seconds, for a 429 or 503 */
 	/* a long poll (GET /v1/events?wait=N), authenticated and suspended */
 	bool longpoll;
@@ -1250,8 +1252,11 @@ static enum MHD_Result _reservations(struct MHD_Connection *c, req_t *req,
 				     uid_t uid)
 {
 	static const char *const allowed[] = { NULL };
-	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						      "Idempotency-Key");
+	/* the key as verified: signed, and bound to this request */
+	const flexco_idem_req_t rq = {
+		.key = req->idem_key, .method = method, .target = req->uri,
+		.digest = req->digest };
+	const flexco_idem_req_t *key = &rq;
 	char id[32], *json = NULL;
 	const char *slash, *allow;
 	size_t n;
@@ -1423,13 +1428,16 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 		}
 	}
 
-	/* Authenticate every request before saying anything about it. */
+	/* Authenticate every request before saying anything about it: the
+	 * Idempotency-Key, if any, must be the signed one (doc/auth.md). */
 	auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					   MHD_HTTP_HEADER_AUTHORIZATION);
+	req->idem_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    "Idempotency-Key");
 	status = flexco_verifier_verify(verifier, method, req->uri,
-					req->body, req->body_len, auth, &uid,
-					&gid, code, sizeof(code), err,
-					sizeof(err));
+					req->body, req->body_len, auth,
+					req->idem_key, &uid, &gid, req->digest,
+					code, sizeof(code), err, sizeof(err));
 	if (status != 200) {
 		debug("%s: %s %s: %s", plugin_type, method, req->uri, err);
 		return _error(c, req, status, code, err);

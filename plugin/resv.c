@@ -53,6 +53,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "compat.h"
+#include "core/capi_auth.h"
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "events.h"
@@ -68,8 +69,8 @@ extern const char plugin_type[];
 #define MAX_RECORDS 4096		/* live + recently ended */
 #define KEEP_ENDED (24 * 3600)		/* forget ended records after */
 #define IDEM_MAX 4096			/* remembered idempotency keys */
+#define IDEM_PER_UID (IDEM_MAX / 4)	/* of which one uid may hold */
 #define IDEM_KEEP (24 * 3600)
-#define MAX_KEY_LEN 128
 #define DEFAULT_CONFIRM 120
 #define MAX_CONFIRM 3600
 #define MIN_DURATION 60
@@ -106,11 +107,17 @@ typedef struct {
 } rv_t;
 
 typedef struct {
-	char *key;
+	char *key;		/* NULL: a free slot */
 	uint32_t uid;
 	int status;
 	char *response;
 	int64_t when;
+	uint64_t seq;		/* order of storing, with when: oldest first */
+	/* the request the key is bound to; method NULL: a record saved by a
+	 * version before the binding, matched on (uid, key) only */
+	char *method;
+	char *target;
+	char digest[FLEXCO_AUTH_DIGEST_SIZE];
 } idem_t;
 
 static pthread_mutex_t resv_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -119,7 +126,9 @@ static char *state_path = NULL;
 static rv_t *rvs = NULL;
 static int rv_cnt = 0;
 static idem_t idem[IDEM_MAX];
-static int idem_next = 0;
+static uint64_t idem_seq = 0;
+static uint64_t idem_evicted_share = 0;	/* a uid's oldest, for its newest */
+static uint64_t idem_evicted_full = 0;	/* the oldest of all: cache full */
 static uint64_t next_id = 1;
 static uint64_t refused_busy = 0, refused_fit = 0;	/* under resv_lock */
 
@@ -298,6 +307,20 @@ static int _parse_id(const char *s, uint64_t *id)
 /* ---------------------------------------------------------------------- */
 /* idempotency */
 
+static bool _idem_live(const idem_t *e, int64_t now)
+{
+	return e->key && (now - e->when < IDEM_KEEP);
+}
+
+static void _idem_clear(idem_t *e)
+{
+	xfree(e->key);
+	xfree(e->response);
+	xfree(e->method);
+	xfree(e->target);
+	memset(e, 0, sizeof(*e));
+}
+
 static idem_t *_idem_find(const char *key, uid_t uid)
 {
 	int64_t now = time(NULL);
@@ -306,11 +329,32 @@ static idem_t *_idem_find(const char *key, uid_t uid)
 	if (!key)
 		return NULL;
 	for (i = 0; i < IDEM_MAX; i++)
-		if (idem[i].key && (idem[i].uid == uid) &&
-		    (now - idem[i].when < IDEM_KEEP) &&
+		if (_idem_live(&idem[i], now) && (idem[i].uid == uid) &&
 		    !strcmp(idem[i].key, key))
 			return &idem[i];
 	return NULL;
+}
+
+/* Was a stored before b? */
+static bool _idem_older(const idem_t *a, const idem_t *b)
+{
+	return (a->when < b->when) ||
+	       ((a->when == b->when) && (a->seq < b->seq));
+}
+
+/*
+ * An Idempotency-Key no signer may send (doc/auth.md: 1 to 128 bytes of
+ * visible ASCII, not "-"): 400 on every mutation.  The verifier refuses
+ * such a header before this is reached; this keeps the cache's own bound.
+ */
+static int _idem_key_refused(const flexco_idem_req_t *rq, char **json_out)
+{
+	if (!rq || !rq->key || flexco_idempotency_key_valid(rq->key))
+		return 0;
+	*json_out = _err("invalid_request",
+			 "Idempotency-Key must be 1 to %d visible ASCII characters without spaces, and not '-'",
+			 FLEXCO_AUTH_MAX_IDEMPOTENCY_KEY);
+	return 400;
 }
 
 /*
@@ -328,24 +372,71 @@ static bool _idem_final(int status)
 	       ((status >= 400) && (status < 500) && (status != 409));
 }
 
-/* Remember a final answer under (key, uid); returns the entry or NULL. */
-static idem_t *_idem_store(const char *key, uid_t uid, int status,
+/*
+ * Remember a final answer under (key, uid), bound to method, target and
+ * digest (all NULL: unbound, from an old state file); returns the entry or
+ * NULL.  Bounded: a uid holding IDEM_PER_UID live keys loses its own
+ * oldest one, so one DaemonUsers uid cannot evict another's keys; else a
+ * free or expired slot is taken; only when all IDEM_MAX are live (four
+ * uids at their share) does the oldest key of all go.
+ */
+static idem_t *_idem_store(const char *key, uid_t uid, const char *method,
+			   const char *target, const char *digest, int status,
 			   const char *response)
 {
-	idem_t *e;
+	idem_t *e, *free_e = NULL, *oldest = NULL, *own_oldest = NULL;
+	int64_t now = time(NULL);
+	int own = 0, i;
 
 	if (!key || !_idem_final(status))
 		return NULL;
-	e = &idem[idem_next];
-	idem_next = (idem_next + 1) % IDEM_MAX;
-	xfree(e->key);
-	xfree(e->response);
+	for (i = 0; i < IDEM_MAX; i++) {
+		idem_t *x = &idem[i];
+
+		if (!_idem_live(x, now)) {
+			if (!free_e)
+				free_e = x;
+			continue;
+		}
+		if (!oldest || _idem_older(x, oldest))
+			oldest = x;
+		if (x->uid == uid) {
+			own++;
+			if (!own_oldest || _idem_older(x, own_oldest))
+				own_oldest = x;
+		}
+	}
+	if (own >= IDEM_PER_UID) {
+		e = own_oldest;
+		idem_evicted_share++;
+	} else if (free_e) {
+		e = free_e;
+	} else {
+		e = oldest;
+		idem_evicted_full++;
+	}
+	_idem_clear(e);
 	e->key = xstrdup(key);
 	e->uid = uid;
 	e->status = status;
 	e->response = xstrdup(response);
-	e->when = time(NULL);
+	e->when = now;
+	e->seq = ++idem_seq;
+	if (method && target && digest) {
+		e->method = xstrdup(method);
+		e->target = xstrdup(target);
+		snprintf(e->digest, sizeof(e->digest), "%s", digest);
+	}
 	return e;
+}
+
+/* Keep a mutation's final answer under its key (resv_lock held). */
+static void _idem_keep(const flexco_idem_req_t *rq, uid_t uid, int status,
+		       const char *response)
+{
+	if (rq)
+		(void) _idem_store(rq->key, uid, rq->method, rq->target,
+				   rq->digest, status, response);
 }
 
 /* Answer from the idempotency cache: copy for microhttpd (malloc). */
@@ -353,6 +444,36 @@ static int _replay(idem_t *e, char **json_out)
 {
 	*json_out = strdup(e->response ? e->response : "{}");
 	return e->status;
+}
+
+/*
+ * Answer a mutation from the cache (resv_lock held): the stored answer if
+ * (uid, key) was used for this very request (method, target and body
+ * digest), 422 idempotency_key_reused if it was used for another one
+ * (nothing is done).  False: the key is new (or none), carry it out.
+ */
+static bool _idem_answer(const flexco_idem_req_t *rq, uid_t uid,
+			 char **json_out, int *status)
+{
+	idem_t *e;
+
+	if (!rq || !(e = _idem_find(rq->key, uid)))
+		return false;
+	if (e->method && (xstrcmp(e->method, rq->method) ||
+			  xstrcmp(e->target, rq->target) ||
+			  xstrcmp(e->digest, rq->digest))) {
+		bool same = !xstrcmp(e->method, rq->method) &&
+			    !xstrcmp(e->target, rq->target);
+
+		*json_out = _err("idempotency_key_reused",
+				 "Idempotency-Key '%s' was used within %d hours for another request (%s %.200s%s); nothing was done",
+				 rq->key, IDEM_KEEP / 3600, e->method,
+				 e->target, same ? " with another body" : "");
+		*status = 422;
+		return true;
+	}
+	*status = _replay(e, json_out);
+	return true;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -367,14 +488,24 @@ static int _save(void)
 	for (i = 0; i < rv_cnt; i++)
 		json_array_append_new(list, _rv_json(&rvs[i]));
 	for (i = 0; i < IDEM_MAX; i++) {
+		json_t *k;
+
 		if (!idem[i].key)
 			continue;
-		json_array_append_new(keys, json_pack(
-			"{s:s, s:I, s:i, s:s, s:I}", "key", idem[i].key,
+		k = json_pack("{s:s, s:I, s:i, s:s, s:I}", "key", idem[i].key,
 			"uid", (json_int_t) idem[i].uid,
 			"status", idem[i].status,
 			"response", idem[i].response ? idem[i].response : "{}",
-			"when", (json_int_t) idem[i].when));
+			"when", (json_int_t) idem[i].when);
+		if (idem[i].method) {
+			json_object_set_new(k, "method",
+					    json_string(idem[i].method));
+			json_object_set_new(k, "target",
+					    json_string(idem[i].target));
+			json_object_set_new(k, "body_sha256",
+					    json_string(idem[i].digest));
+		}
+		json_array_append_new(keys, k);
 	}
 	json_object_set_new(root, "version", json_integer(1));
 	json_object_set_new(root, "next_id", json_integer(next_id));
@@ -462,11 +593,9 @@ static void _forget_all(void)
 	for (i = 0; i < rv_cnt; i++)
 		_rv_free(&rvs[i]);
 	rv_cnt = 0;
-	for (i = 0; i < IDEM_MAX; i++) {
-		xfree(idem[i].key);
-		xfree(idem[i].response);
-	}
-	idem_next = 0;
+	for (i = 0; i < IDEM_MAX; i++)
+		_idem_clear(&idem[i]);
+	idem_seq = 0;
 	next_id = 1;
 }
 
@@ -583,21 +712,34 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 			next_id = id + 1;
 	}
 	json_array_foreach(keys, i, o) {
-		const char *key = NULL, *resp = NULL;
+		const char *key = NULL, *resp = NULL, *method = NULL,
+			   *target = NULL, *digest = NULL;
 		json_int_t uid = 0, when = 0;
 		int status = 0;
 		idem_t *e;
 
+		/* method, target, body_sha256: all or none (none: saved by
+		 * a version before keys were bound to their request) */
 		if (json_unpack_ex(o, &jerr, JSON_STRICT,
-				   "{s:s, s:I, s:i, s:s, s:I}", "key", &key,
-				   "uid", &uid, "status", &status,
-				   "response", &resp, "when", &when)) {
+				   "{s:s, s:I, s:i, s:s, s:I, s?s, s?s, s?s}",
+				   "key", &key, "uid", &uid, "status", &status,
+				   "response", &resp, "when", &when,
+				   "method", &method, "target", &target,
+				   "body_sha256", &digest) ||
+		    (uid < 0) || (uid > UINT32_MAX) ||
+		    (!method != !target) || (!method != !digest) ||
+		    (digest && (strlen(digest) != FLEXCO_AUTH_DIGEST_SIZE - 1))) {
 			snprintf(why, why_len, "malformed request record %zu",
 				 i);
 			goto bad;
 		}
-		/* answers that are not final (saved by older versions) go */
-		if ((e = _idem_store(key, uid, status, resp)))
+		/* answers that are not final (saved by older versions), and
+		 * keys no signer can send any more (older versions took any
+		 * length on confirm, modify and delete), go */
+		if (!flexco_idempotency_key_valid(key))
+			continue;
+		if ((e = _idem_store(key, uid, method, target, digest, status,
+				     resp)))
 			e->when = when;
 	}
 	json_decref(root);
@@ -1191,8 +1333,8 @@ static int _check_fit(const char *partition, int64_t start, int64_t dur,
 /* ---------------------------------------------------------------------- */
 /* requests */
 
-extern int flexco_resv_create(uid_t uid, const char *request_id, const char *body,
-		       size_t len, char **json_out)
+extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
+			      const char *body, size_t len, char **json_out)
 {
 	static const char *const keys[] = { "user", "nodes", "start",
 					    "duration", "partition",
@@ -1201,7 +1343,6 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 	const char *user, *partition = NULL, *bad;
 	char *node_list = NULL;
 	json_t *o;
-	idem_t *seen;
 	uid_t ruid;
 	uint32_t got = 0;
 	rv_t *r;
@@ -1211,14 +1352,11 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		*json_out = _err("forbidden", "uid %u is not in DaemonUsers", uid);
 		return 403;
 	}
-	if (request_id && (strlen(request_id) > MAX_KEY_LEN)) {
-		*json_out = _err("bad_request", "Idempotency-Key longer than %d",
-				 MAX_KEY_LEN);
-		return 400;
-	}
+	if ((status = _idem_key_refused(rq, json_out)))
+		return status;
+	status = 400;
 	slurm_mutex_lock(&resv_lock);
-	if ((seen = _idem_find(request_id, uid))) {
-		status = _replay(seen, json_out);
+	if (_idem_answer(rq, uid, json_out, &status)) {
 		slurm_mutex_unlock(&resv_lock);
 		return status;
 	}
@@ -1275,8 +1413,7 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 	}
 
 	slurm_mutex_lock(&resv_lock);
-	if ((seen = _idem_find(request_id, uid))) {	/* raced with itself */
-		status = _replay(seen, json_out);
+	if (_idem_answer(rq, uid, json_out, &status)) {	/* raced */
 		slurm_mutex_unlock(&resv_lock);
 		goto out;
 	}
@@ -1362,7 +1499,7 @@ extern int flexco_resv_create(uid_t uid, const char *request_id, const char *bod
 		     plugin_type, NAME_PREFIX, r->id, r->user, r->nodes,
 		     r->node_list, r->start, r->end, r->confirm_by);
 	}
-	_idem_store(request_id, uid, status, *json_out);
+	_idem_keep(rq, uid, status, *json_out);
 	status = _saved(status, json_out);
 	slurm_mutex_unlock(&resv_lock);
 out:
@@ -1399,18 +1536,18 @@ static rv_t *_lookup(uid_t uid, const char *id_s, bool mutate,
 	return r;
 }
 
-extern int flexco_resv_confirm(uid_t uid, const char *request_id, const char *id,
-			char **json_out)
+extern int flexco_resv_confirm(uid_t uid, const flexco_idem_req_t *rq,
+			       const char *id, char **json_out)
 {
-	idem_t *seen;
 	rv_t *r;
 	int status = 200;
 
+	if ((status = _idem_key_refused(rq, json_out)))
+		return status;
+	status = 200;
 	slurm_mutex_lock(&resv_lock);
-	if (_is_daemon(uid) && (seen = _idem_find(request_id, uid))) {
-		status = _replay(seen, json_out);
+	if (_is_daemon(uid) && _idem_answer(rq, uid, json_out, &status))
 		goto out;
-	}
 	if (!_mutable(json_out, &status))
 		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
@@ -1427,31 +1564,32 @@ extern int flexco_resv_confirm(uid_t uid, const char *request_id, const char *id
 				 st_names[r->state]);
 		status = 409;
 	}
-	_idem_store(request_id, uid, status, *json_out);
+	_idem_keep(rq, uid, status, *json_out);
 	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
 	return status;
 }
 
-extern int flexco_resv_modify(uid_t uid, const char *request_id, const char *id,
-		       const char *body, size_t len, char **json_out)
+extern int flexco_resv_modify(uid_t uid, const flexco_idem_req_t *rq,
+			      const char *id, const char *body, size_t len,
+			      char **json_out)
 {
 	static const char *const keys[] = { "start", "nodes", "duration", NULL };
 	int64_t start, nodes, dur, now = time(NULL);
 	char *node_list = NULL;
 	const char *bad;
-	idem_t *seen;
 	json_t *o = NULL;
 	uint32_t got = 0;
 	rv_t *r;
 	int status = 200, rc;
 
+	if ((status = _idem_key_refused(rq, json_out)))
+		return status;
+	status = 200;
 	slurm_mutex_lock(&resv_lock);
-	if (_is_daemon(uid) && (seen = _idem_find(request_id, uid))) {
-		status = _replay(seen, json_out);
+	if (_is_daemon(uid) && _idem_answer(rq, uid, json_out, &status))
 		goto out;
-	}
 	if (!_mutable(json_out, &status))
 		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
@@ -1522,7 +1660,7 @@ extern int flexco_resv_modify(uid_t uid, const char *request_id, const char *id,
 	     r->start, r->end);
 	*json_out = _dump(_rv_json(r));
 store:
-	_idem_store(request_id, uid, status, *json_out);
+	_idem_keep(rq, uid, status, *json_out);
 	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
@@ -1530,18 +1668,18 @@ out:
 	return status;
 }
 
-extern int flexco_resv_delete(uid_t uid, const char *request_id, const char *id,
-		       char **json_out)
+extern int flexco_resv_delete(uid_t uid, const flexco_idem_req_t *rq,
+			      const char *id, char **json_out)
 {
-	idem_t *seen;
 	rv_t *r;
 	int status = 200, rc;
 
+	if ((status = _idem_key_refused(rq, json_out)))
+		return status;
+	status = 200;
 	slurm_mutex_lock(&resv_lock);
-	if (_is_daemon(uid) && (seen = _idem_find(request_id, uid))) {
-		status = _replay(seen, json_out);
+	if (_is_daemon(uid) && _idem_answer(rq, uid, json_out, &status))
 		goto out;
-	}
 	if (!_mutable(json_out, &status))
 		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
@@ -1561,7 +1699,7 @@ extern int flexco_resv_delete(uid_t uid, const char *request_id, const char *id,
 	}
 	*json_out = _dump(_rv_json(r));
 store:
-	_idem_store(request_id, uid, status, *json_out);
+	_idem_keep(rq, uid, status, *json_out);
 	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
@@ -1601,7 +1739,7 @@ extern int flexco_resv_list(uid_t uid, char **json_out)
  * taken and released by flexco_job_submit()), so a retry with the same
  * Idempotency-Key waits for the first one and replays its answer.
  */
-extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
+extern int flexco_resv_job_submit(uid_t uid, const flexco_idem_req_t *rq,
 				  const char *id, const char *body, size_t len,
 				  char **json_out)
 {
@@ -1609,7 +1747,6 @@ extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
 	int64_t now = time(NULL), from, room, nodes, minutes;
 	char *name = NULL, *err_msg = NULL;
 	uint32_t job_id = 0;
-	idem_t *seen;
 	rv_t *r;
 	int status = 201, rc;
 
@@ -1617,16 +1754,12 @@ extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
 		*json_out = _err("forbidden", "uid %u is not in DaemonUsers", uid);
 		return 403;
 	}
-	if (request_id && (strlen(request_id) > MAX_KEY_LEN)) {
-		*json_out = _err("bad_request", "Idempotency-Key longer than %d",
-				 MAX_KEY_LEN);
-		return 400;
-	}
+	if ((status = _idem_key_refused(rq, json_out)))
+		return status;
+	status = 201;
 	slurm_mutex_lock(&resv_lock);
-	if ((seen = _idem_find(request_id, uid))) {
-		status = _replay(seen, json_out);
+	if (_idem_answer(rq, uid, json_out, &status))
 		goto out;
-	}
 	if (!_mutable(json_out, &status))
 		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
@@ -1701,7 +1834,7 @@ extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
 				    "part_index", r->jobs[r->job_cnt - 1].part_index,
 				    "state", "PENDING"));
 store:
-	_idem_store(request_id, uid, status, *json_out);
+	_idem_keep(rq, uid, status, *json_out);
 	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
@@ -1921,13 +2054,43 @@ extern void flexco_resv_fini(void)
 		_rv_free(&rvs[i]);
 	xfree(rvs);
 	rv_cnt = 0;
-	for (i = 0; i < IDEM_MAX; i++) {
-		xfree(idem[i].key);
-		xfree(idem[i].response);
-	}
+	for (i = 0; i < IDEM_MAX; i++)
+		_idem_clear(&idem[i]);
 	xfree(state_path);
 	rconf = NULL;
 	slurm_mutex_unlock(&resv_lock);
+}
+
+static int _cmp_uid(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* The idempotency cache for /v1/stats (resv_lock held). */
+static json_t *_idem_stats_json(void)
+{
+	uint32_t *uids = xcalloc(IDEM_MAX, sizeof(uint32_t));
+	int64_t now = time(NULL);
+	int n = 0, i, run = 0, max_run = 0;
+
+	for (i = 0; i < IDEM_MAX; i++)
+		if (_idem_live(&idem[i], now))
+			uids[n++] = idem[i].uid;
+	qsort(uids, n, sizeof(uint32_t), _cmp_uid);
+	for (i = 0; i < n; i++) {
+		run = (i && (uids[i] == uids[i - 1])) ? run + 1 : 1;
+		if (run > max_run)
+			max_run = run;
+	}
+	xfree(uids);
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I}",
+			 "keys", n, "capacity", IDEM_MAX,
+			 "per_uid", IDEM_PER_UID, "max_uid_keys", max_run,
+			 "keep_seconds", IDEM_KEEP,
+			 "evicted_share", (json_int_t) idem_evicted_share,
+			 "evicted_full", (json_int_t) idem_evicted_full);
 }
 
 extern json_t *flexco_resv_stats_json(void)
@@ -1957,6 +2120,7 @@ extern json_t *flexco_resv_stats_json(void)
 		"last_usec", (json_int_t) del_usec_last,
 		"max_usec", (json_int_t) del_usec_max));
 	json_object_set_new(root, "unaccounted", json_integer(unaccounted));
+	json_object_set_new(root, "idempotency", _idem_stats_json());
 	json_object_set_new(root, "state", json_pack(
 		"{s:s, s:b, s:b, s:I, s:I, s:o, s:o}",
 		"loaded_from", statefile_src_name(loaded_from),

@@ -23,19 +23,33 @@ extern int flexco_resv_init(const flexco_conf_t *conf);
 extern void flexco_resv_fini(void);
 
 /*
+ * A mutation as the verifier authenticated it, for its Idempotency-Key
+ * (doc/reservations.md, "Idempotency"): key is the signed Idempotency-Key
+ * (NULL: none); a key is bound to the method, the request target and the
+ * body digest of the request it was first used for.
+ */
+typedef struct {
+	const char *key;	/* Idempotency-Key or NULL */
+	const char *method;	/* "POST", "PATCH", "DELETE" */
+	const char *target;	/* request target as received: path?query */
+	const char *digest;	/* SHA-256 of the body, 64 lowercase hex */
+} flexco_idem_req_t;
+
+/*
  * Requests.  Each returns an HTTP status and sets *json_out to a malloc'd
  * JSON document (the answer or an error).  uid is the authenticated
- * caller; request_id the client's idempotency key (may be NULL).  None may
- * be called with a slurmctld lock held.
+ * caller; rq the request's idempotency key and what it is bound to.  None
+ * may be called with a slurmctld lock held.
  */
-extern int flexco_resv_create(uid_t uid, const char *request_id, const char *body,
-		       size_t len, char **json_out);
-extern int flexco_resv_confirm(uid_t uid, const char *request_id, const char *id,
-			char **json_out);
-extern int flexco_resv_modify(uid_t uid, const char *request_id, const char *id,
-		       const char *body, size_t len, char **json_out);
-extern int flexco_resv_delete(uid_t uid, const char *request_id, const char *id,
-		       char **json_out);
+extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
+			      const char *body, size_t len, char **json_out);
+extern int flexco_resv_confirm(uid_t uid, const flexco_idem_req_t *rq,
+			       const char *id, char **json_out);
+extern int flexco_resv_modify(uid_t uid, const flexco_idem_req_t *rq,
+			      const char *id, const char *body, size_t len,
+			      char **json_out);
+extern int flexco_resv_delete(uid_t uid, const flexco_idem_req_t *rq,
+			      const char *id, char **json_out);
 extern int flexco_resv_get(uid_t uid, const char *id, char **json_out);
 extern int flexco_resv_list(uid_t uid, char **json_out);
 
@@ -45,7 +59,7 @@ extern int flexco_resv_list(uid_t uid, char **json_out);
  * (DaemonUsers or the reservation's user; 404 for a job not submitted
  * into this reservation).
  */
-extern int flexco_resv_job_submit(uid_t uid, const char *request_id,
+extern int flexco_resv_job_submit(uid_t uid, const flexco_idem_req_t *rq,
 				  const char *id, const char *body, size_t len,
 				  char **json_out);
 extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_id,

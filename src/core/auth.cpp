@@ -127,6 +127,27 @@ Status check_path(std::string_view path) {
   return {};
 }
 
+Status check_idempotency_key(std::string_view key) {
+  if (key.empty()) return make_error(Errc::kInvalidArgument, "Idempotency-Key is empty");
+  if (key.size() > kMaxIdempotencyKeyLength) {
+    return make_error(Errc::kInvalidArgument,
+                      "Idempotency-Key is longer than " + size_text(kMaxIdempotencyKeyLength) +
+                          " characters (" + size_text(key.size()) + ")");
+  }
+  const auto bad = std::find_if_not(key.begin(), key.end(), is_visible);
+  if (bad != key.end()) {
+    return make_error(Errc::kInvalidArgument,
+                      "Idempotency-Key character at offset " +
+                          size_text(static_cast<std::size_t>(bad - key.begin())) +
+                          " is not visible ASCII (0x21-0x7e)");
+  }
+  if (key == kNoIdempotencyKey) {
+    return make_error(Errc::kInvalidArgument,
+                      "Idempotency-Key '-' is reserved (it is how a payload says 'no key')");
+  }
+  return {};
+}
+
 Status check_hex(std::string_view what, std::string_view text, std::size_t length) {
   if (text.size() != length) {
     return make_error(Errc::kInvalidArgument,
@@ -311,6 +332,7 @@ const char* errc_name(Errc code) noexcept {
     case Errc::kExpired: return "expired";
     case Errc::kNotYetValid: return "not_yet_valid";
     case Errc::kReplayed: return "replayed";
+    case Errc::kIdempotencyKeyMismatch: return "idempotency_key_mismatch";
     case Errc::kInvalidRequest: return "invalid_request";
     case Errc::kReplayCacheFull: return "replay_cache_full";
     case Errc::kMungeUnavailable: return "munge_unavailable";
@@ -332,6 +354,7 @@ int http_status(Errc code) noexcept {
     case Errc::kExpired:
     case Errc::kNotYetValid:
     case Errc::kReplayed:
+    case Errc::kIdempotencyKeyMismatch:
       return 401;
     case Errc::kInvalidRequest:
       return 400;
@@ -367,7 +390,24 @@ Status validate_path(std::string_view path) noexcept try {
   return out_of_memory();
 }
 
+Status validate_idempotency_key(std::string_view key) noexcept try {
+  return check_idempotency_key(key);
+} catch (...) {
+  return out_of_memory();
+}
+
 Result<std::string> encode_payload(const Payload& payload) noexcept try {
+  if (payload.version != 3 && payload.version != 2) {
+    return make_error(Errc::kInvalidArgument,
+                      "version must be 3 or 2 (got " + std::to_string(payload.version) + ")");
+  }
+  if (payload.idempotency_key) {
+    if (payload.version == 2) {
+      return make_error(Errc::kInvalidArgument,
+                        "a flexco-auth-v2 payload cannot carry an Idempotency-Key");
+    }
+    if (Status s = check_idempotency_key(*payload.idempotency_key); !s) return s.error();
+  }
   for (const Status& status :
        {check_audience(payload.audience), check_method(payload.method),
         check_path(payload.path), check_hex("body_sha256", payload.body_sha256, kDigestHexLength),
@@ -378,7 +418,8 @@ Result<std::string> encode_payload(const Payload& payload) noexcept try {
   std::string text;
   text.reserve(kMaxPayloadSize);
   for (std::string_view field :
-       {kPayloadVersion, std::string_view(payload.audience),
+       {payload.version == 3 ? kPayloadVersion : kLegacyPayloadVersion,
+        std::string_view(payload.audience),
         std::string_view(payload.method),
         std::string_view(payload.path), std::string_view(payload.body_sha256)}) {
     text.append(field);
@@ -388,6 +429,11 @@ Result<std::string> encode_payload(const Payload& payload) noexcept try {
   text.push_back('\n');
   text.append(payload.nonce);
   text.push_back('\n');
+  if (payload.version == 3) {
+    text.append(payload.idempotency_key ? std::string_view(*payload.idempotency_key)
+                                        : kNoIdempotencyKey);
+    text.push_back('\n');
+  }
   return text;
 } catch (...) {
   return out_of_memory();
@@ -411,18 +457,22 @@ Result<Payload> parse_payload(std::string_view text) noexcept try {
                 "', which names no audience and is no longer accepted; sign '" +
                 std::string(kPayloadVersion) + "' (doc/auth.md)");
   }
-  if (version != kPayloadVersion) {
-    return fail("line 1 is not '" + std::string(kPayloadVersion) + "'");
+  if (version != kPayloadVersion && version != kLegacyPayloadVersion) {
+    return fail("line 1 is not '" + std::string(kPayloadVersion) + "' (nor '" +
+                std::string(kLegacyPayloadVersion) + "')");
   }
+  const bool v3 = version == kPayloadVersion;
+  const std::size_t expected = v3 ? kPayloadFields : kLegacyPayloadFields;
   const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-  if (lines != kPayloadFields) {
+  if (lines != expected) {
     return fail("payload has " + size_text(lines) + " lines, expected " +
-                size_text(kPayloadFields));
+                size_text(expected) + " (" + std::string(version) + ")");
   }
 
   std::string_view field[kPayloadFields];
   std::size_t start = 0;
-  for (std::string_view& f : field) {
+  for (std::size_t i = 0; i < expected; ++i) {
+    std::string_view& f = field[i];
     const std::size_t end = text.find('\n', start);
     f = text.substr(start, end - start);
     start = end + 1;
@@ -451,6 +501,13 @@ Result<Payload> parse_payload(std::string_view text) noexcept try {
                 "sign or leading zeros within int64");
   }
   Payload payload;
+  payload.version = v3 ? 3 : 2;
+  if (v3 && field[7] != kNoIdempotencyKey) {
+    if (Status s = check_idempotency_key(field[7]); !s) {
+      return fail("line 8 (Idempotency-Key): " + std::string(detail_of(s.error())));
+    }
+    payload.idempotency_key = std::string(field[7]);
+  }
   payload.audience = std::string(field[1]);
   payload.method = std::string(field[2]);
   payload.path = std::string(field[3]);
@@ -527,18 +584,22 @@ Result<Signer> Signer::create(SignerConfig config) noexcept try {
 }
 
 Result<std::string> Signer::sign(std::string_view audience, std::string_view method,
-                                 std::string_view path,
-                                 std::string_view body) const noexcept {
-  return sign_at(audience, method, path, body, system_now());
+                                 std::string_view path, std::string_view body,
+                                 std::optional<std::string_view> idempotency_key) const noexcept {
+  return sign_at(audience, method, path, body, system_now(), idempotency_key);
 }
 
 Result<std::string> Signer::sign_at(std::string_view audience, std::string_view method,
                                     std::string_view path, std::string_view body,
-                                    std::int64_t timestamp) const noexcept try {
+                                    std::int64_t timestamp,
+                                    std::optional<std::string_view> idempotency_key) const noexcept try {
   // Validate before drawing randomness, so a bad call costs nothing.
   for (const Status& status : {check_audience(audience), check_method(method),
                                check_path(path), check_timestamp(timestamp)}) {
     if (!status) return status.error();
+  }
+  if (idempotency_key) {
+    if (Status s = check_idempotency_key(*idempotency_key); !s) return s.error();
   }
   Result<std::string> nonce = make_nonce();
   if (!nonce) return nonce.error();
@@ -549,6 +610,7 @@ Result<std::string> Signer::sign_at(std::string_view audience, std::string_view 
   payload.body_sha256 = sha256_hex(body);
   payload.timestamp = timestamp;
   payload.nonce = std::move(nonce).value();
+  if (idempotency_key) payload.idempotency_key = std::string(*idempotency_key);
   return sign_payload(payload);
 } catch (...) {
   return out_of_memory();
@@ -696,13 +758,20 @@ Result<Verifier> Verifier::create(VerifierConfig config) noexcept try {
 }
 
 Result<Identity> Verifier::verify(std::string_view method, std::string_view path,
-                                  std::string_view body,
-                                  std::string_view header_value) const noexcept {
-  return verify(method, path, body, header_value, system_now());
+                                  std::string_view body, std::string_view header_value,
+                                  std::optional<std::string_view> idempotency_key) const noexcept {
+  return verify(method, path, body, header_value, idempotency_key, system_now());
 }
 
 Result<Identity> Verifier::verify(std::string_view method, std::string_view path,
                                   std::string_view body, std::string_view header_value,
+                                  std::int64_t now) const noexcept {
+  return verify(method, path, body, header_value, std::nullopt, now);
+}
+
+Result<Identity> Verifier::verify(std::string_view method, std::string_view path,
+                                  std::string_view body, std::string_view header_value,
+                                  std::optional<std::string_view> idempotency_key,
                                   std::int64_t now) const noexcept try {
   if (!cache_) return make_error(Errc::kInternal, "verifier was moved from");
   if (now < 0 || now > kMaxTime) {
@@ -717,6 +786,11 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
   // 2. The request itself must be one a signer could have signed.
   if (Status s = check_method(method); !s) return relabel(s.error(), Errc::kInvalidRequest);
   if (Status s = check_path(path); !s) return relabel(s.error(), Errc::kInvalidRequest);
+  if (idempotency_key) {
+    if (Status s = check_idempotency_key(*idempotency_key); !s) {
+      return relabel(s.error(), Errc::kInvalidRequest);
+    }
+  }
 
   // 3. MUNGE: who encoded it, when, and is the credential intact and fresh.
   Result<MungeCtx> ctx = make_ctx(config_.socket_path);
@@ -772,8 +846,27 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
     return make_error(Errc::kRequestMismatch,
                       "path (with query) differs from the signed one");
   }
-  if (payload.body_sha256 != sha256_hex(body)) {
+  std::string digest = sha256_hex(body);
+  if (payload.body_sha256 != digest) {
     return make_error(Errc::kRequestMismatch, "body digest differs from the signed one");
+  }
+  if (payload.version == 2 && idempotency_key) {
+    return make_error(Errc::kIdempotencyKeyMismatch,
+                      "the request has an Idempotency-Key, which a " +
+                          std::string(kLegacyPayloadVersion) +
+                          " payload cannot sign; sign " + std::string(kPayloadVersion));
+  }
+  if (payload.idempotency_key && !idempotency_key) {
+    return make_error(Errc::kIdempotencyKeyMismatch,
+                      "the request has no Idempotency-Key, but one was signed");
+  }
+  if (!payload.idempotency_key && idempotency_key) {
+    return make_error(Errc::kIdempotencyKeyMismatch,
+                      "the request has an Idempotency-Key, but none was signed");
+  }
+  if (payload.idempotency_key && *payload.idempotency_key != *idempotency_key) {
+    return make_error(Errc::kIdempotencyKeyMismatch,
+                      "the Idempotency-Key differs from the signed one");
   }
 
   // 5. Our own time window, whatever TTL the signer gave MUNGE.
@@ -815,6 +908,7 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
   identity.uid = uid;
   identity.gid = gid;
   identity.encode_time = static_cast<std::int64_t>(encode_time);
+  identity.body_sha256 = std::move(digest);
   return identity;
 } catch (...) {
   return out_of_memory();

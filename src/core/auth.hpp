@@ -3,13 +3,17 @@
 // model and the error codes are in doc/auth.md; other components must follow
 // it byte for byte).
 //
-// A client signs (audience, method, request-target, body) into the header
+// A client signs (audience, method, request-target, body, Idempotency-Key)
+// into the header
 //
 //     Authorization: MUNGE <munge credential>
 //
 // whose MUNGE payload is the text
 //
-//     flexco-auth-v2\n<audience>\n<METHOD>\n<path?query>\n<sha256(body) hex>\n<unix time>\n<nonce hex>\n
+//     flexco-auth-v3\n<audience>\n<METHOD>\n<path?query>\n<sha256(body) hex>\n<unix time>\n<nonce hex>\n<key or ->\n
+//
+// (flexco-auth-v2, the same without the last line, is still accepted for
+// requests that carry no Idempotency-Key; doc/auth.md, "Versioning")
 //
 // and a server verifies it: MUNGE proves who encoded it (uid, gid, encode
 // time); the payload proves it was made for this very service (the audience:
@@ -58,7 +62,10 @@ namespace flexco::auth {
 
 inline constexpr std::string_view kHeaderName = "Authorization";
 inline constexpr std::string_view kScheme = "MUNGE";  // matched case-insensitively
-inline constexpr std::string_view kPayloadVersion = "flexco-auth-v2";
+inline constexpr std::string_view kPayloadVersion = "flexco-auth-v3";
+// The previous version, without the Idempotency-Key line: accepted only for
+// requests without an Idempotency-Key (doc/auth.md, "Versioning").
+inline constexpr std::string_view kLegacyPayloadVersion = "flexco-auth-v2";
 // The first version, which named no audience: refused (doc/auth.md,
 // "Versioning").
 inline constexpr std::string_view kRefusedPayloadVersion = "flexco-auth-v1";
@@ -74,16 +81,26 @@ inline constexpr std::size_t kMaxPathLength = 2048;    // request-target, '/' + 
 inline constexpr std::size_t kDigestHexLength = 64;    // SHA-256, lowercase hex
 inline constexpr std::size_t kMaxTimestampDigits = 19; // int64 seconds, no sign
 inline constexpr std::size_t kNonceHexLength = 32;     // 128 random bits, lowercase hex
-inline constexpr std::size_t kPayloadFields = 7;       // lines, each ending in '\n'
+// Idempotency-Key: 1-128 bytes of visible ASCII 0x21-0x7e (no space), and
+// not "-", which is how a payload says "no key".
+inline constexpr std::size_t kMaxIdempotencyKeyLength = 128;
+inline constexpr std::string_view kNoIdempotencyKey = "-";
+inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
+inline constexpr std::size_t kPayloadFields = 8;       // v3 lines, each ending in '\n'
+inline constexpr std::size_t kLegacyPayloadFields = 7; // v2 lines
 
-// Largest payload text a well-formed request can produce (2264 bytes).
+// Largest payload text a well-formed request can produce (2393 bytes).
 inline constexpr std::size_t kMaxPayloadSize =
     kPayloadVersion.size() + kMaxAudienceLength + kMaxMethodLength + kMaxPathLength +
-    kDigestHexLength + kMaxTimestampDigits + kNonceHexLength + kPayloadFields;
+    kDigestHexLength + kMaxTimestampDigits + kNonceHexLength + kMaxIdempotencyKeyLength +
+    kPayloadFields;
+static_assert(kPayloadVersion.size() == kLegacyPayloadVersion.size(),
+              "a v2 payload is never longer than a v3 one");
 
 // Longest accepted Authorization header value ("MUNGE " + credential).  A
-// credential for a kMaxPayloadSize payload is about 3.1 KB with munged's
-// default cipher and MAC, so this leaves room for stronger ones.
+// credential for a kMaxPayloadSize payload is about 3.4 KB with munged's
+// default cipher and MAC (check_auth's longest_request_fits signs one), so
+// this leaves room for stronger ones.
 inline constexpr std::size_t kMaxHeaderValueLength = 4096;
 
 // Upper bounds of the configuration values below.
@@ -100,12 +117,14 @@ enum class Errc {
   kMissingCredential = 1,  // "missing_credential": no or empty header value
   kMalformedCredential,    // "malformed_credential": scheme, charset, length
   kMungeRejected,          // "munge_rejected": munged refused the credential
-  kMalformedPayload,       // "malformed_payload": not a flexco-auth-v2 payload
+  kMalformedPayload,       // "malformed_payload": not a flexco-auth-v3/v2 payload
   kWrongAudience,          // "wrong_audience": signed for another service
   kRequestMismatch,        // "request_mismatch": signed for another request
   kExpired,                // "expired": timestamp (or MUNGE TTL) too old
   kNotYetValid,            // "not_yet_valid": timestamp in the future (or rewound)
   kReplayed,               // "replayed": nonce or credential seen before
+  kIdempotencyKeyMismatch, // "idempotency_key_mismatch": Idempotency-Key header
+                           // is not the signed one (or v2 with a key)
   kInvalidRequest,         // "invalid_request" (400): method/path unsignable
   // The server cannot decide now; the client may retry (HTTP 503).
   kReplayCacheFull,        // "replay_cache_full"
@@ -138,12 +157,16 @@ using Status = BasicStatus<Error>;
 // Payload
 
 struct Payload {
+  int version = 3;          // 3 (kPayloadVersion) or 2 (kLegacyPayloadVersion)
   std::string audience;     // the service it is for: [A-Za-z0-9_-]{1,64}
   std::string method;       // "GET", "POST", ...: [A-Z]{1,16}
   std::string path;         // request-target as sent: "/v1/offers?x=1"
   std::string body_sha256;  // sha256_hex(body): 64 lowercase hex digits
   std::int64_t timestamp = 0;  // UTC epoch seconds when signed, >= 0
   std::string nonce;        // 32 lowercase hex digits
+  // The request's Idempotency-Key (validate_idempotency_key); none is
+  // written "-".  Version 3 only: a version 2 payload has none.
+  std::optional<std::string> idempotency_key;
 };
 
 // Field checks shared by encode_payload, parse_payload, Signer and Verifier.
@@ -151,14 +174,18 @@ struct Payload {
 Status validate_audience(std::string_view audience) noexcept;
 Status validate_method(std::string_view method) noexcept;
 Status validate_path(std::string_view path) noexcept;
+// 1..kMaxIdempotencyKeyLength bytes of 0x21-0x7e, not "-".
+Status validate_idempotency_key(std::string_view key) noexcept;
 
 // The payload text; kInvalidArgument if a field is out of its format.
 Result<std::string> encode_payload(const Payload& payload) noexcept;
 
-// Strict inverse of encode_payload: exact version line (flexco-auth-v1 is
-// refused: it names no audience), exactly seven '\n'-terminated fields, each within its length and charset, at most
-// kMaxPayloadSize bytes, nothing after the last '\n'.  Errors have code
-// kMalformedPayload and name the offending field.
+// Strict inverse of encode_payload: exact version line (flexco-auth-v3, or
+// flexco-auth-v2 with one line less; flexco-auth-v1 is refused: it names
+// no audience), exactly eight (v2: seven) '\n'-terminated fields, each
+// within its length and charset, at most kMaxPayloadSize bytes, nothing
+// after the last '\n'.  Errors have code kMalformedPayload and name the
+// offending field.
 Result<Payload> parse_payload(std::string_view text) noexcept;
 
 // ---------------------------------------------------------------------------
@@ -195,15 +222,20 @@ class Signer {
   // kFlexcodAudience.  One signer serves any number of audiences.  `path` is
   // the request-target exactly as it will be sent (path and query string,
   // no normalisation).
+  // `idempotency_key` is the Idempotency-Key header the request will carry
+  // (std::nullopt: none); it is signed too (flexco-auth-v3).
   Result<std::string> sign(std::string_view audience, std::string_view method,
-                           std::string_view path,
-                           std::string_view body) const noexcept;
+                           std::string_view path, std::string_view body,
+                           std::optional<std::string_view> idempotency_key =
+                               std::nullopt) const noexcept;
 
   // Same, with the payload timestamp given (for clients with their own
   // clock source, and for tests).
   Result<std::string> sign_at(std::string_view audience, std::string_view method,
                               std::string_view path, std::string_view body,
-                              std::int64_t timestamp) const noexcept;
+                              std::int64_t timestamp,
+                              std::optional<std::string_view> idempotency_key =
+                                  std::nullopt) const noexcept;
 
   // Low level: sign a complete payload as given (it is validated, nothing
   // is filled in).  Normal callers use sign(); this exists for tools and
@@ -282,6 +314,7 @@ struct Identity {
   uid_t uid = 0;
   gid_t gid = 0;
   std::int64_t encode_time = 0;  // when munged encoded the credential
+  std::string body_sha256;       // the verified body's digest (lowercase hex)
 };
 
 class Verifier {
@@ -300,20 +333,30 @@ class Verifier {
   //   expired/rewound/replayed verdicts map to expired/not_yet_valid/
   //   replayed); the payload parses (malformed_payload), names our audience
   //   (wrong_audience) and this method, path and body digest
-  //   (request_mismatch); now - max_age <=
-  //   timestamp <= now + max_skew (expired, not_yet_valid); (uid, nonce)
-  //   not seen before (replayed, replay_cache_full).
+  //   (request_mismatch) and Idempotency-Key (idempotency_key_mismatch);
+  //   now - max_age <= timestamp <= now + max_skew (expired,
+  //   not_yet_valid); (uid, nonce) not seen before (replayed,
+  //   replay_cache_full).
   // `header_value` is the Authorization field value; pass "" when the
-  // request has none.  `now` is UTC epoch seconds in [0, kMaxTime]
+  // request has none.  `idempotency_key` is the request's Idempotency-Key
+  // header value, std::nullopt when it has none (one that no signer could
+  // sign is invalid_request).  `now` is UTC epoch seconds in [0, kMaxTime]
   // (kInvalidArgument otherwise).  Blocks on munged; thread-safe.
+  Result<Identity> verify(std::string_view method, std::string_view path,
+                          std::string_view body, std::string_view header_value,
+                          std::optional<std::string_view> idempotency_key,
+                          std::int64_t now) const noexcept;
+
+  // Same, for a request without an Idempotency-Key.
   Result<Identity> verify(std::string_view method, std::string_view path,
                           std::string_view body, std::string_view header_value,
                           std::int64_t now) const noexcept;
 
   // Same, with now = the system clock.
   Result<Identity> verify(std::string_view method, std::string_view path,
-                          std::string_view body,
-                          std::string_view header_value) const noexcept;
+                          std::string_view body, std::string_view header_value,
+                          std::optional<std::string_view> idempotency_key =
+                              std::nullopt) const noexcept;
 
   std::size_t replay_cache_size() const noexcept;
   const VerifierConfig& config() const noexcept { return config_; }

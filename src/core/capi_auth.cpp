@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,10 @@ using flexco::capi::put;
 
 static_assert(FLEXCO_AUTH_MAX_TARGET == flexco::auth::kMaxPathLength,
               "capi_auth.h's FLEXCO_AUTH_MAX_TARGET must be the payload's request-target limit");
+static_assert(FLEXCO_AUTH_MAX_IDEMPOTENCY_KEY == flexco::auth::kMaxIdempotencyKeyLength,
+              "capi_auth.h's FLEXCO_AUTH_MAX_IDEMPOTENCY_KEY must be the payload's key limit");
+static_assert(FLEXCO_AUTH_DIGEST_SIZE == flexco::auth::kDigestHexLength + 1,
+              "FLEXCO_AUTH_DIGEST_SIZE is a hex SHA-256 and its NUL");
 
 extern "C" flexco_verifier_t* flexco_verifier_create(
     const char* audience, const char* socket_path, int64_t max_age, int64_t max_skew,
@@ -52,7 +57,8 @@ extern "C" void flexco_verifier_destroy(flexco_verifier_t* v) { delete v; }
 extern "C" int flexco_verifier_verify(flexco_verifier_t* v, const char* method,
                                       const char* path, const char* body,
                                       size_t body_len, const char* header,
-                                      uid_t* uid, gid_t* gid, char* code,
+                                      const char* idem_key, uid_t* uid,
+                                      gid_t* gid, char* digest, char* code,
                                       size_t codelen, char* err,
                                       size_t errlen) {
   try {
@@ -64,7 +70,9 @@ extern "C" int flexco_verifier_verify(flexco_verifier_t* v, const char* method,
     }
     std::string_view b = body ? std::string_view(body, body_len)
                               : std::string_view();
-    auto r = v->verifier.verify(method, path, b, header ? header : "");
+    std::optional<std::string_view> key;
+    if (idem_key != nullptr) key = std::string_view(idem_key);
+    auto r = v->verifier.verify(method, path, b, header ? header : "", key);
     if (!r.ok()) {
       put(code, codelen, flexco::auth::errc_name(r.error().code));
       put(err, errlen, r.error().message);
@@ -72,6 +80,7 @@ extern "C" int flexco_verifier_verify(flexco_verifier_t* v, const char* method,
     }
     if (uid) *uid = r.value().uid;
     if (gid) *gid = r.value().gid;
+    if (digest) put(digest, FLEXCO_AUTH_DIGEST_SIZE, r.value().body_sha256);
     put(code, codelen, "");
     put(err, errlen, "");
     return 200;
@@ -83,4 +92,9 @@ extern "C" int flexco_verifier_verify(flexco_verifier_t* v, const char* method,
     put(err, errlen, "internal error in verification");
   }
   return 500;
+}
+
+extern "C" int flexco_idempotency_key_valid(const char* key) {
+  if (key == nullptr) return 0;
+  return flexco::auth::validate_idempotency_key(key).ok() ? 1 : 0;
 }

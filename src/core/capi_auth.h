@@ -28,6 +28,15 @@ typedef struct flexco_verifier flexco_verifier_t;
 #define FLEXCO_AUTH_MAX_TARGET 2048
 
 /*
+ * An Idempotency-Key is 1 to this many bytes of visible ASCII (0x21-0x7e),
+ * and not "-" (doc/auth.md, flexco-auth-v3).
+ */
+#define FLEXCO_AUTH_MAX_IDEMPOTENCY_KEY 128
+
+/* A body digest: SHA-256 as 64 lowercase hex digits and a NUL. */
+#define FLEXCO_AUTH_DIGEST_SIZE 65
+
+/*
  * audience: the service this verifier speaks for, i.e. the cluster's
  * ClusterName (requests signed for any other audience are refused with
  * wrong_audience, doc/auth.md); socket_path: munged's socket (absolute);
@@ -49,16 +58,22 @@ void flexco_verifier_destroy(flexco_verifier_t *v);
 
 /*
  * Verify one request.  method, path (with its raw query string) and the
- * body exactly as received; header is the Authorization value or NULL.
- * Returns 200 and sets *uid, *gid when authentic; otherwise the HTTP status
+ * body exactly as received; header is the Authorization value or NULL;
+ * idem_key the Idempotency-Key header value or NULL (it must be the signed
+ * one: idempotency_key_mismatch otherwise).  Returns 200 and sets *uid,
+ * *gid and, if digest is not NULL, digest (FLEXCO_AUTH_DIGEST_SIZE bytes:
+ * the body's SHA-256 in hex) when authentic; otherwise the HTTP status
  * (401, 400, 503, 500), an error code name in code (e.g. "expired",
- * "wrong_audience") and a
- * message in err.
+ * "wrong_audience", "idempotency_key_mismatch") and a message in err.
  */
 int flexco_verifier_verify(flexco_verifier_t *v, const char *method,
 			   const char *path, const char *body, size_t body_len,
-			   const char *header, uid_t *uid, gid_t *gid,
+			   const char *header, const char *idem_key,
+			   uid_t *uid, gid_t *gid, char *digest,
 			   char *code, size_t codelen, char *err, size_t errlen);
+
+/* Is key a valid Idempotency-Key (1..128 bytes of 0x21-0x7e, not "-")? */
+int flexco_idempotency_key_valid(const char *key);
 
 #ifdef __cplusplus
 }

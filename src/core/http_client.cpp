@@ -5,10 +5,12 @@
 #include "core/http_client.hpp"
 
 #include <curl/curl.h>
+#include <strings.h>
 
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <optional>
 
 namespace flexco::http {
 
@@ -209,7 +211,17 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
       return true;
     };
     if (signer_.has_value()) {
-      auto h = signer_->sign(config_.audience, method, target, body);
+      // The Idempotency-Key header is signed too (flexco-auth-v3).
+      std::optional<std::string_view> key;
+      for (const auto& h : headers) {
+        if (strcasecmp(h.name.c_str(), std::string(auth::kIdempotencyKeyHeader).c_str()) == 0) {
+          if (key.has_value()) {
+            return make_error(Errc::kInvalidArgument, "more than one Idempotency-Key header");
+          }
+          key = h.value;
+        }
+      }
+      auto h = signer_->sign(config_.audience, method, target, body, key);
       if (!h.ok()) return make_error(Errc::kSignFailed, h.error().message);
       if (!add("Authorization: " + h.value())) return make_error(Errc::kInternal, "out of memory");
     }

@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "core/auth.hpp"
@@ -214,7 +216,11 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
     who.user = "(public)";
   } else {
     const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    auto id = verifier_.verify(method, r.target, r.body, auth != nullptr ? auth : "");
+    // The Idempotency-Key, if any, must be the signed one (flexco-auth-v3).
+    const char* idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
+    std::optional<std::string_view> idem_key;
+    if (idem != nullptr) idem_key = std::string_view(idem);
+    auto id = verifier_.verify(method, r.target, r.body, auth != nullptr ? auth : "", idem_key);
     if (!id.ok()) {
       const auto& e = id.error();
       fc_verbose("%s %s: %s", method.c_str(), r.target.c_str(), e.message.c_str());

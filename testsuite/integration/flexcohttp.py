@@ -12,6 +12,10 @@ specification and the server agree.
     status, doc = c.get("/v1/profile?horizon=3600")
     status, doc = c.request("GET", "/v1/stats", auth=None)      # unsigned
     status, doc = c.request("GET", "/v1/stats", auth="MUNGE x")  # given header
+    c.request("POST", "/v1/reservations", body=b,            # the key is
+              headers={"Idempotency-Key": "k-1"})             # signed too
+    c.request(..., headers={"Idempotency-Key": "k-2"}, sign_key="k-1")
+                                            # sign another key (tampering)
 """
 
 import hashlib
@@ -30,14 +34,19 @@ import warnings
 FLEXCOD = "flexcod"
 
 
-def sign(audience, method, target, body, socket, timestamp=None, uid=None):
+def sign(audience, method, target, body, socket, timestamp=None, uid=None,
+         key=None, version=3):
     """The Authorization header value for one request to the service named
     `audience` (as uid, when given: munge(1) runs as that user, so munged
-    vouches for it)."""
-    payload = "flexco-auth-v2\n%s\n%s\n%s\n%s\n%d\n%s\n" % (
-        audience, method, target, hashlib.sha256(body).hexdigest(),
+    vouches for it).  `key` is the request's Idempotency-Key (None: none);
+    version=2 signs the older flexco-auth-v2 payload, which has no key
+    line."""
+    payload = "flexco-auth-v%d\n%s\n%s\n%s\n%s\n%d\n%s\n" % (
+        version, audience, method, target, hashlib.sha256(body).hexdigest(),
         int(time.time()) if timestamp is None else timestamp,
         os.urandom(16).hex())
+    if version >= 3:
+        payload += "%s\n" % ("-" if key is None else key)
     kw = {"user": uid, "group": uid} if uid is not None else {}
     cred = subprocess.run(["munge", "-S", socket, "-z", "none"],
                           input=payload.encode(), capture_output=True,
@@ -186,12 +195,14 @@ class Client:
         self.source = source  # connect from this local address (None: any)
 
     SIGN = object()  # auth=SIGN: sign the request (the default)
+    SENT = object()  # sign_key=SENT: sign the Idempotency-Key that is sent
 
     def request(self, method, target, body=b"", auth=SIGN, headers=None,
-                sign_as=None):
+                sign_as=None, sign_key=SENT, version=3):
         """Send one request; sign_as=(method, target, body) or
-        (audience, method, target, body) signs something other than what is
-        sent (to test tampering)."""
+        (audience, method, target, body), and sign_key (a key, or None for
+        none), sign something other than what is sent (to test tampering);
+        version=2 signs a flexco-auth-v2 payload."""
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
         elif isinstance(body, str):
@@ -200,7 +211,9 @@ class Client:
         if auth is Client.SIGN:
             s = tuple(sign_as or (method, target, body))
             a, m, t, b = s if len(s) == 4 else (self.audience,) + s
-            h["Authorization"] = sign(a, m, t, b, self.socket, uid=self.uid)
+            key = h.get("Idempotency-Key") if sign_key is Client.SENT else sign_key
+            h["Authorization"] = sign(a, m, t, b, self.socket, uid=self.uid,
+                                      key=key, version=version)
         elif auth is not None:
             h["Authorization"] = auth
         if body:

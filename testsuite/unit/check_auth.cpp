@@ -32,6 +32,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -521,6 +522,7 @@ START_TEST(error_codes_and_statuses) {
       {Errc::kExpired, "expired", 401},
       {Errc::kNotYetValid, "not_yet_valid", 401},
       {Errc::kReplayed, "replayed", 401},
+      {Errc::kIdempotencyKeyMismatch, "idempotency_key_mismatch", 401},
       {Errc::kInvalidRequest, "invalid_request", 400},
       {Errc::kReplayCacheFull, "replay_cache_full", 503},
       {Errc::kMungeUnavailable, "munge_unavailable", 503},
@@ -551,8 +553,9 @@ START_TEST(payload_round_trip) {
   const auth::Payload p = sample_payload(1700000000);
   auto text = auth::encode_payload(p);
   expect_ok(text, "encode_payload");
-  const std::string expected = "flexco-auth-v2\nalpha\nPOST\n/v1/reservations?cluster=alpha\n" +
-                               p.body_sha256 + "\n1700000000\n" + kNonce + "\n";
+  // flexco-auth-v3; no Idempotency-Key is the line "-".
+  const std::string expected = "flexco-auth-v3\nalpha\nPOST\n/v1/reservations?cluster=alpha\n" +
+                               p.body_sha256 + "\n1700000000\n" + kNonce + "\n-\n";
   EXPECT_STR_EQ(text.value(), expected);
   auto back = auth::parse_payload(text.value());
   expect_ok(back, "parse_payload");
@@ -562,6 +565,65 @@ START_TEST(payload_round_trip) {
   EXPECT_STR_EQ(back.value().body_sha256, p.body_sha256);
   ck_assert_int_eq(back.value().timestamp, p.timestamp);
   EXPECT_STR_EQ(back.value().nonce, p.nonce);
+  ck_assert_int_eq(back.value().version, 3);
+  ck_assert(!back.value().idempotency_key.has_value());
+}
+END_TEST
+
+START_TEST(payload_v3_idempotency_key) {
+  // Issue 14 §1.8: the key is the 8th line, exactly as sent.
+  auth::Payload p = sample_payload(1700000000);
+  p.idempotency_key = "k-1";
+  auto text = auth::encode_payload(p);
+  expect_ok(text, "encode_payload with a key");
+  EXPECT_STR_EQ(text.value(), "flexco-auth-v3\nalpha\nPOST\n/v1/reservations?cluster=alpha\n" +
+                                  p.body_sha256 + "\n1700000000\n" + kNonce + "\nk-1\n");
+  auto back = auth::parse_payload(text.value());
+  expect_ok(back, "parse_payload with a key");
+  ck_assert(back.value().idempotency_key.has_value());
+  EXPECT_STR_EQ(*back.value().idempotency_key, "k-1");
+
+  // Every visible ASCII byte, 128 of them: the longest key.
+  std::string all;
+  for (int c = 0x21; c <= 0x7e; ++c) all.push_back(static_cast<char>(c));
+  p.idempotency_key = all + std::string(auth::kMaxIdempotencyKeyLength - all.size(), 'z');
+  text = auth::encode_payload(p);
+  expect_ok(text, "encode_payload, 128-byte key of every visible byte");
+  back = auth::parse_payload(text.value());
+  expect_ok(back, "parse_payload, 128-byte key");
+  EXPECT_STR_EQ(*back.value().idempotency_key, *p.idempotency_key);
+
+  // Keys the encoder refuses: "-" (it means none), empty, too long, bytes
+  // outside 0x21-0x7e.
+  for (const std::string& bad :
+       {std::string("-"), std::string(), std::string(129, 'k'), std::string("a b"),
+        std::string("a\tb"), std::string("a\nb"), std::string("a\x7f"), std::string("caf\xc3\xa9"),
+        std::string("a\0b", 3)}) {
+    p.idempotency_key = bad;
+    expect_error(auth::encode_payload(p), Errc::kInvalidArgument, "encode bad key");
+    expect_error(auth::validate_idempotency_key(bad), Errc::kInvalidArgument,
+                 "validate_idempotency_key");
+  }
+  expect_ok(auth::validate_idempotency_key("sreserve-0123"), "validate_idempotency_key");
+  expect_ok(auth::validate_idempotency_key(std::string(128, 'k')), "validate 128");
+
+  // flexco-auth-v2 (7 lines, no key line) is still parsed, as version 2.
+  const std::string v2 = "flexco-auth-v2\nalpha\nGET\n/v1/co\n" + kEmptyDigest +
+                         "\n1700000000\n" + kNonce + "\n";
+  back = auth::parse_payload(v2);
+  expect_ok(back, "parse_payload v2");
+  ck_assert_int_eq(back.value().version, 2);
+  ck_assert(!back.value().idempotency_key.has_value());
+  text = auth::encode_payload(back.value());
+  expect_ok(text, "encode_payload v2");
+  EXPECT_STR_EQ(text.value(), v2);
+  // ... and can carry no key.
+  p = back.value();
+  p.idempotency_key = "k-1";
+  expect_error(auth::encode_payload(p), Errc::kInvalidArgument, "v2 with a key");
+  p.idempotency_key.reset();
+  p.version = 4;
+  expect_error(auth::encode_payload(p), Errc::kInvalidArgument, "version 4");
 }
 END_TEST
 
@@ -571,6 +633,7 @@ START_TEST(payload_limits_accepted) {
   p.audience = std::string(auth::kMaxAudienceLength, 'a');
   p.method = std::string(auth::kMaxMethodLength, 'M');
   p.path = "/" + std::string(auth::kMaxPathLength - 1, 'p');
+  p.idempotency_key = std::string(auth::kMaxIdempotencyKeyLength, 'k');
   auto text = auth::encode_payload(p);
   expect_ok(text, "encode_payload at the limits");
   ck_assert_uint_eq(text.value().size(), auth::kMaxPayloadSize);
@@ -601,6 +664,14 @@ std::string payload_text(const std::string& version, const std::string& audience
          "\n" + nonce + "\n";
 }
 
+// A flexco-auth-v3 payload: v2's lines (with v3's version line) and the key.
+std::string payload_v3(const std::string& key, const std::string& audience = "alpha",
+                       const std::string& method = "GET", const std::string& path = "/v1/x?a=1",
+                       const std::string& ts = "1700000000") {
+  return payload_text("flexco-auth-v3", audience, method, path, kEmptyDigest, ts, kNonce) +
+         key + "\n";
+}
+
 const std::vector<BadPayload>& bad_payloads() {
   static const std::vector<BadPayload> table = [] {
     const std::string v = "flexco-auth-v2", a = "alpha", m = "GET", p = "/v1/x?a=1",
@@ -618,7 +689,21 @@ const std::vector<BadPayload>& bad_payloads() {
         {"version 1", v1, "no longer accepted"},
         {"version 1 with an audience line", payload_text("flexco-auth-v1", a, m, p, d, t, n),
          "no longer accepted"},
-        {"other version", payload_text("flexco-auth-v3", a, m, p, d, t, n), "line 1"},
+        {"other version", payload_text("flexco-auth-v4", a, m, p, d, t, n), "line 1"},
+        // flexco-auth-v3: line 8 is the Idempotency-Key, "-" for none.
+        {"v3 without its key line", payload_text("flexco-auth-v3", a, m, p, d, t, n), "7 lines"},
+        {"v3 with nine lines", payload_v3("-") + "k\n", "9 lines"},
+        {"v3 empty key line", payload_v3(""), "line 8"},
+        {"v3 key with space", payload_v3("k 1"), "line 8"},
+        {"v3 key with tab", payload_v3("k\t1"), "line 8"},
+        {"v3 key with CR", payload_v3("k1\r"), "line 8"},
+        {"v3 key with DEL", payload_v3("k\x7f"), "line 8"},
+        {"v3 key with UTF-8", payload_v3("caf\xc3\xa9"), "line 8"},
+        {"v3 key with NUL", payload_v3(std::string("k\0", 2)), "line 8"},
+        {"v3 key too long", payload_v3(std::string(129, 'k')), "line 8"},
+        {"v3 key and CRLF", payload_v3("k1\r\n"), "9 lines"},
+        {"v3 bad nonce", payload_text("flexco-auth-v3", a, m, p, d, t, "x") + "-\n", "line 7"},
+        {"v3 oversize", payload_v3(std::string(auth::kMaxPayloadSize, 'k')), "more than"},
         {"version with CR", payload_text(v + "\r", a, m, p, d, t, n), "line 1"},
         {"CRLF lines", v + "\r\n" + a + "\r\n" + m + "\r\n" + p + "\r\n" + d + "\r\n" + t +
          "\r\n" + n + "\r\n", "line 1"},
@@ -1133,11 +1218,11 @@ START_TEST(foreign_payload_rejected) {
   expect_error(r, Errc::kMalformedPayload, "foreign payload");
   r = verifier.verify("GET", "/v1/co", "", raw_munge_encode(nullptr, 0));
   expect_error(r, Errc::kMalformedPayload, "empty payload");
-  const std::string v3 = payload_text("flexco-auth-v3", kAudience, "GET", "/v1/co", kEmptyDigest,
-                                      std::to_string(now_s()), random_nonce());
+  const std::string v4 = payload_text("flexco-auth-v4", kAudience, "GET", "/v1/co", kEmptyDigest,
+                                      std::to_string(now_s()), random_nonce()) + "-\n";
   r = verifier.verify("GET", "/v1/co", "",
-                      raw_munge_encode(v3.data(), static_cast<int>(v3.size())));
-  expect_error(r, Errc::kMalformedPayload, "version 3 payload");
+                      raw_munge_encode(v4.data(), static_cast<int>(v4.size())));
+  expect_error(r, Errc::kMalformedPayload, "version 4 payload");
   ck_assert_uint_eq(verifier.replay_cache_size(), 0);
 }
 END_TEST
@@ -1201,6 +1286,78 @@ START_TEST(version_1_refused) {
 }
 END_TEST
 
+START_TEST(idempotency_key_signed) {
+  // Issue 14 §1.8: the Idempotency-Key header must be the signed one.
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier();
+  const std::string body = "{\"nodes\":4}";
+  const std::string path = "/v1/reservations";
+  auto sign_key = [&](std::optional<std::string_view> key) {
+    auto h = signer.sign(kAudience, "POST", path, body, key);
+    ck_assert_msg(h.ok(), "sign: %s", h.ok() ? "" : h.error().message.c_str());
+    return h.value();
+  };
+  const std::string with_k1 = sign_key("k-1");
+  EXPECT_STR_EQ(*raw_munge_decode(with_k1).idempotency_key, "k-1");
+  ck_assert(!raw_munge_decode(sign_key(std::nullopt)).idempotency_key.has_value());
+
+  auto r = verifier.verify("POST", path, body, sign_key("k-1"), std::string_view("k-2"));
+  expect_error(r, Errc::kIdempotencyKeyMismatch, "key changed after signing");
+  ck_assert(contains(r.error().message, "differs"));
+  r = verifier.verify("POST", path, body, sign_key(std::nullopt), std::string_view("k-1"));
+  expect_error(r, Errc::kIdempotencyKeyMismatch, "key added after signing");
+  ck_assert(contains(r.error().message, "none was signed"));
+  r = verifier.verify("POST", path, body, sign_key("k-1"), std::nullopt);
+  expect_error(r, Errc::kIdempotencyKeyMismatch, "signed key removed");
+  ck_assert(contains(r.error().message, "no Idempotency-Key"));
+  r = verifier.verify("POST", path, body, sign_key("k-1"), std::string_view("K-1"));
+  expect_error(r, Errc::kIdempotencyKeyMismatch, "compared byte for byte");
+  ck_assert_uint_eq(verifier.replay_cache_size(), 0);
+
+  // The signed key: accepted, and the identity carries the body digest.
+  auto id = verifier.verify("POST", path, body, sign_key("k-1"), std::string_view("k-1"));
+  expect_ok(id, "the signed key");
+  EXPECT_STR_EQ(id.value().body_sha256, flexco::sha256_hex(body));
+  expect_ok(verifier.verify("POST", path, body, sign_key(std::nullopt), std::nullopt),
+            "no key, none signed");
+
+  // A header no signer could sign is 400 before any IPC (the credential
+  // is not used up).
+  const std::string h = sign_key("k-1");
+  for (const std::string& bad : {std::string(), std::string(129, 'k'), std::string("k 1"),
+                                 std::string("-"), std::string("caf\xc3\xa9")}) {
+    expect_error(verifier.verify("POST", path, body, h, std::string_view(bad)),
+                 Errc::kInvalidRequest, "unsignable key header");
+  }
+  expect_ok(verifier.verify("POST", path, body, h, std::string_view("k-1")), "untouched header");
+
+  expect_error(signer.sign(kAudience, "POST", path, body, std::string(129, 'k')),
+               Errc::kInvalidArgument, "sign a 129-byte key");
+  expect_error(signer.sign(kAudience, "POST", path, body, std::string_view("a b")),
+               Errc::kInvalidArgument, "sign a key with a space");
+}
+END_TEST
+
+START_TEST(version_2_without_key_only) {
+  // flexco-auth-v2 stays accepted for requests without an Idempotency-Key
+  // (doc/auth.md, "Versioning"); with one it is refused: v2 cannot sign it.
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier verifier = make_verifier();
+  auth::Payload p = sample_payload(now_s());
+  p.version = 2;
+  p.nonce = random_nonce();
+  const std::string body = "{\"nodes\":4}";
+  expect_ok(verifier.verify(p.method, p.path, body, sign_payload_or_fail(signer, p)),
+            "v2 without a key");
+  p.nonce = random_nonce();
+  auto r = verifier.verify(p.method, p.path, body, sign_payload_or_fail(signer, p),
+                           std::string_view("k-1"));
+  expect_error(r, Errc::kIdempotencyKeyMismatch, "v2 with a key");
+  ck_assert(contains(r.error().message, "flexco-auth-v3"));
+  ck_assert_uint_eq(verifier.replay_cache_size(), 1);
+}
+END_TEST
+
 START_TEST(invalid_request_and_sign_input) {
   const auth::Signer signer = make_signer(g_munged.socket);
   const auth::Verifier verifier = make_verifier();
@@ -1234,9 +1391,13 @@ START_TEST(longest_request_fits) {
   const std::string body(1 << 20, 'b');
   const std::string audience(auth::kMaxAudienceLength, 'a');
   const auth::Verifier longest = make_verifier(300, 60, 1024, g_munged.socket, audience);
-  const std::string header = sign_for_or_fail(signer, audience, method, path, body);
+  const std::string key(auth::kMaxIdempotencyKeyLength, 'k');
+  auto signed_ = signer.sign(audience, method, path, body, key);
+  expect_ok(signed_, "sign the longest request");
+  const std::string header = signed_.value();
+  // The v3 payload (with a 128-byte key) still fits the header limit.
   ck_assert_uint_le(header.size(), auth::kMaxHeaderValueLength);
-  expect_ok(longest.verify(method, path, body, header), "longest request");
+  expect_ok(longest.verify(method, path, body, header, key), "longest request");
   expect_error(signer.sign(kAudience, method, path + "x", body), Errc::kInvalidArgument, "path + 1");
   expect_error(signer.sign(audience + "a", method, path, body), Errc::kInvalidArgument,
                "audience + 1");
@@ -1385,6 +1546,7 @@ Suite* make_suite() {
   tcase_add_test(format, error_codes_and_statuses);
   tcase_add_test(format, allowed_uids);
   tcase_add_test(format, payload_round_trip);
+  tcase_add_test(format, payload_v3_idempotency_key);
   tcase_add_test(format, payload_limits_accepted);
   tcase_add_loop_test(format, payload_parser_rejects, 0, static_cast<int>(bad_payloads().size()));
   tcase_add_test(format, payload_encoder_rejects);
@@ -1411,6 +1573,8 @@ Suite* make_suite() {
   tcase_add_test(munge, foreign_payload_rejected);
   tcase_add_test(munge, wrong_audience_refused);
   tcase_add_test(munge, version_1_refused);
+  tcase_add_test(munge, idempotency_key_signed);
+  tcase_add_test(munge, version_2_without_key_only);
   tcase_add_test(munge, invalid_request_and_sign_input);
   tcase_add_test(munge, longest_request_fits);
   tcase_add_test(munge, replay_cache_full_then_recovers);
