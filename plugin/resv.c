@@ -29,6 +29,7 @@
 
 #include "src/common/slurm_xlator.h"	/* must be first */
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -102,6 +103,7 @@ typedef struct {
 	int64_t start, end, created, confirm_by, changed;
 	int state;
 	char *reason;
+	char *owner;		/* the client's tag (its instance), or NULL */
 	rj_t *jobs;		/* part jobs submitted into it */
 	int job_cnt;
 } rv_t;
@@ -236,6 +238,8 @@ static json_t *_rv_json(const rv_t *r)
 			    json_integer(r->confirm_by) : json_null());
 	json_object_set_new(o, "reason", r->reason ?
 			    json_string(r->reason) : json_null());
+	json_object_set_new(o, "owner", r->owner ?
+			    json_string(r->owner) : json_null());
 	jobs = json_array();
 	for (i = 0; i < r->job_cnt; i++)
 		json_array_append_new(jobs, json_pack(
@@ -267,12 +271,30 @@ static rv_t *_find(uint64_t id)
 	return NULL;
 }
 
+/*
+ * A client's tag on its reservations (flexcod sends its instance): 1 to 64
+ * bytes of A-Z a-z 0-9 . _ -.  The plugin only keeps and shows it, so
+ * that each client knows its own reservations from another's.
+ */
+static bool _owner_ok(const char *s)
+{
+	size_t n = 0;
+
+	if (!s)
+		return false;
+	for (; s[n]; n++)
+		if (!isalnum((unsigned char) s[n]) && !strchr("._-", s[n]))
+			return false;
+	return (n >= 1) && (n <= 64);
+}
+
 static void _rv_free(rv_t *r)
 {
 	xfree(r->user);
 	xfree(r->partition);
 	xfree(r->node_list);
 	xfree(r->reason);
+	xfree(r->owner);
 	xfree(r->jobs);
 	r->job_cnt = 0;
 }
@@ -635,20 +657,21 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		json_int_t id = 0, uid = 0, nodes = 0, start = 0, end = 0,
 			   created = 0, changed = 0;
 		json_t *jp = NULL, *jn = NULL, *jc = NULL, *jr = NULL,
-		       *jobs = NULL;
+		       *jw = NULL, *jobs = NULL;
 		char *want;
 		bool name_ok;
 
 		/* nullable fields are read as values, not unpacked */
 		if (json_unpack_ex(o, &jerr, JSON_STRICT,
-				   "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o}",
+				   "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s?o, s:o}",
 				   "id", &id, "name", &name, "user", &user,
 				   "uid", &uid, "nodes", &nodes,
 				   "start", &start, "end", &end,
 				   "state", &st, "created", &created,
 				   "changed", &changed, "partition", &jp,
 				   "node_list", &jn, "confirm_by", &jc,
-				   "reason", &jr, "jobs", &jobs) ||
+				   "reason", &jr, "owner", &jw,
+				   "jobs", &jobs) ||
 		    (id < 1) || (id > (json_int_t) 9007199254740992LL) ||
 		    (_st_from_name(st) < 0) || (uid < 0) ||
 		    (uid > UINT32_MAX) || (nodes < 0) ||
@@ -658,6 +681,7 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		    !(json_is_string(jn) || json_is_null(jn)) ||
 		    !(json_is_integer(jc) || json_is_null(jc)) ||
 		    !(json_is_string(jr) || json_is_null(jr)) ||
+		    (jw && !json_is_null(jw) && !_owner_ok(json_string_value(jw))) ||
 		    _find(id)) {
 			snprintf(why, why_len, "malformed reservation record %zu (%s)",
 				 i, jerr.text[0] ? jerr.text : "bad values");
@@ -684,6 +708,7 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		r.partition = xstrdup(json_string_value(jp));
 		r.node_list = xstrdup(json_string_value(jn));
 		r.reason = xstrdup(json_string_value(jr));
+		r.owner = jw ? xstrdup(json_string_value(jw)) : NULL;
 		json_array_foreach(jobs, j, jo) {
 			json_int_t jid = 0, sub = 0;
 			int pi = 0, started = 0, ended = 0;
@@ -1338,9 +1363,9 @@ extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
 {
 	static const char *const keys[] = { "user", "nodes", "start",
 					    "duration", "partition",
-					    "confirm_within", NULL };
+					    "confirm_within", "owner", NULL };
 	int64_t nodes, start, dur, confirm, now = time(NULL);
-	const char *user, *partition = NULL, *bad;
+	const char *user, *partition = NULL, *owner = NULL, *bad;
 	char *node_list = NULL;
 	json_t *o;
 	uid_t ruid;
@@ -1378,6 +1403,14 @@ extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
 		if (!partition || !*partition || (strlen(partition) > 64)) {
 			*json_out = _err("bad_request",
 					 "'partition' must be a partition name");
+			goto bad;
+		}
+	}
+	if (json_object_get(o, "owner")) {
+		owner = json_string_value(json_object_get(o, "owner"));
+		if (!_owner_ok(owner)) {
+			*json_out = _err("bad_request",
+					 "'owner' must be 1 to 64 of A-Z a-z 0-9 . _ -");
 			goto bad;
 		}
 	}
@@ -1443,6 +1476,7 @@ extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
 	r->uid = ruid;
 	r->nodes = nodes;
 	r->partition = xstrdup(partition);
+	r->owner = xstrdup(owner);
 	r->start = start;
 	r->end = start + dur;
 	r->created = now;

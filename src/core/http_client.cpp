@@ -336,6 +336,7 @@ Result<Reservation> reservation_from_json(const json_t* j) {
   if (!get_int(j, "confirm_by", &r.confirm_by, true)) return bad(what, "confirm_by");
   if (!get_str(j, "reason", &r.reason, true)) return bad(what, "reason");
   if (!get_int(j, "created", &r.created, true)) return bad(what, "created");
+  if (!get_str(j, "owner", &r.owner, true)) return bad(what, "owner");
   const json_t* jobs = json_object_get(j, "jobs");
   if (jobs != nullptr && !json_is_null(jobs)) {
     if (!json_is_array(jobs)) return bad(what, "jobs");
@@ -454,6 +455,7 @@ Result<Reservation> PluginClient::create_reservation(const ReservationRequest& q
   json_object_set_new(b.get(), "duration", json_integer(q.duration));
   if (!q.partition.empty()) json_object_set_new(b.get(), "partition", json_string(q.partition.c_str()));
   if (q.confirm_within > 0) json_object_set_new(b.get(), "confirm_within", json_integer(q.confirm_within));
+  if (!q.owner.empty()) json_object_set_new(b.get(), "owner", json_string(q.owner.c_str()));
   return parse_with<Reservation>(call("POST", "/v1/reservations", b.get(), key, 0, cancel),
                                  reservation_from_json);
 }

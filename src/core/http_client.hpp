@@ -152,6 +152,7 @@ struct Reservation {
   std::int64_t confirm_by = 0;  // 0 when null
   std::string reason;
   std::int64_t created = 0;     // when the plugin made the record (0 if absent)
+  std::string owner;            // the creator's tag, "" when null or absent
   std::vector<std::int64_t> job_ids;  // part jobs submitted into it
 };
 
@@ -162,6 +163,7 @@ struct ReservationRequest {
   std::int64_t duration = 0;
   std::string partition;        // "" = default partition
   std::int64_t confirm_within = 0;  // 0 = plugin default (120 s)
+  std::string owner;                // "" = none; 1-64 of A-Z a-z 0-9 . _ -
 };
 
 struct PartJobRequest {

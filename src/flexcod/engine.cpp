@@ -303,6 +303,8 @@ Engine::Cluster* Engine::cluster(const std::string& name) {
   return nullptr;
 }
 
+std::string Engine::owner_tag() const { return "flexcod-" + store_.instance(); }
+
 std::string Engine::key(const CoRecord& co, int attempt, int idx, const char* what) const {
   return "flexcod-" + store_.instance() + "-" + store_.run() + "-" + std::to_string(co.id) + "-" +
          std::to_string(attempt) + "-" + std::to_string(idx) + "-" + what;
@@ -717,6 +719,7 @@ Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRec
     q.duration = p.planned_end - p.planned_start;
     q.partition = c->conf.partition;
     q.confirm_within = confirm_within;
+    q.owner = owner_tag();
     bump("messages.reserve");
     fr.push_back(std::async(std::launch::async, [c, q, k = p.resv_key, &abort]() {
       auto r = c->client->create_reservation(q, k, &abort);
@@ -978,6 +981,7 @@ bool Engine::release_part(const CoRecord& co, PartRecord& p) {
     q.duration = p.planned_end - p.planned_start;
     q.partition = c->conf.partition;
     q.confirm_within = conf.confirm_within;
+    q.owner = owner_tag();
     bump("messages.reserve");
     auto r = c->client->create_reservation(q, p.resv_key);
     if (!r.ok()) {
@@ -1143,6 +1147,16 @@ bool Engine::reconcile_cluster(std::size_t ci) {
   for (const auto& r : list.value()) {
     if (r.state != "tentative" && r.state != "confirmed" && r.state != "creating") continue;
     if (known.count(r.id)) continue;
+    if (r.owner != owner_tag()) {
+      // Another flexcod's (another database, a test instance), or made
+      // without an owner (by hand, or by a flexcod before 0.2): not ours
+      // to delete.  Told once per reconciliation; counted in /v1/stats.
+      bump("foreign_reservations");
+      fc_info("cluster %s: reservation %s belongs to %s, not to this flexcod (%s); left alone",
+              c.conf.name.c_str(), r.name.c_str(),
+              r.owner.empty() ? "no flexcod" : r.owner.c_str(), owner_tag().c_str());
+      continue;
+    }
     if (in_flight) {
       fc_info("cluster %s: reservation %s is not ours yet, but a create is in flight; "
               "not deleted now", c.conf.name.c_str(), r.name.c_str());
@@ -2533,7 +2547,7 @@ ApiResult Engine::stats() {
   }
   set(o, "messages", msgs);
   set_int(o, "moves", store_.count_moves());
-  for (const char* k : {"violations", "replans", "rollbacks", "orphans", "moves_abandoned",
+  for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations", "moves_abandoned",
                         "resched_passes", "late_parts"}) {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);

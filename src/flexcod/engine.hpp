@@ -167,6 +167,9 @@ class Engine {
   JsonPtr co_json(const CoRecord& co, bool full);
   std::optional<CoRecord> visible(const Caller& who, std::int64_t id);
   Cluster* cluster(const std::string& name);
+  // The tag on every reservation this flexcod makes ("flexcod-<instance>"):
+  // its orphan sweep deletes only reservations with this owner.
+  std::string owner_tag() const;
   std::string key(const CoRecord& co, int attempt, int idx, const char* what) const;
   void bump(const std::string& what, std::int64_t n = 1);
   // The co-allocation's transition that its current parts' states imply

@@ -7,15 +7,19 @@ Idempotency-Key holds a random part made at each start of flexcod, so the
 plugins never take the new co-allocation's requests for B's (before, the
 keys were the same and the plugins answered with B's reservations: a
 rolled-back attempt at best).  B's reservations, which the restored
-database does not know, are deleted as orphans of this instance."""
+database does not know, are deleted as orphans of this instance.  A
+second flexcod with a database of its own on the same clusters leaves the
+first one's reservations alone: they carry the first one's owner tag."""
 
 import os
 import sqlite3
+import subprocess
 import tempfile
 import time
 
 import flexcotest as t
 from flexcodtest import Flexcod, script, slurm_reservations
+from flexcohttp import FLEXCOD, Client
 
 
 def main():
@@ -82,6 +86,47 @@ def main():
         t.ok(c_res and all(name in res.get(cl, []) for cl, name in c_res)
              and not (c_res & b_res),
              "C's reservations are its own and exist in Slurm", "%r %r %r" % (c_res, b_res, res))
+        # -- a second flexcod with its own database on the same clusters -----
+        # Its reconciliation sees A's and C's reservations, which its
+        # database does not know: they carry the first one's owner tag, so
+        # they are not its orphans (before, it deleted them).
+        d2 = tempfile.mkdtemp(prefix="flexcod-second-")
+        conf2 = os.path.join(d2, "flexcod.conf")
+        port2 = fc.info["port"] + 7
+        with open(fc.info["conf"]) as f:
+            text = f.read()
+        with open(conf2, "w") as f:
+            f.write(text.replace("ListenPort=%d" % fc.info["port"], "ListenPort=%d" % port2)
+                    .replace("StateFile=" + fc.info["state_file"], "StateFile=%s/db" % d2)
+                    .replace("PidFile=", "PidFile=%s/pid\n#" % d2))
+        env = dict(os.environ, FLEXCOD_CONF=conf2)
+        second = subprocess.Popen([fc.info["program"], "-D", "-L", os.path.join(d2, "log")],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            c2 = Client("http://127.0.0.1:%d" % port2, fc.socket, FLEXCOD, timeout=60)
+
+            def reconciled():
+                try:
+                    cl = (c2.get("/v1/clusters").json or {}).get("clusters", [])
+                except OSError:
+                    return False
+                return len(cl) == 3 and all(x.get("reconciled") for x in cl)
+            t.ok(t.wait_for(reconciled, 60, "the second flexcod to reconcile"),
+                 "a second flexcod with its own database reconciled every cluster")
+            st2 = c2.get("/v1/stats").json or {}
+            res = slurm_reservations(grid)
+            t.ok(all(name in res.get(cl, []) for cl, name in c_res)
+                 and st2.get("orphans") == 0 and st2.get("foreign_reservations", 0) >= 2,
+                 "... and left the first one's reservations alone (foreign, not orphans)",
+                 "%r %r %r" % (c_res, res, st2))
+            t.ok(fc.get(a["id"])[1].get("state") == "scheduled"
+                 and fc.get(c["id"])[1].get("state") == "scheduled",
+                 "the first flexcod's co-allocations are still scheduled")
+        finally:
+            second.terminate()
+            second.wait(30)
+
         for co in (a, c):
             admin.request("DELETE", "/v1/coallocations/%s" % co.get("id"))
 

@@ -281,6 +281,25 @@ def main():
         t.ok(r.status == 201 and (r.json or {}).get("id", 0) > tent.get("id", 0),
              "ids are not reused after the restart", "%r" % r.raw[:200])
 
+        # -- owner: a client's tag, kept and shown (issue 15 §1.4) -----------
+        for bad_owner in ("", "a b", "x" * 65, 7):
+            r = c.request("POST", "/v1/reservations",
+                          body={"user": "root", "nodes": 1, "start": int(time.time()) + 20000,
+                                "duration": 120, "owner": bad_owner})
+            t.ok(r.status == 400 and r.error_code() == "bad_request",
+                 "owner %r: 400 bad_request" % (bad_owner,), "%s %r" % (r.status, r.raw[:200]))
+        r = c.request("POST", "/v1/reservations",
+                      body={"user": "root", "nodes": 1, "start": int(time.time()) + 20000,
+                            "duration": 120, "owner": "flexcod-0123abcd.x_y"})
+        oid = (r.json or {}).get("id")
+        listed = [x for x in (c.get("/v1/reservations").json or {}).get("reservations", [])
+                  if x.get("id") == oid]
+        t.ok(r.status == 201 and r.json.get("owner") == "flexcod-0123abcd.x_y"
+             and listed and listed[0].get("owner") == "flexcod-0123abcd.x_y",
+             "a reservation made with an owner shows it in its record and the list",
+             "%s %r" % (r.status, r.raw[:300]))
+        c.request("DELETE", "/v1/reservations/%s" % oid)
+
         # -- enough nodes at every moment, but never the same ones -----------
         # (issue 15 §1.7) alpha[1-3] held for the first minute, alpha[2-4]
         # for the second: one node is free at every moment of the two
