@@ -51,6 +51,7 @@
 #include "src/common/xstring.h"
 
 #include "core/capi_auth.h"
+#include "core/capi_decode.h"
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "events.h"
@@ -70,9 +71,6 @@ extern const char plugin_type[];
 #define DEFAULT_HORIZON (24 * 3600)
 #define PROBE_VALID_FOR 60	/* seconds an offer is quoted as valid */
 #define MAX_PARTITION_LEN 256
-#define EVENTS_MAX_WAIT 60		/* seconds a long poll may wait */
-#define EVENTS_DEFAULT_MAX 100		/* events per answer */
-#define EVENTS_MAX_MAX 1000
 
 /* ---------------------------------------------------------------------- */
 /* statistics */
@@ -934,23 +932,6 @@ static void _waker_stop(void)
 /* GET /v1/events */
 
 /* Strict decimal without sign, 0..max. */
-static int _parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return -1;
-	for (; *s; s++) {
-		if ((*s < '0') || (*s > '9'))
-			return -1;
-		if (v > (max - (uint64_t) (*s - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t) (*s - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 typedef struct {
 	const char *dup;	/* given twice */
 	const char *empty;	/* given without a value */
@@ -1025,8 +1006,9 @@ static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
 {
 	static const char *const allowed[] = { "after", "wait", "max", NULL };
 	events_args_t args = { 0 };
-	const char *bad, *v;
-	uint64_t after = 0, wait = 0, max = EVENTS_DEFAULT_MAX;
+	const char *bad;
+	flexco_events_query_t q;
+	uint64_t after, wait, max;
 	events_page_t page;
 	char msg[160], *json;
 
@@ -1043,18 +1025,16 @@ static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
 			 "needs a value");
 		return _error(c, req, 400, "bad_parameter", msg);
 	}
-	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
-	if (v && _parse_u64(v, INT64_MAX, &after))
-		return _error(c, req, 400, "bad_parameter",
-			      "after: a sequence number, an integer from 0 to 9223372036854775807");
-	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait");
-	if (v && _parse_u64(v, EVENTS_MAX_WAIT, &wait))
-		return _error(c, req, 400, "bad_parameter",
-			      "wait: seconds, an integer from 0 to 60");
-	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max");
-	if (v && (_parse_u64(v, EVENTS_MAX_MAX, &max) || (max < 1)))
-		return _error(c, req, 400, "bad_parameter",
-			      "max: an integer from 1 to 1000");
+	/* after, wait and max, strictly (core/capi_decode.h) */
+	if (flexco_decode_events_query(
+		    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after"),
+		    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait"),
+		    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max"),
+		    &q, &json))
+		return _send(c, req, 400, json, NULL);
+	after = q.after;
+	wait = q.wait;
+	max = q.max;
 
 	/* before wait_lock: may take slurmctld's config lock and the
 	 * association manager's user lock (no I/O under either) */
@@ -1490,7 +1470,7 @@ static int64_t _content_length(struct MHD_Connection *c)
 		c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	uint64_t v;
 
-	if (!s || _parse_u64(s, INT64_MAX, &v))
+	if (!s || flexco_decode_u64(s, INT64_MAX, &v))
 		return -1;
 	return (int64_t) v;
 }

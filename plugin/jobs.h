@@ -14,29 +14,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A parsed POST /v1/reservations/{id}/jobs body (all strings xmalloc'd). */
-typedef struct {
-	char *script;
-	char **argv;		/* client's arguments (not argv[0]) */
-	uint32_t argc;
-	char **env;		/* client's "K=V" */
-	uint32_t env_cnt;
-	char *work_dir, *std_out, *std_err, *name;
-	int64_t time_limit;	/* seconds, 0 if not given */
-	int64_t nodes;		/* 0 if not given */
-	char *coallocation;	/* NULL if not given */
-	int64_t part_index;	/* -1 if not given */
-	char *parts;		/* "alpha:2,beta:4", NULL if not given */
-	int64_t start;		/* common start, 0 if not given */
-} flexco_jobspec_t;
+/* A parsed POST /v1/reservations/{id}/jobs body: flexco_jobspec_t of
+ * core/capi_decode.h (all strings malloc'd, freed by flexco_jobspec_free). */
+#include "core/capi_decode.h"
 
 /*
- * Parse and check a body strictly.  Returns 0, or an HTTP status (400)
- * with *json_out set to a malloc'd error document.  No lock needed.
+ * Parse and check a body strictly (flexco_decode_jobspec).  Returns 0, or
+ * an HTTP status (400) with *json_out set to a malloc'd error document.
+ * No lock needed.
  */
-extern int flexco_job_parse(const char *body, size_t len,
-			    flexco_jobspec_t *spec, char **json_out);
-extern void flexco_job_spec_free(flexco_jobspec_t *spec);
+#define flexco_job_parse flexco_decode_jobspec
+#define flexco_job_spec_free flexco_jobspec_free
 
 /*
  * Submit spec as a batch job of user uid into Slurm reservation resv_name

@@ -55,6 +55,7 @@
 
 #include "compat.h"
 #include "core/capi_auth.h"
+#include "core/capi_decode.h"
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "events.h"
@@ -72,10 +73,6 @@ extern const char plugin_type[];
 #define IDEM_MAX 4096			/* remembered idempotency keys */
 #define IDEM_PER_UID (IDEM_MAX / 4)	/* of which one uid may hold */
 #define IDEM_KEEP (24 * 3600)
-#define DEFAULT_CONFIRM 120
-#define MAX_CONFIRM 3600
-#define MIN_DURATION 60
-#define MAX_DURATION (366 * 86400)
 #define MAX_JOBS 64			/* part jobs per reservation */
 
 typedef enum {
@@ -269,23 +266,6 @@ static rv_t *_find(uint64_t id)
 		if (rvs[i].id == id)
 			return &rvs[i];
 	return NULL;
-}
-
-/*
- * A client's tag on its reservations (flexcod sends its instance): 1 to 64
- * bytes of A-Z a-z 0-9 . _ -.  The plugin only keeps and shows it, so
- * that each client knows its own reservations from another's.
- */
-static bool _owner_ok(const char *s)
-{
-	size_t n = 0;
-
-	if (!s)
-		return false;
-	for (; s[n]; n++)
-		if (!isalnum((unsigned char) s[n]) && !strchr("._-", s[n]))
-			return false;
-	return (n >= 1) && (n <= 64);
 }
 
 static void _rv_free(rv_t *r)
@@ -681,7 +661,7 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		    !(json_is_string(jn) || json_is_null(jn)) ||
 		    !(json_is_integer(jc) || json_is_null(jc)) ||
 		    !(json_is_string(jr) || json_is_null(jr)) ||
-		    (jw && !json_is_null(jw) && !_owner_ok(json_string_value(jw))) ||
+		    (jw && !json_is_null(jw) && !flexco_owner_ok(json_string_value(jw))) ||
 		    _find(id)) {
 			snprintf(why, why_len, "malformed reservation record %zu (%s)",
 				 i, jerr.text[0] ? jerr.text : "bad values");
@@ -1223,77 +1203,6 @@ static bool _in(const uint64_t *ids, int n, uint64_t id)
 }
 
 /* ---------------------------------------------------------------------- */
-/* body parsing */
-
-static json_t *_parse_body(const char *body, size_t len, char **json_out,
-			   int *status)
-{
-	json_error_t jerr;
-	json_t *o;
-
-	if (!body || !len) {
-		*json_out = _err("bad_request", "a JSON object body is required");
-		*status = 400;
-		return NULL;
-	}
-	o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!o || !json_is_object(o)) {
-		*json_out = o ? _err("bad_request", "the body must be a JSON object") :
-				_err("bad_request", "invalid JSON at line %d column %d: %s",
-				     jerr.line, jerr.column, jerr.text);
-		json_decref(o);
-		*status = 400;
-		return NULL;
-	}
-	return o;
-}
-
-/* NULL if every key of o is in allowed (NULL-terminated). */
-static const char *_unknown_key(json_t *o, const char *const *allowed)
-{
-	const char *key;
-	json_t *v;
-	int i;
-
-	json_object_foreach(o, key, v) {
-		bool ok = false;
-
-		(void) v;
-		for (i = 0; allowed[i]; i++)
-			if (!strcmp(key, allowed[i]))
-				ok = true;
-		if (!ok)
-			return key;
-	}
-	return NULL;
-}
-
-/* An integer field in [lo, hi]; absent -> def (if !required). */
-static int _int_field(json_t *o, const char *key, bool required, int64_t def,
-		      int64_t lo, int64_t hi, int64_t *out, char **json_out)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (!v) {
-		if (required) {
-			*json_out = _err("bad_request", "'%s' is required", key);
-			return -1;
-		}
-		*out = def;
-		return 0;
-	}
-	if (!json_is_integer(v) || (json_integer_value(v) < lo) ||
-	    (json_integer_value(v) > hi)) {
-		*json_out = _err("bad_request",
-				 "'%s' must be an integer from %" PRId64 " to %" PRId64,
-				 key, lo, hi);
-		return -1;
-	}
-	*out = json_integer_value(v);
-	return 0;
-}
-
-/* ---------------------------------------------------------------------- */
 /* admission */
 
 static int _check_free(const char *partition, int64_t start, int64_t dur,
@@ -1361,13 +1270,10 @@ static int _check_fit(const char *partition, int64_t start, int64_t dur,
 extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
 			      const char *body, size_t len, char **json_out)
 {
-	static const char *const keys[] = { "user", "nodes", "start",
-					    "duration", "partition",
-					    "confirm_within", "owner", NULL };
+	flexco_resv_create_t req = { 0 };
 	int64_t nodes, start, dur, confirm, now = time(NULL);
-	const char *user, *partition = NULL, *owner = NULL, *bad;
+	const char *user, *partition = NULL, *owner = NULL;
 	char *node_list = NULL;
-	json_t *o;
 	uid_t ruid;
 	uint32_t got = 0;
 	rv_t *r;
@@ -1387,41 +1293,16 @@ extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
 	}
 	slurm_mutex_unlock(&resv_lock);
 
-	if (!(o = _parse_body(body, len, json_out, &status)))
+	/* the body, strictly (core/capi_decode.h) */
+	if ((status = flexco_decode_resv_create(body, len, now, &req, json_out)))
 		return status;
-	if ((bad = _unknown_key(o, keys))) {
-		*json_out = _err("bad_request", "unknown field '%.64s'", bad);
-		goto bad;
-	}
-	user = json_string_value(json_object_get(o, "user"));
-	if (!user || !*user || (strlen(user) > 64)) {
-		*json_out = _err("bad_request", "'user' must be a user name");
-		goto bad;
-	}
-	if (json_object_get(o, "partition")) {
-		partition = json_string_value(json_object_get(o, "partition"));
-		if (!partition || !*partition || (strlen(partition) > 64)) {
-			*json_out = _err("bad_request",
-					 "'partition' must be a partition name");
-			goto bad;
-		}
-	}
-	if (json_object_get(o, "owner")) {
-		owner = json_string_value(json_object_get(o, "owner"));
-		if (!_owner_ok(owner)) {
-			*json_out = _err("bad_request",
-					 "'owner' must be 1 to 64 of A-Z a-z 0-9 . _ -");
-			goto bad;
-		}
-	}
-	if (_int_field(o, "nodes", true, 0, 1, 1000000, &nodes, json_out) ||
-	    _int_field(o, "start", true, 0, now - 60, now + MAX_DURATION,
-		       &start, json_out) ||
-	    _int_field(o, "duration", true, 0, MIN_DURATION, MAX_DURATION,
-		       &dur, json_out) ||
-	    _int_field(o, "confirm_within", false, DEFAULT_CONFIRM, 1,
-		       MAX_CONFIRM, &confirm, json_out))
-		goto bad;
+	user = req.user;
+	partition = req.partition;
+	owner = req.owner;
+	nodes = req.nodes;
+	start = req.start;
+	dur = req.duration;
+	confirm = req.confirm_within;
 	if (uid_from_string(user, &ruid) != SLURM_SUCCESS) {
 		*json_out = _err("bad_request", "unknown user '%s'", user);
 		goto bad;
@@ -1537,10 +1418,10 @@ extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
 	status = _saved(status, json_out);
 	slurm_mutex_unlock(&resv_lock);
 out:
-	json_decref(o);
+	flexco_resv_create_free(&req);
 	return status;
 bad:
-	json_decref(o);
+	flexco_resv_create_free(&req);
 	return 400;
 }
 
@@ -1609,11 +1490,9 @@ extern int flexco_resv_modify(uid_t uid, const flexco_idem_req_t *rq,
 			      const char *id, const char *body, size_t len,
 			      char **json_out)
 {
-	static const char *const keys[] = { "start", "nodes", "duration", NULL };
+	flexco_resv_modify_t want;
 	int64_t start, nodes, dur, now = time(NULL);
 	char *node_list = NULL;
-	const char *bad;
-	json_t *o = NULL;
 	uint32_t got = 0;
 	rv_t *r;
 	int status = 200, rc;
@@ -1628,22 +1507,17 @@ extern int flexco_resv_modify(uid_t uid, const flexco_idem_req_t *rq,
 		goto out;
 	if (!(r = _lookup(uid, id, true, json_out, &status)))
 		goto out;
-	if (!(o = _parse_body(body, len, json_out, &status)))
+	/* the body, strictly (core/capi_decode.h); what it leaves out stays */
+	want.start = r->start;
+	want.nodes = r->nodes;
+	want.duration = r->end - r->start;
+	if ((status = flexco_decode_resv_modify(body, len, now, &want,
+						json_out)))
 		goto out;
-	if ((bad = _unknown_key(o, keys))) {
-		*json_out = _err("bad_request", "unknown field '%.64s'", bad);
-		status = 400;
-		goto out;
-	}
-	if (_int_field(o, "start", false, r->start, now - 60,
-		       now + MAX_DURATION, &start, json_out) ||
-	    _int_field(o, "nodes", false, r->nodes, 1, 1000000, &nodes,
-		       json_out) ||
-	    _int_field(o, "duration", false, r->end - r->start, MIN_DURATION,
-		       MAX_DURATION, &dur, json_out)) {
-		status = 400;
-		goto out;
-	}
+	status = 200;
+	start = want.start;
+	nodes = want.nodes;
+	dur = want.duration;
 	if (!_live(r)) {
 		*json_out = _err("gone", "reservation %" PRIu64 " is %s", r->id,
 				 st_names[r->state]);
@@ -1698,7 +1572,6 @@ store:
 	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
-	json_decref(o);
 	return status;
 }
 

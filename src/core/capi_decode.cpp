@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// capi_decode.cpp - strict decoders of the plugin's request bodies and
+// query parameters (capi_decode.h).  jansson and libc only: every string
+// kept is malloc'd, every message bounded.
+
+#include "core/capi_decode.h"
+
+#include <jansson.h>
+
+#include <cctype>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/capi_profile.h"
+
+namespace {
+
+// 400 with a formatted message (at most 511 bytes) under `code`.
+int fail(char** json_out, const char* code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+int fail(char** json_out, const char* code, const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (json_out) *json_out = flexco_error_json(code, msg);
+  return 400;
+}
+
+// The body as a JSON object without duplicate members, else 400.
+json_t* object_body(const char* body, size_t len, char** json_out, int* status) {
+  json_error_t jerr;
+  if (!body || !len) {
+    *status = fail(json_out, "bad_request", "a JSON object body is required");
+    return nullptr;
+  }
+  json_t* o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!o || !json_is_object(o)) {
+    if (o)
+      *status = fail(json_out, "bad_request", "the body must be a JSON object");
+    else
+      *status = fail(json_out, "bad_request", "invalid JSON at line %d column %d: %s", jerr.line,
+                     jerr.column, jerr.text);
+    json_decref(o);
+    return nullptr;
+  }
+  return o;
+}
+
+// The first member of o not in allowed (NULL-terminated), or NULL.
+const char* unknown_member(json_t* o, const char* const* allowed) {
+  const char* key;
+  json_t* v;
+  json_object_foreach(o, key, v) {
+    (void)v;
+    bool ok = false;
+    for (int i = 0; allowed[i]; i++) ok |= !std::strcmp(key, allowed[i]);
+    if (!ok) return key;
+  }
+  return nullptr;
+}
+
+// An integer member in [lo, hi]: absent gives def (or 400 if required).
+int int_member(json_t* o, const char* key, bool required, int64_t def, int64_t lo, int64_t hi,
+               int64_t* out, char** json_out) {
+  json_t* v = json_object_get(o, key);
+  if (!v) {
+    if (required) return fail(json_out, "bad_request", "'%s' is required", key);
+    *out = def;
+    return 0;
+  }
+  if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+    return fail(json_out, "bad_request", "'%s' must be an integer from %" PRId64 " to %" PRId64, key,
+                lo, hi);
+  *out = json_integer_value(v);
+  return 0;
+}
+
+// A string member without NUL bytes, of at most max bytes (and not empty
+// unless empty_ok): absent leaves *out NULL; 0 or 400.
+int str_member(json_t* o, const char* key, size_t max, bool empty_ok, char** out, char** json_out) {
+  json_t* v = json_object_get(o, key);
+  if (!v) return 0;
+  const char* s = json_string_value(v);
+  if (!s || (!empty_ok && !*s) || std::strlen(s) > max || std::strlen(s) != json_string_length(v))
+    return fail(json_out, "bad_request", "'%s' must be a %sstring of at most %zu bytes", key,
+                empty_ok ? "" : "non-empty ", max);
+  if (!(*out = strdup(s))) return fail(json_out, "bad_request", "out of memory");
+  return 0;
+}
+
+bool env_name_ok(const char* k) {
+  if (!k || !*k || std::strlen(k) > 256 || std::isdigit(static_cast<unsigned char>(*k))) return false;
+  for (const char* p = k; *p; p++)
+    if (!std::isalnum(static_cast<unsigned char>(*p)) && *p != '_') return false;
+  return true;
+}
+
+bool cluster_name_ok(const char* s) {
+  if (!s || !*s || std::strlen(s) > 64) return false;
+  for (const char* p = s; *p; p++)
+    if (!std::isalnum(static_cast<unsigned char>(*p)) && !std::strchr("_-.", *p)) return false;
+  return true;
+}
+
+// Appends to a malloc'd string (NULL: start one); false if out of memory.
+bool append(char** s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+bool append(char** s, const char* fmt, ...) {
+  va_list ap, ap2;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  size_t old = *s ? std::strlen(*s) : 0;
+  char* t = n < 0 ? nullptr : static_cast<char*>(std::realloc(*s, old + static_cast<size_t>(n) + 1));
+  if (t) std::vsnprintf(t + old, static_cast<size_t>(n) + 1, fmt, ap2);
+  va_end(ap2);
+  if (!t) return false;
+  *s = t;
+  return true;
+}
+
+int jobspec_members(json_t* o, flexco_jobspec_t* s, char** json_out) {
+  static const char* const keys[] = {"script",  "argv",  "environment", "work_dir",
+                                     "std_out", "std_err", "time_limit", "nodes",
+                                     "name",    "coallocation", "part_index", "parts",
+                                     "start",   nullptr};
+  const char* bad = unknown_member(o, keys);
+  if (bad) return fail(json_out, "bad_request", "unknown field '%.64s'", bad);
+  if (!json_object_get(o, "script")) return fail(json_out, "bad_request", "'script' is required");
+  int rc;
+  if ((rc = str_member(o, "script", FLEXCO_JOB_MAX_SCRIPT, false, &s->script, json_out)) ||
+      (rc = str_member(o, "work_dir", FLEXCO_JOB_MAX_STR, false, &s->work_dir, json_out)) ||
+      (rc = str_member(o, "std_out", FLEXCO_JOB_MAX_STR, false, &s->std_out, json_out)) ||
+      (rc = str_member(o, "std_err", FLEXCO_JOB_MAX_STR, false, &s->std_err, json_out)) ||
+      (rc = str_member(o, "name", 256, false, &s->name, json_out)) ||
+      (rc = str_member(o, "coallocation", 128, false, &s->coallocation, json_out)))
+    return rc;
+  if (std::strncmp(s->script, "#!", 2)) return fail(json_out, "bad_request", "'script' must start with #!");
+  if (s->work_dir && s->work_dir[0] != '/')
+    return fail(json_out, "bad_request", "'work_dir' must be an absolute path");
+  if ((rc = int_member(o, "time_limit", false, 0, 60, FLEXCO_JOB_MAX_TIME, &s->time_limit, json_out)) ||
+      (rc = int_member(o, "nodes", false, 0, 1, FLEXCO_RESV_MAX_NODES, &s->nodes, json_out)) ||
+      (rc = int_member(o, "part_index", false, -1, 0, FLEXCO_JOB_MAX_PARTS - 1, &s->part_index,
+                       json_out)) ||
+      (rc = int_member(o, "start", false, 0, 0, INT64_C(1) << 40, &s->start, json_out)))
+    return rc;
+
+  json_t *v, *e;
+  size_t i;
+  const char* key;
+  if ((v = json_object_get(o, "argv"))) {
+    if (!json_is_array(v) || json_array_size(v) > FLEXCO_JOB_MAX_ARGS)
+      return fail(json_out, "bad_request", "'argv' must be an array of at most %d strings",
+                  FLEXCO_JOB_MAX_ARGS);
+    if (!(s->argv = static_cast<char**>(std::calloc(json_array_size(v) + 1, sizeof(char*)))))
+      return fail(json_out, "bad_request", "out of memory");
+    json_array_foreach(v, i, e) {
+      const char* a = json_string_value(e);
+      if (!a || std::strlen(a) != json_string_length(e) || std::strlen(a) > FLEXCO_JOB_MAX_STR)
+        return fail(json_out, "bad_request", "'argv' must be an array of strings");
+      if (!(s->argv[s->argc] = strdup(a))) return fail(json_out, "bad_request", "out of memory");
+      s->argc++;
+    }
+  }
+  if ((v = json_object_get(o, "environment"))) {
+    if (!json_is_object(v) || json_object_size(v) > FLEXCO_JOB_MAX_ENV)
+      return fail(json_out, "bad_request", "'environment' must be an object of at most %d strings",
+                  FLEXCO_JOB_MAX_ENV);
+    if (!(s->env = static_cast<char**>(std::calloc(json_object_size(v) + 1, sizeof(char*)))))
+      return fail(json_out, "bad_request", "out of memory");
+    json_object_foreach(v, key, e) {
+      const char* a = json_string_value(e);
+      if (!env_name_ok(key))
+        return fail(json_out, "bad_request", "'%.64s' is not an environment variable name", key);
+      if (!std::strncmp(key, "FLEXCO_", 7) || !std::strncmp(key, "SLURM_", 6))
+        return fail(json_out, "bad_request",
+                    "environment variable '%.64s' is reserved (FLEXCO_*, SLURM_*)", key);
+      if (!a || std::strlen(a) != json_string_length(e) || std::strlen(a) > FLEXCO_JOB_MAX_STR)
+        return fail(json_out, "bad_request", "environment variable '%.64s' must be a string", key);
+      char* kv = nullptr;
+      if (!append(&kv, "%s=%s", key, a)) return fail(json_out, "bad_request", "out of memory");
+      s->env[s->env_cnt++] = kv;
+    }
+  }
+  if ((v = json_object_get(o, "parts"))) {
+    if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > FLEXCO_JOB_MAX_PARTS)
+      return fail(json_out, "bad_request",
+                  "'parts' must be an array of 1 to %d {\"cluster\",\"nodes\"}", FLEXCO_JOB_MAX_PARTS);
+    json_array_foreach(v, i, e) {
+      const char* cl = nullptr;
+      json_int_t n = 0;
+      if (!json_is_object(e) || json_object_size(e) != 2 ||
+          json_unpack(e, "{s:s, s:I}", "cluster", &cl, "nodes", &n) || !cluster_name_ok(cl) ||
+          n < 1 || n > FLEXCO_RESV_MAX_NODES)
+        return fail(json_out, "bad_request",
+                    "'parts' must be an array of {\"cluster\": name, \"nodes\": count}");
+      if (!append(&s->parts, "%s%s:%" PRId64, i ? "," : "", cl, static_cast<int64_t>(n)))
+        return fail(json_out, "bad_request", "out of memory");
+    }
+    if (s->part_index >= 0 && static_cast<size_t>(s->part_index) >= json_array_size(v))
+      return fail(json_out, "bad_request", "'part_index' is beyond 'parts'");
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" void flexco_jobspec_free(flexco_jobspec_t* s) {
+  if (!s) return;
+  std::free(s->script);
+  for (uint32_t i = 0; s->argv && i < s->argc; i++) std::free(s->argv[i]);
+  std::free(s->argv);
+  for (uint32_t i = 0; s->env && i < s->env_cnt; i++) std::free(s->env[i]);
+  std::free(s->env);
+  std::free(s->work_dir);
+  std::free(s->std_out);
+  std::free(s->std_err);
+  std::free(s->name);
+  std::free(s->coallocation);
+  std::free(s->parts);
+  std::memset(s, 0, sizeof *s);
+  s->part_index = -1;
+}
+
+extern "C" int flexco_decode_jobspec(const char* body, size_t len, flexco_jobspec_t* spec,
+                                     char** json_out) {
+  std::memset(spec, 0, sizeof *spec);
+  spec->part_index = -1;
+  int status = 400;
+  json_t* o = object_body(body, len, json_out, &status);
+  if (!o) return status;
+  int rc = jobspec_members(o, spec, json_out);
+  json_decref(o);
+  if (rc) flexco_jobspec_free(spec);
+  return rc;
+}
+
+extern "C" bool flexco_owner_ok(const char* s) {
+  if (!s) return false;
+  size_t n = 0;
+  for (; s[n]; n++)
+    if (!std::isalnum(static_cast<unsigned char>(s[n])) && !std::strchr("._-", s[n])) return false;
+  return n >= 1 && n <= 64;
+}
+
+extern "C" void flexco_resv_create_free(flexco_resv_create_t* req) {
+  if (!req) return;
+  std::free(req->user);
+  std::free(req->partition);
+  std::free(req->owner);
+  std::memset(req, 0, sizeof *req);
+}
+
+extern "C" int flexco_decode_resv_create(const char* body, size_t len, int64_t now,
+                                         flexco_resv_create_t* req, char** json_out) {
+  static const char* const keys[] = {"user",      "nodes",          "start", "duration",
+                                     "partition", "confirm_within", "owner", nullptr};
+  std::memset(req, 0, sizeof *req);
+  int status = 400;
+  json_t* o = object_body(body, len, json_out, &status);
+  if (!o) return status;
+  const char* bad = unknown_member(o, keys);
+  const char* s;
+  int rc = 0;
+  if (bad) {
+    rc = fail(json_out, "bad_request", "unknown field '%.64s'", bad);
+  } else if (!(s = json_string_value(json_object_get(o, "user"))) || !*s || std::strlen(s) > 64 ||
+             std::strlen(s) != json_string_length(json_object_get(o, "user"))) {
+    rc = fail(json_out, "bad_request", "'user' must be a user name");
+  } else if (!(req->user = strdup(s))) {
+    rc = fail(json_out, "bad_request", "out of memory");
+  } else if (json_object_get(o, "partition") &&
+             (!(s = json_string_value(json_object_get(o, "partition"))) || !*s ||
+              std::strlen(s) > 64 ||
+              std::strlen(s) != json_string_length(json_object_get(o, "partition")))) {
+    rc = fail(json_out, "bad_request", "'partition' must be a partition name");
+  } else if (json_object_get(o, "partition") && !(req->partition = strdup(s))) {
+    rc = fail(json_out, "bad_request", "out of memory");
+  } else if (json_object_get(o, "owner") &&
+             !flexco_owner_ok(json_string_value(json_object_get(o, "owner")))) {
+    rc = fail(json_out, "bad_request", "'owner' must be 1 to 64 of A-Z a-z 0-9 . _ -");
+  } else if (json_object_get(o, "owner") &&
+             !(req->owner = strdup(json_string_value(json_object_get(o, "owner"))))) {
+    rc = fail(json_out, "bad_request", "out of memory");
+  } else if ((rc = int_member(o, "nodes", true, 0, 1, FLEXCO_RESV_MAX_NODES, &req->nodes, json_out)) ||
+             (rc = int_member(o, "start", true, 0, now - FLEXCO_RESV_PAST_START,
+                              now + FLEXCO_RESV_MAX_DURATION, &req->start, json_out)) ||
+             (rc = int_member(o, "duration", true, 0, FLEXCO_RESV_MIN_DURATION,
+                              FLEXCO_RESV_MAX_DURATION, &req->duration, json_out)) ||
+             (rc = int_member(o, "confirm_within", false, FLEXCO_RESV_DEFAULT_CONFIRM, 1,
+                              FLEXCO_RESV_MAX_CONFIRM, &req->confirm_within, json_out))) {
+  }
+  json_decref(o);
+  if (rc) flexco_resv_create_free(req);
+  return rc;
+}
+
+extern "C" int flexco_decode_resv_modify(const char* body, size_t len, int64_t now,
+                                         flexco_resv_modify_t* req, char** json_out) {
+  static const char* const keys[] = {"start", "nodes", "duration", nullptr};
+  int status = 400;
+  json_t* o = object_body(body, len, json_out, &status);
+  if (!o) return status;
+  const char* bad = unknown_member(o, keys);
+  flexco_resv_modify_t got = *req;
+  int rc = 0;
+  if (bad)
+    rc = fail(json_out, "bad_request", "unknown field '%.64s'", bad);
+  else if ((rc = int_member(o, "start", false, req->start, now - FLEXCO_RESV_PAST_START,
+                            now + FLEXCO_RESV_MAX_DURATION, &got.start, json_out)) ||
+           (rc = int_member(o, "nodes", false, req->nodes, 1, FLEXCO_RESV_MAX_NODES, &got.nodes,
+                            json_out)) ||
+           (rc = int_member(o, "duration", false, req->duration, FLEXCO_RESV_MIN_DURATION,
+                            FLEXCO_RESV_MAX_DURATION, &got.duration, json_out))) {
+  }
+  json_decref(o);
+  if (!rc) *req = got;
+  return rc;
+}
+
+extern "C" int flexco_decode_u64(const char* s, uint64_t max, uint64_t* out) {
+  uint64_t v = 0;
+  if (!s || !*s) return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return -1;
+    if (v > (max - static_cast<uint64_t>(*s - '0')) / 10) return -1;
+    v = v * 10 + static_cast<uint64_t>(*s - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+extern "C" int flexco_decode_events_query(const char* after, const char* wait, const char* max,
+                                          flexco_events_query_t* q, char** json_out) {
+  flexco_events_query_t got = {0, 0, FLEXCO_EVENTS_DEFAULT_MAX};
+  if (after && flexco_decode_u64(after, INT64_MAX, &got.after))
+    return fail(json_out, "bad_parameter",
+                "after: a sequence number, an integer from 0 to 9223372036854775807");
+  if (wait && flexco_decode_u64(wait, FLEXCO_EVENTS_MAX_WAIT, &got.wait))
+    return fail(json_out, "bad_parameter", "wait: seconds, an integer from 0 to %d",
+                FLEXCO_EVENTS_MAX_WAIT);
+  if (max && (flexco_decode_u64(max, FLEXCO_EVENTS_MAX_MAX, &got.max) || got.max < 1))
+    return fail(json_out, "bad_parameter", "max: an integer from 1 to %d", FLEXCO_EVENTS_MAX_MAX);
+  *q = got;
+  return 0;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * capi_decode.h - strict decoders of the plugin's request bodies and query
+ * parameters, for the slurmctld plugin (issue 14 §2).  Nothing here knows
+ * Slurm: each decoder turns outside bytes into a plain C struct or an HTTP
+ * status with a JSON error, so it is unit-tested (testsuite/unit/
+ * check_decode.cpp) and fuzzed (testsuite/fuzz/fuzz_plugin_decode.cpp)
+ * without slurmctld.  The plugin then checks what needs Slurm (the user
+ * exists, the reservation is live) and acts.
+ *
+ * Conventions (as capi_profile.h): no C++ type or exception crosses this
+ * interface; a decoder returns 0 on success, else an HTTP status (400)
+ * with *json_out set to a malloc'd {"error":{"code":"bad_request",
+ * "message":...}} document (free() it).  Bodies need not be
+ * NUL-terminated.  Every string a struct holds is malloc'd and freed by its
+ * _free function; a failed decode leaves nothing to free.  Every rule and
+ * bound below is documented in doc/reservations.md and doc/events.md.
+ */
+#ifndef FLEXCO_CORE_CAPI_DECODE_H
+#define FLEXCO_CORE_CAPI_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bounds of a part job (POST /v1/reservations/{id}/jobs). */
+#define FLEXCO_JOB_MAX_SCRIPT (4 * 1024 * 1024)
+#define FLEXCO_JOB_MAX_ARGS 1024
+#define FLEXCO_JOB_MAX_ENV 1024
+#define FLEXCO_JOB_MAX_STR 4096
+#define FLEXCO_JOB_MAX_PARTS 64
+#define FLEXCO_JOB_MAX_TIME (366 * 86400)
+
+/* The admission window of a reservation (doc/reservations.md). */
+#define FLEXCO_RESV_MIN_DURATION 60
+#define FLEXCO_RESV_MAX_DURATION (366 * 86400)
+#define FLEXCO_RESV_PAST_START 60	/* a start this far back means now */
+#define FLEXCO_RESV_MAX_NODES 1000000
+#define FLEXCO_RESV_DEFAULT_CONFIRM 120
+#define FLEXCO_RESV_MAX_CONFIRM 3600
+
+/* GET /v1/events parameters. */
+#define FLEXCO_EVENTS_MAX_WAIT 60
+#define FLEXCO_EVENTS_MAX_MAX 1000
+#define FLEXCO_EVENTS_DEFAULT_MAX 100
+
+typedef struct {
+	char *script;		/* required, starts with #! */
+	char **argv;		/* argc strings (NULL-terminated) */
+	uint32_t argc;
+	char **env;		/* "NAME=value", env_cnt of them (NULL-terminated) */
+	uint32_t env_cnt;
+	char *work_dir;		/* absolute, or NULL */
+	char *std_out;
+	char *std_err;
+	char *name;
+	char *coallocation;
+	int64_t time_limit;	/* seconds, 0 if not given */
+	int64_t nodes;		/* 0 if not given */
+	int64_t part_index;	/* -1 if not given */
+	char *parts;		/* "alpha:2,beta:4", NULL if not given */
+	int64_t start;		/* common start, 0 if not given */
+} flexco_jobspec_t;
+
+int flexco_decode_jobspec(const char *body, size_t len, flexco_jobspec_t *spec,
+			  char **json_out);
+void flexco_jobspec_free(flexco_jobspec_t *spec);
+
+typedef struct {
+	char *user;		/* 1-64 bytes; the plugin resolves it */
+	char *partition;	/* 1-64 bytes, or NULL: the default */
+	char *owner;		/* 1-64 of A-Z a-z 0-9 . _ -, or NULL */
+	int64_t nodes;
+	int64_t start;
+	int64_t duration;
+	int64_t confirm_within;
+} flexco_resv_create_t;
+
+/* POST /v1/reservations against the admission window at now. */
+int flexco_decode_resv_create(const char *body, size_t len, int64_t now,
+			      flexco_resv_create_t *req, char **json_out);
+void flexco_resv_create_free(flexco_resv_create_t *req);
+
+/* PATCH /v1/reservations/{id}: a member left out keeps its given value
+ * (the reservation's current one), which is then not checked. */
+typedef struct {
+	int64_t start;
+	int64_t nodes;
+	int64_t duration;
+} flexco_resv_modify_t;
+
+int flexco_decode_resv_modify(const char *body, size_t len, int64_t now,
+			      flexco_resv_modify_t *req, char **json_out);
+
+/* The owner rule on its own (also for state files): 1-64 of A-Z a-z 0-9 . _ - */
+bool flexco_owner_ok(const char *s);
+
+/*
+ * GET /v1/events?after=&wait=&max= (each NULL when absent): after 0..2^63-1
+ * (default 0), wait 0..60 s (default 0), max 1..1000 (default 100).
+ */
+typedef struct {
+	uint64_t after;
+	uint64_t wait;
+	uint64_t max;
+} flexco_events_query_t;
+
+int flexco_decode_events_query(const char *after, const char *wait,
+			       const char *max, flexco_events_query_t *q,
+			       char **json_out);
+
+/* A decimal u64 in [0, max] with no sign, space or leading junk: 0 or -1. */
+int flexco_decode_u64(const char *s, uint64_t max, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Unit tests of src/core/capi_decode: the plugin's request decoders, without
+// slurmctld.  Every rule of doc/reservations.md and doc/events.md that a
+// decoder enforces has a case that is accepted at its bound and refused
+// just past it, with the exact error code.
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <jansson.h>
+
+#include "core/capi_decode.h"
+
+#include <check.h>
+
+namespace {
+
+constexpr int64_t kNow = 1800000000;
+
+// The error code of a JSON error document (and frees it).
+std::string code_of(char* doc) {
+  std::string code;
+  json_t* o = doc ? json_loads(doc, 0, nullptr) : nullptr;
+  const char* c = nullptr;
+  if (o && !json_unpack(o, "{s:{s:s}}", "error", "code", &c)) code = c;
+  json_decref(o);
+  std::free(doc);
+  return code;
+}
+
+int create(const std::string& body, flexco_resv_create_t* r, std::string* code) {
+  char* err = nullptr;
+  int rc = flexco_decode_resv_create(body.data(), body.size(), kNow, r, &err);
+  *code = rc ? code_of(err) : "";
+  if (!rc) ck_assert_ptr_null(err);
+  return rc;
+}
+
+std::string with(const std::string& members) {
+  return "{\"user\":\"alice\",\"nodes\":2,\"start\":" + std::to_string(kNow + 600) +
+         ",\"duration\":600" + members + "}";
+}
+
+START_TEST(resv_create_ok) {
+  flexco_resv_create_t r;
+  std::string code;
+  ck_assert_int_eq(create(with(",\"partition\":\"batch\",\"owner\":\"flexcod-0a.b_c\"," \
+                               "\"confirm_within\":3600"), &r, &code), 0);
+  ck_assert_str_eq(r.user, "alice");
+  ck_assert_str_eq(r.partition, "batch");
+  ck_assert_str_eq(r.owner, "flexcod-0a.b_c");
+  ck_assert_int_eq(r.nodes, 2);
+  ck_assert_int_eq(r.start, kNow + 600);
+  ck_assert_int_eq(r.duration, 600);
+  ck_assert_int_eq(r.confirm_within, 3600);
+  flexco_resv_create_free(&r);
+  ck_assert_int_eq(create(with(""), &r, &code), 0);
+  ck_assert_ptr_null(r.partition);
+  ck_assert_ptr_null(r.owner);
+  ck_assert_int_eq(r.confirm_within, FLEXCO_RESV_DEFAULT_CONFIRM);
+  flexco_resv_create_free(&r);
+}
+END_TEST
+
+START_TEST(resv_create_window) {
+  flexco_resv_create_t r;
+  std::string code;
+  auto body = [](int64_t start, int64_t dur) {
+    return "{\"user\":\"a\",\"nodes\":1,\"start\":" + std::to_string(start) +
+           ",\"duration\":" + std::to_string(dur) + "}";
+  };
+  // start: now - 60 .. now + 366 days
+  ck_assert_int_eq(create(body(kNow - 60, 60), &r, &code), 0);
+  flexco_resv_create_free(&r);
+  ck_assert_int_eq(create(body(kNow - 61, 60), &r, &code), 400);
+  ck_assert_str_eq(code.c_str(), "bad_request");
+  ck_assert_int_eq(create(body(kNow + FLEXCO_RESV_MAX_DURATION, 60), &r, &code), 0);
+  flexco_resv_create_free(&r);
+  ck_assert_int_eq(create(body(kNow + FLEXCO_RESV_MAX_DURATION + 1, 60), &r, &code), 400);
+  // duration: 60 s .. 366 days
+  ck_assert_int_eq(create(body(kNow, 59), &r, &code), 400);
+  ck_assert_int_eq(create(body(kNow, FLEXCO_RESV_MAX_DURATION), &r, &code), 0);
+  flexco_resv_create_free(&r);
+  ck_assert_int_eq(create(body(kNow, FLEXCO_RESV_MAX_DURATION + 1), &r, &code), 400);
+}
+END_TEST
+
+START_TEST(resv_create_refused) {
+  const char* bad[] = {
+      "",
+      "[]",
+      "{\"user\":\"a\"",
+      "{\"user\":\"a\",\"user\":\"b\",\"nodes\":1,\"start\":1800000000,\"duration\":60}",
+      "{\"nodes\":1,\"start\":1800000000,\"duration\":60}",
+      "{\"user\":\"\",\"nodes\":1,\"start\":1800000000,\"duration\":60}",
+      "{\"user\":\"a\\u0000b\",\"nodes\":1,\"start\":1800000000,\"duration\":60}",
+      "{\"user\":7,\"nodes\":1,\"start\":1800000000,\"duration\":60}",
+      "{\"user\":\"a\",\"nodes\":0,\"start\":1800000000,\"duration\":60}",
+      "{\"user\":\"a\",\"nodes\":1000001,\"start\":1800000000,\"duration\":60}",
+      "{\"user\":\"a\",\"nodes\":\"2\",\"start\":1800000000,\"duration\":60}",
+      "{\"user\":\"a\",\"nodes\":1.5,\"start\":1800000000,\"duration\":60}",
+      "{\"user\":\"a\",\"nodes\":1,\"duration\":60}",
+      "{\"user\":\"a\",\"nodes\":1,\"start\":1800000000,\"duration\":60,\"colour\":1}",
+      "{\"user\":\"a\",\"nodes\":1,\"start\":1800000000,\"duration\":60,\"partition\":\"\"}",
+      "{\"user\":\"a\",\"nodes\":1,\"start\":1800000000,\"duration\":60,\"owner\":\"a b\"}",
+      "{\"user\":\"a\",\"nodes\":1,\"start\":1800000000,\"duration\":60,\"owner\":null}",
+      "{\"user\":\"a\",\"nodes\":1,\"start\":1800000000,\"duration\":60,\"confirm_within\":0}",
+      "{\"user\":\"a\",\"nodes\":1,\"start\":1800000000,\"duration\":60,\"confirm_within\":3601}",
+  };
+  for (const char* b : bad) {
+    flexco_resv_create_t r;
+    std::string code;
+    ck_assert_msg(create(b, &r, &code) == 400 && code == "bad_request", "accepted: %s", b);
+    ck_assert_ptr_null(r.user);  // nothing left to free
+  }
+  std::string long_user = "{\"user\":\"" + std::string(65, 'u') +
+                          "\",\"nodes\":1,\"start\":1800000000,\"duration\":60}";
+  flexco_resv_create_t r;
+  std::string code;
+  ck_assert_int_eq(create(long_user, &r, &code), 400);
+  ck_assert_int_eq(create(with(",\"owner\":\"" + std::string(65, 'o') + "\""), &r, &code), 400);
+  ck_assert_int_eq(create(with(",\"owner\":\"" + std::string(64, 'o') + "\""), &r, &code), 0);
+  flexco_resv_create_free(&r);
+}
+END_TEST
+
+START_TEST(resv_modify) {
+  flexco_resv_modify_t m = {kNow + 100, 3, 600};
+  char* err = nullptr;
+  std::string b = "{\"nodes\":4}";
+  ck_assert_int_eq(flexco_decode_resv_modify(b.data(), b.size(), kNow, &m, &err), 0);
+  ck_assert_int_eq(m.nodes, 4);
+  ck_assert_int_eq(m.start, kNow + 100);  // left out: kept
+  ck_assert_int_eq(m.duration, 600);
+  const char* bad[] = {"{\"nodes\":0}", "{\"start\":1799999939}", "{\"duration\":59}",
+                       "{\"end\":1}", "null", "{\"nodes\":4,\"nodes\":5}"};
+  for (const char* x : bad) {
+    flexco_resv_modify_t keep = m;
+    ck_assert_msg(flexco_decode_resv_modify(x, std::strlen(x), kNow, &m, &err) == 400 &&
+                      code_of(err) == "bad_request",
+                  "accepted: %s", x);
+    err = nullptr;
+    ck_assert_int_eq(m.nodes, keep.nodes);  // unchanged on refusal
+    ck_assert_int_eq(m.start, keep.start);
+  }
+}
+END_TEST
+
+int job(const std::string& body, flexco_jobspec_t* s, std::string* code) {
+  char* err = nullptr;
+  int rc = flexco_decode_jobspec(body.data(), body.size(), s, &err);
+  *code = rc ? code_of(err) : "";
+  return rc;
+}
+
+START_TEST(jobspec_ok) {
+  flexco_jobspec_t s;
+  std::string code;
+  ck_assert_int_eq(job("{\"script\":\"#!/bin/sh\\n\",\"argv\":[\"a\",\"b c\"],"
+                       "\"environment\":{\"X\":\"1\",\"_Y2\":\"\"},\"work_dir\":\"/tmp\","
+                       "\"time_limit\":60,\"nodes\":2,\"name\":\"n\",\"coallocation\":\"co-1\","
+                       "\"part_index\":1,\"parts\":[{\"cluster\":\"alpha\",\"nodes\":2},"
+                       "{\"cluster\":\"b-1.x\",\"nodes\":3}],\"start\":1800000000}",
+                       &s, &code),
+                   0);
+  ck_assert_str_eq(s.script, "#!/bin/sh\n");
+  ck_assert_uint_eq(s.argc, 2);
+  ck_assert_str_eq(s.argv[1], "b c");
+  ck_assert_uint_eq(s.env_cnt, 2);
+  ck_assert_str_eq(s.env[0], "X=1");
+  ck_assert_str_eq(s.parts, "alpha:2,b-1.x:3");
+  ck_assert_int_eq(s.part_index, 1);
+  ck_assert_int_eq(s.time_limit, 60);
+  flexco_jobspec_free(&s);
+  ck_assert_int_eq(job("{\"script\":\"#!x\"}", &s, &code), 0);
+  ck_assert_int_eq(s.part_index, -1);
+  ck_assert_ptr_null(s.parts);
+  flexco_jobspec_free(&s);
+}
+END_TEST
+
+START_TEST(jobspec_refused) {
+  std::string parts65 = "[";
+  for (int i = 0; i < 65; i++) parts65 += std::string(i ? "," : "") + "{\"cluster\":\"c\",\"nodes\":1}";
+  parts65 += "]";
+  const std::string bad[] = {
+      "{}",
+      "{\"script\":\"echo\"}",
+      "{\"script\":\"#!x\",\"x\":1}",
+      "{\"script\":\"#!x\",\"argv\":\"a\"}",
+      "{\"script\":\"#!x\",\"argv\":[1]}",
+      "{\"script\":\"#!x\",\"environment\":{\"SLURM_X\":\"1\"}}",
+      "{\"script\":\"#!x\",\"environment\":{\"FLEXCO_X\":\"1\"}}",
+      "{\"script\":\"#!x\",\"environment\":{\"1X\":\"1\"}}",
+      "{\"script\":\"#!x\",\"environment\":{\"A-B\":\"1\"}}",
+      "{\"script\":\"#!x\",\"environment\":{\"A\":1}}",
+      "{\"script\":\"#!x\",\"work_dir\":\"tmp\"}",
+      "{\"script\":\"#!x\",\"time_limit\":59}",
+      "{\"script\":\"#!x\",\"part_index\":64}",
+      "{\"script\":\"#!x\",\"parts\":[]}",
+      "{\"script\":\"#!x\",\"parts\":" + parts65 + "}",
+      "{\"script\":\"#!x\",\"parts\":[{\"cluster\":\"" + std::string(65, 'c') + "\",\"nodes\":1}]}",
+      "{\"script\":\"#!x\",\"parts\":[{\"cluster\":\"a b\",\"nodes\":1}]}",
+      "{\"script\":\"#!x\",\"parts\":[{\"cluster\":\"a\",\"nodes\":1,\"x\":2}]}",
+      "{\"script\":\"#!x\",\"parts\":[{\"cluster\":\"a\",\"nodes\":1}],\"part_index\":1}",
+      "{\"script\":\"#!x\",\"name\":\"" + std::string(257, 'n') + "\"}",
+  };
+  for (const auto& b : bad) {
+    flexco_jobspec_t s;
+    std::string code;
+    ck_assert_msg(job(b, &s, &code) == 400 && code == "bad_request", "accepted: %.200s", b.c_str());
+    ck_assert_ptr_null(s.script);  // freed
+  }
+}
+END_TEST
+
+START_TEST(events_query) {
+  flexco_events_query_t q;
+  char* err = nullptr;
+  ck_assert_int_eq(flexco_decode_events_query(nullptr, nullptr, nullptr, &q, &err), 0);
+  ck_assert_uint_eq(q.after, 0);
+  ck_assert_uint_eq(q.wait, 0);
+  ck_assert_uint_eq(q.max, FLEXCO_EVENTS_DEFAULT_MAX);
+  ck_assert_int_eq(flexco_decode_events_query("9223372036854775807", "60", "1000", &q, &err), 0);
+  ck_assert_uint_eq(q.after, 9223372036854775807ULL);
+  const char* bad[][3] = {{"9223372036854775808", nullptr, nullptr}, {"-1", nullptr, nullptr},
+                          {"", nullptr, nullptr},  {"1 ", nullptr, nullptr},
+                          {nullptr, "61", nullptr}, {nullptr, "+1", nullptr},
+                          {nullptr, nullptr, "0"},  {nullptr, nullptr, "1001"},
+                          {nullptr, nullptr, "0x10"}};
+  for (auto& b : bad) {
+    ck_assert_int_eq(flexco_decode_events_query(b[0], b[1], b[2], &q, &err), 400);
+    ck_assert_str_eq(code_of(err).c_str(), "bad_parameter");
+    err = nullptr;
+  }
+  uint64_t v = 0;
+  ck_assert_int_eq(flexco_decode_u64("18446744073709551615", UINT64_MAX, &v), 0);
+  ck_assert_int_eq(flexco_decode_u64("18446744073709551616", UINT64_MAX, &v), -1);
+}
+END_TEST
+
+START_TEST(owner_rule) {
+  ck_assert(flexco_owner_ok("a"));
+  ck_assert(flexco_owner_ok("flexcod-0123456789abcdef"));
+  ck_assert(!flexco_owner_ok(""));
+  ck_assert(!flexco_owner_ok(nullptr));
+  ck_assert(!flexco_owner_ok("a/b"));
+  ck_assert(!flexco_owner_ok(std::string(65, 'x').c_str()));
+}
+END_TEST
+
+Suite* make_suite() {
+  Suite* s = suite_create("decode");
+  TCase* r = tcase_create("reservations");
+  tcase_add_test(r, resv_create_ok);
+  tcase_add_test(r, resv_create_window);
+  tcase_add_test(r, resv_create_refused);
+  tcase_add_test(r, resv_modify);
+  tcase_add_test(r, owner_rule);
+  suite_add_tcase(s, r);
+  TCase* j = tcase_create("jobs");
+  tcase_add_test(j, jobspec_ok);
+  tcase_add_test(j, jobspec_refused);
+  suite_add_tcase(s, j);
+  TCase* e = tcase_create("events");
+  tcase_add_test(e, events_query);
+  suite_add_tcase(s, e);
+  return s;
+}
+
+}  // namespace
+
+int main() {
+  SRunner* sr = srunner_create(make_suite());
+  srunner_set_tap(sr, "-");
+  srunner_run_all(sr, CK_SILENT);
+  const int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}
