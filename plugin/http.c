@@ -1228,8 +1228,8 @@ static enum MHD_Result _get_stats(struct MHD_Connection *c, req_t *req)
  * /v1/reservations/{id}/confirm    POST
  */
 static enum MHD_Result _reservations(struct MHD_Connection *c, req_t *req,
-				     const char *rest, const char *method,
-				     uid_t uid)
+				     const flexco_route_t *rt,
+				     const char *method, uid_t uid)
 {
 	static const char *const allowed[] = { NULL };
 	/* the key as verified: signed, and bound to this request */
@@ -1237,87 +1237,65 @@ static enum MHD_Result _reservations(struct MHD_Connection *c, req_t *req,
 		.key = req->idem_key, .method = method, .target = req->uri,
 		.digest = req->digest };
 	const flexco_idem_req_t *key = &rq;
-	char id[32], *json = NULL;
-	const char *slash, *allow;
-	size_t n;
+	char *json = NULL;
 	int status;
 
 	if (_unknown_arg(c, allowed))
 		return _error(c, req, 400, "bad_parameter",
 			      "reservations take no query parameters");
-	if (!*rest) {
-		allow = "GET, POST";
-		if (!strcmp(method, "GET"))
-			status = flexco_resv_list(uid, &json);
-		else if (!strcmp(method, "POST"))
-			status = flexco_resv_create(uid, key, req->body,
-						    req->body_len, &json);
-		else
-			goto not_allowed;
-		return _send(c, req, status, json, NULL);
-	}
-	rest++;			/* skip '/' */
-	slash = strchr(rest, '/');
-	n = slash ? (size_t) (slash - rest) : strlen(rest);
-	if (!n || (n >= sizeof(id)))
-		return _error(c, req, 404, "not_found", "no such endpoint");
-	memcpy(id, rest, n);
-	id[n] = '\0';
-	if (slash && !strcmp(slash, "/jobs")) {
-		allow = "POST";
-		if (strcmp(method, "POST"))
-			goto not_allowed;
-		status = flexco_resv_job_submit(uid, key, id, req->body,
-						req->body_len, &json);
-		return _send(c, req, status, json, NULL);
-	}
-	if (slash && !strncmp(slash, "/jobs/", 6) && slash[6] &&
-	    !strchr(slash + 6, '/')) {
-		allow = "GET";
-		if (strcmp(method, "GET"))
-			goto not_allowed;
-		status = flexco_resv_job_get(uid, id, slash + 6, &json);
-		return _send(c, req, status, json, NULL);
-	}
-	if (slash) {
-		if (strcmp(slash, "/confirm"))
-			return _error(c, req, 404, "not_found",
-				      "no such endpoint");
-		allow = "POST";
-		if (strcmp(method, "POST"))
-			goto not_allowed;
-		status = flexco_resv_confirm(uid, key, id, &json);
-		return _send(c, req, status, json, NULL);
-	}
-	allow = "GET, PATCH, DELETE";
-	if (!strcmp(method, "GET"))
-		status = flexco_resv_get(uid, id, &json);
-	else if (!strcmp(method, "PATCH"))
-		status = flexco_resv_modify(uid, key, id, req->body,
+	if (rt->status)
+		return _send(c, req, rt->status,
+			     flexco_error_json((rt->status == 405) ?
+					       "method_not_allowed" :
+					       "not_found", rt->message),
+			     rt->allow);
+	switch (rt->kind) {
+	case FLEXCO_RT_RESV_LIST:
+		status = flexco_resv_list(uid, &json);
+		break;
+	case FLEXCO_RT_RESV_CREATE:
+		status = flexco_resv_create(uid, key, req->body,
 					    req->body_len, &json);
-	else if (!strcmp(method, "DELETE"))
-		status = flexco_resv_delete(uid, key, id, &json);
-	else
-		goto not_allowed;
-	return _send(c, req, status, json, NULL);
-
-not_allowed:
-	{
-		char msg[160];
-
-		snprintf(msg, sizeof(msg), "%s is not allowed here", method);
-		return _send(c, req, 405,
-			     flexco_error_json("method_not_allowed", msg),
-			     allow);
+		break;
+	case FLEXCO_RT_JOB_SUBMIT:
+		status = flexco_resv_job_submit(uid, key, rt->id, req->body,
+						req->body_len, &json);
+		break;
+	case FLEXCO_RT_JOB_GET:
+		status = flexco_resv_job_get(uid, rt->id, rt->job, &json);
+		break;
+	case FLEXCO_RT_RESV_CONFIRM:
+		status = flexco_resv_confirm(uid, key, rt->id, &json);
+		break;
+	case FLEXCO_RT_RESV_GET:
+		status = flexco_resv_get(uid, rt->id, &json);
+		break;
+	case FLEXCO_RT_RESV_MODIFY:
+		status = flexco_resv_modify(uid, key, rt->id, req->body,
+					    req->body_len, &json);
+		break;
+	case FLEXCO_RT_RESV_DELETE:
+		status = flexco_resv_delete(uid, key, rt->id, &json);
+		break;
+	default:
+		return _error(c, req, 404, "not_found", "no such endpoint");
 	}
+	return _send(c, req, status, json, NULL);
 }
 
 typedef struct {
-	const char *path;
-	const char *method;
-	int ep;
+	flexco_route_kind_t kind;
 	enum MHD_Result (*fn)(struct MHD_Connection *c, req_t *req);
 } route_t;
+
+/* http.c's statistics buckets are the router's (core/capi_decode.h) */
+_Static_assert(((int) EP_PROFILE == (int) FLEXCO_EP_PROFILE) &&
+	       ((int) EP_STATS == (int) FLEXCO_EP_STATS) &&
+	       ((int) EP_EVENTS == (int) FLEXCO_EP_EVENTS) &&
+	       ((int) EP_RESV == (int) FLEXCO_EP_RESV) &&
+	       ((int) EP_PROBE == (int) FLEXCO_EP_PROBE) &&
+	       ((int) EP_OTHER == (int) FLEXCO_EP_OTHER),
+	       "endpoint buckets differ from the router's");
 
 /*
  * POST /v1/probe: scored offers for a moldable request (doc/probe.md),
@@ -1354,10 +1332,10 @@ static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 }
 
 static const route_t routes[] = {
-	{ "/v1/probe", "POST", EP_PROBE, _post_probe },
-	{ "/v1/profile", "GET", EP_PROFILE, _get_profile },
-	{ "/v1/stats", "GET", EP_STATS, _get_stats },
-	{ "/v1/events", "GET", EP_EVENTS, _get_events },
+	{ FLEXCO_RT_PROBE, _post_probe },
+	{ FLEXCO_RT_PROFILE, _get_profile },
+	{ FLEXCO_RT_STATS, _get_stats },
+	{ FLEXCO_RT_EVENTS, _get_events },
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -1384,7 +1362,7 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 {
 	const char *auth;
 	const route_t *route = NULL;
-	const char *allow = NULL;	/* the method of a path that matched */
+	flexco_route_t rt;
 	char code[64], err[512];
 	uid_t uid = 0;
 	gid_t gid = 0;
@@ -1392,21 +1370,12 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 	int status;
 	size_t i;
 
-	bool resv = !strncmp(url, "/v1/reservations", 16) &&
-		    ((url[16] == '\0') || (url[16] == '/'));
-
-	if (resv)
-		req->ep = EP_RESV;
-	for (i = 0; !resv && (i < N_ROUTES); i++) {
-		if (!strcmp(url, routes[i].path)) {
-			req->ep = routes[i].ep;
-			allow = routes[i].method;
-			if (!strcmp(method, routes[i].method)) {
-				route = &routes[i];
-				break;
-			}
-		}
-	}
+	/* what answers it (core/capi_decode.h), said after authentication */
+	flexco_route(method, url, &rt);
+	req->ep = rt.ep;
+	for (i = 0; !rt.status && (i < N_ROUTES); i++)
+		if (routes[i].kind == rt.kind)
+			route = &routes[i];
 
 	/* Authenticate every request before saying anything about it: the
 	 * Idempotency-Key, if any, must be the signed one (doc/auth.md). */
@@ -1423,21 +1392,14 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 		return _error(c, req, status, code, err);
 	}
 
-	if (resv)
-		return _reservations(c, req, url + 16, method, uid);
-	if (!route) {
-		if (req->ep != EP_OTHER) {
-			char msg[128];
-
-			snprintf(msg, sizeof(msg), "%s is not allowed on %s",
-				 method, url);
-			return _send(c, req, 405,
-				     flexco_error_json("method_not_allowed",
-						       msg),
-				     allow);
-		}
-		return _error(c, req, 404, "not_found", "no such endpoint");
-	}
+	if (rt.ep == EP_RESV)
+		return _reservations(c, req, &rt, method, uid);
+	if (!route)
+		return _send(c, req, rt.status ? rt.status : 404,
+			     flexco_error_json((rt.status == 405) ?
+					       "method_not_allowed" :
+					       "not_found", rt.message),
+			     rt.allow);
 	if (!_may_query(uid)) {
 		char msg[96];
 

@@ -348,3 +348,111 @@ extern "C" int flexco_decode_events_query(const char* after, const char* wait, c
   *q = got;
   return 0;
 }
+
+namespace {
+
+struct Fixed {
+  const char* path;
+  const char* method;
+  flexco_route_kind_t kind;
+  int ep;
+};
+
+constexpr Fixed kFixed[] = {
+    {"/v1/probe", "POST", FLEXCO_RT_PROBE, FLEXCO_EP_PROBE},
+    {"/v1/profile", "GET", FLEXCO_RT_PROFILE, FLEXCO_EP_PROFILE},
+    {"/v1/stats", "GET", FLEXCO_RT_STATS, FLEXCO_EP_STATS},
+    {"/v1/events", "GET", FLEXCO_RT_EVENTS, FLEXCO_EP_EVENTS},
+};
+
+void not_found(flexco_route_t* r) {
+  r->status = 404;
+  std::snprintf(r->message, sizeof r->message, "no such endpoint");
+}
+
+// 405 under /v1/reservations (the message names the method only).
+void resv_not_allowed(flexco_route_t* r, const char* method, const char* allow) {
+  r->status = 405;
+  r->allow = allow;
+  std::snprintf(r->message, sizeof r->message, "%.32s is not allowed here", method);
+}
+
+}  // namespace
+
+extern "C" void flexco_route(const char* method, const char* path, flexco_route_t* r) {
+  std::memset(r, 0, sizeof *r);
+  r->ep = FLEXCO_EP_OTHER;
+  if (!method) method = "";
+  if (!path) path = "";
+  const bool resv = !std::strncmp(path, "/v1/reservations", 16) && (path[16] == '\0' || path[16] == '/');
+  if (!resv) {
+    for (const Fixed& f : kFixed) {
+      if (std::strcmp(path, f.path)) continue;
+      r->ep = f.ep;
+      if (!std::strcmp(method, f.method)) {
+        r->kind = f.kind;
+        return;
+      }
+      r->status = 405;
+      r->allow = f.method;
+      std::snprintf(r->message, sizeof r->message, "%.32s is not allowed on %s", method, f.path);
+      return;
+    }
+    not_found(r);
+    return;
+  }
+  r->ep = FLEXCO_EP_RESV;
+  const char* rest = path + 16;
+  if (!*rest) {
+    if (!std::strcmp(method, "GET"))
+      r->kind = FLEXCO_RT_RESV_LIST;
+    else if (!std::strcmp(method, "POST"))
+      r->kind = FLEXCO_RT_RESV_CREATE;
+    else
+      resv_not_allowed(r, method, "GET, POST");
+    return;
+  }
+  rest++;  // the '/'
+  const char* slash = std::strchr(rest, '/');
+  const size_t n = slash ? static_cast<size_t>(slash - rest) : std::strlen(rest);
+  if (!n || n >= sizeof r->id) {
+    not_found(r);
+    return;
+  }
+  std::memcpy(r->id, rest, n);
+  r->id[n] = '\0';
+  if (slash && !std::strcmp(slash, "/jobs")) {
+    if (!std::strcmp(method, "POST"))
+      r->kind = FLEXCO_RT_JOB_SUBMIT;
+    else
+      resv_not_allowed(r, method, "POST");
+    return;
+  }
+  if (slash && !std::strncmp(slash, "/jobs/", 6) && slash[6] && !std::strchr(slash + 6, '/')) {
+    if (!std::strcmp(method, "GET")) {
+      r->kind = FLEXCO_RT_JOB_GET;
+      r->job = slash + 6;
+    } else {
+      resv_not_allowed(r, method, "GET");
+    }
+    return;
+  }
+  if (slash) {
+    if (std::strcmp(slash, "/confirm")) {
+      not_found(r);
+    } else if (!std::strcmp(method, "POST")) {
+      r->kind = FLEXCO_RT_RESV_CONFIRM;
+    } else {
+      resv_not_allowed(r, method, "POST");
+    }
+    return;
+  }
+  if (!std::strcmp(method, "GET"))
+    r->kind = FLEXCO_RT_RESV_GET;
+  else if (!std::strcmp(method, "PATCH"))
+    r->kind = FLEXCO_RT_RESV_MODIFY;
+  else if (!std::strcmp(method, "DELETE"))
+    r->kind = FLEXCO_RT_RESV_DELETE;
+  else
+    resv_not_allowed(r, method, "GET, PATCH, DELETE");
+}

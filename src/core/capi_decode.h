@@ -116,6 +116,46 @@ int flexco_decode_events_query(const char *after, const char *wait,
 /* A decimal u64 in [0, max] with no sign, space or leading junk: 0 or -1. */
 int flexco_decode_u64(const char *s, uint64_t max, uint64_t *out);
 
+/*
+ * The plugin's endpoints: method and path (the request target without its
+ * query string, as microhttpd gives it) to what answers it.  status 0: kind
+ * says which; 404: no such path; 405: the path exists, allow lists its
+ * methods.  message is the error's text for 404/405.  id is the
+ * reservation id as written (1-31 bytes, checked by its handler); job
+ * points into path (the part job id as written).  ep is the statistics
+ * bucket (FLEXCO_EP_*), set for 404/405 too.
+ */
+typedef enum {
+	FLEXCO_RT_NONE,
+	FLEXCO_RT_PROBE,		/* POST /v1/probe */
+	FLEXCO_RT_PROFILE,		/* GET /v1/profile */
+	FLEXCO_RT_STATS,		/* GET /v1/stats */
+	FLEXCO_RT_EVENTS,		/* GET /v1/events */
+	FLEXCO_RT_RESV_LIST,		/* GET /v1/reservations */
+	FLEXCO_RT_RESV_CREATE,		/* POST /v1/reservations */
+	FLEXCO_RT_RESV_GET,		/* GET /v1/reservations/{id} */
+	FLEXCO_RT_RESV_MODIFY,		/* PATCH /v1/reservations/{id} */
+	FLEXCO_RT_RESV_DELETE,		/* DELETE /v1/reservations/{id} */
+	FLEXCO_RT_RESV_CONFIRM,		/* POST /v1/reservations/{id}/confirm */
+	FLEXCO_RT_JOB_SUBMIT,		/* POST /v1/reservations/{id}/jobs */
+	FLEXCO_RT_JOB_GET,		/* GET /v1/reservations/{id}/jobs/{job} */
+} flexco_route_kind_t;
+
+enum { FLEXCO_EP_PROFILE, FLEXCO_EP_STATS, FLEXCO_EP_EVENTS, FLEXCO_EP_RESV,
+       FLEXCO_EP_PROBE, FLEXCO_EP_OTHER };
+
+typedef struct {
+	flexco_route_kind_t kind;
+	int status;		/* 0, 404 or 405 */
+	int ep;
+	const char *allow;	/* for 405 */
+	char message[160];	/* for 404/405 */
+	char id[32];
+	const char *job;
+} flexco_route_t;
+
+void flexco_route(const char *method, const char *path, flexco_route_t *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 //   0 POST /v1/reservations body     1 PATCH /v1/reservations/{id} body
 //   2 POST .../jobs body             3 GET /v1/events query (after\nwait\nmax,
 //                                      a missing line is an absent parameter)
+//   4 the router: METHOD\npath (which endpoint answers a request target)
 // Checks: no crash, leak or sanitizer report; a refusal is a 400 with a
 // JSON error document; an accepted request keeps every bound the decoder
 // promises (the admission window, the job limits).
@@ -30,7 +31,7 @@ void refused(int rc, char* err) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int which = data[0] % 4;
+  const int which = data[0] % 5;
   const char* in = reinterpret_cast<const char*>(data + 1);
   const size_t len = size - 1;
   char* err = nullptr;
@@ -71,6 +72,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!std::strncmp(s.env[i], "SLURM_", 6) || !std::strncmp(s.env[i], "FLEXCO_", 7)) abort();
       flexco_jobspec_free(&s);
     }
+  } else if (which == 4) {
+    std::string m(in, len);
+    size_t nl = m.find('\n');
+    std::string method = m.substr(0, nl), path = nl == std::string::npos ? "" : m.substr(nl + 1);
+    flexco_route_t r;
+    flexco_route(method.c_str(), path.c_str(), &r);
+    if ((r.status != 0 && r.status != 404 && r.status != 405) ||
+        (r.status == 0) == (r.kind == FLEXCO_RT_NONE) || (r.status && !r.message[0]) ||
+        (r.status == 405) != (r.allow != nullptr) || std::strlen(r.id) >= sizeof r.id ||
+        (r.kind == FLEXCO_RT_JOB_GET) != (r.job != nullptr) || r.ep < 0 || r.ep > FLEXCO_EP_OTHER)
+      abort();
   } else {
     std::string q(in, len), part[3];
     bool present[3] = {false, false, false};

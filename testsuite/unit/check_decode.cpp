@@ -250,6 +250,59 @@ START_TEST(owner_rule) {
 }
 END_TEST
 
+START_TEST(router) {
+  struct Case {
+    const char *method, *path;
+    flexco_route_kind_t kind;
+    int status, ep;
+    const char *allow, *id, *job;
+  } cases[] = {
+      {"POST", "/v1/probe", FLEXCO_RT_PROBE, 0, FLEXCO_EP_PROBE, nullptr, "", nullptr},
+      {"GET", "/v1/probe", FLEXCO_RT_NONE, 405, FLEXCO_EP_PROBE, "POST", "", nullptr},
+      {"GET", "/v1/profile", FLEXCO_RT_PROFILE, 0, FLEXCO_EP_PROFILE, nullptr, "", nullptr},
+      {"GET", "/v1/stats", FLEXCO_RT_STATS, 0, FLEXCO_EP_STATS, nullptr, "", nullptr},
+      {"GET", "/v1/events", FLEXCO_RT_EVENTS, 0, FLEXCO_EP_EVENTS, nullptr, "", nullptr},
+      {"POST", "/v1/events", FLEXCO_RT_NONE, 405, FLEXCO_EP_EVENTS, "GET", "", nullptr},
+      {"GET", "/v1/events/", FLEXCO_RT_NONE, 404, FLEXCO_EP_OTHER, nullptr, "", nullptr},
+      {"GET", "/v1/statsx", FLEXCO_RT_NONE, 404, FLEXCO_EP_OTHER, nullptr, "", nullptr},
+      {"GET", "", FLEXCO_RT_NONE, 404, FLEXCO_EP_OTHER, nullptr, "", nullptr},
+      {"GET", "/v1/reservations", FLEXCO_RT_RESV_LIST, 0, FLEXCO_EP_RESV, nullptr, "", nullptr},
+      {"POST", "/v1/reservations", FLEXCO_RT_RESV_CREATE, 0, FLEXCO_EP_RESV, nullptr, "", nullptr},
+      {"PUT", "/v1/reservations", FLEXCO_RT_NONE, 405, FLEXCO_EP_RESV, "GET, POST", "", nullptr},
+      {"GET", "/v1/reservationsx", FLEXCO_RT_NONE, 404, FLEXCO_EP_OTHER, nullptr, "", nullptr},
+      {"GET", "/v1/reservations/", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "", nullptr},
+      {"GET", "/v1/reservations/7", FLEXCO_RT_RESV_GET, 0, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"PATCH", "/v1/reservations/7", FLEXCO_RT_RESV_MODIFY, 0, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"DELETE", "/v1/reservations/7", FLEXCO_RT_RESV_DELETE, 0, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"POST", "/v1/reservations/7", FLEXCO_RT_NONE, 405, FLEXCO_EP_RESV, "GET, PATCH, DELETE", "7", nullptr},
+      {"POST", "/v1/reservations/7/confirm", FLEXCO_RT_RESV_CONFIRM, 0, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"GET", "/v1/reservations/7/confirm", FLEXCO_RT_NONE, 405, FLEXCO_EP_RESV, "POST", "7", nullptr},
+      {"POST", "/v1/reservations/7/jobs", FLEXCO_RT_JOB_SUBMIT, 0, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"GET", "/v1/reservations/7/jobs/42", FLEXCO_RT_JOB_GET, 0, FLEXCO_EP_RESV, nullptr, "7", "42"},
+      {"GET", "/v1/reservations/7/jobs/42/x", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"GET", "/v1/reservations/7/jobs/", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"POST", "/v1/reservations/7/other", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"GET", "/v1/reservations/0123456789012345678901234567890", FLEXCO_RT_RESV_GET, 0,
+       FLEXCO_EP_RESV, nullptr, "0123456789012345678901234567890", nullptr},
+      {"GET", "/v1/reservations/01234567890123456789012345678901", FLEXCO_RT_NONE, 404,
+       FLEXCO_EP_RESV, nullptr, "", nullptr},
+  };
+  for (const auto& c : cases) {
+    flexco_route_t r;
+    flexco_route(c.method, c.path, &r);
+    ck_assert_msg(r.kind == c.kind && r.status == c.status && r.ep == c.ep, "%s %s: %d %d %d",
+                  c.method, c.path, r.kind, r.status, r.ep);
+    ck_assert_msg((c.allow == nullptr) == (r.allow == nullptr) &&
+                      (!c.allow || !std::strcmp(c.allow, r.allow)),
+                  "%s %s: allow", c.method, c.path);
+    ck_assert_msg(!r.status || r.message[0], "%s %s: no message", c.method, c.path);
+    ck_assert_str_eq(r.id, c.id);
+    ck_assert_msg((c.job == nullptr) == (r.job == nullptr) && (!c.job || !std::strcmp(c.job, r.job)),
+                  "%s %s: job", c.method, c.path);
+  }
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("decode");
   TCase* r = tcase_create("reservations");
@@ -265,6 +318,7 @@ Suite* make_suite() {
   suite_add_tcase(s, j);
   TCase* e = tcase_create("events");
   tcase_add_test(e, events_query);
+  tcase_add_test(e, router);
   suite_add_tcase(s, e);
   return s;
 }
