@@ -609,150 +609,62 @@ static void _forget_all(void)
 static int _parse_state(const char *text, size_t len, void *arg, char *why,
 			size_t why_len)
 {
-	json_error_t jerr;
-	json_t *root, *list, *keys, *o, *jo;
-	json_int_t version = 0, nid = 0;
+	flexco_resv_state_t st;
 	size_t i, j;
 
 	(void) arg;
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		snprintf(why, why_len, "%s (line %d)", jerr.text, jerr.line);
+	/* the file, strictly (core/capi_decode.h); then into our records */
+	if (flexco_decode_resv_state(text, len, MAX_RECORDS, MAX_JOBS, &st,
+				     why, why_len))
 		return -1;
-	}
-	if (json_unpack_ex(root, &jerr, JSON_STRICT, "{s:I, s:I, s:o, s:o}",
-			   "version", &version, "next_id", &nid,
-			   "reservations", &list, "requests", &keys) ||
-	    (version != 1) || (nid < 1) || !json_is_array(list) ||
-	    !json_is_array(keys) || (json_array_size(list) > MAX_RECORDS)) {
-		snprintf(why, why_len, "unexpected content (%s)",
-			 jerr.text[0] ? jerr.text : "bad values");
-		json_decref(root);
-		return -1;
-	}
-	next_id = nid;
-	json_array_foreach(list, i, o) {
+	next_id = st.next_id;
+	for (i = 0; i < st.resv_cnt; i++) {
+		const flexco_state_resv_t *s = &st.resvs[i];
 		rv_t r = { 0 };
-		const char *user = NULL, *name = NULL, *st = NULL;
-		json_int_t id = 0, uid = 0, nodes = 0, start = 0, end = 0,
-			   created = 0, changed = 0;
-		json_t *jp = NULL, *jn = NULL, *jc = NULL, *jr = NULL,
-		       *jw = NULL, *jobs = NULL;
-		char *want;
-		bool name_ok;
 
-		/* nullable fields are read as values, not unpacked */
-		if (json_unpack_ex(o, &jerr, JSON_STRICT,
-				   "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s?o, s:o}",
-				   "id", &id, "name", &name, "user", &user,
-				   "uid", &uid, "nodes", &nodes,
-				   "start", &start, "end", &end,
-				   "state", &st, "created", &created,
-				   "changed", &changed, "partition", &jp,
-				   "node_list", &jn, "confirm_by", &jc,
-				   "reason", &jr, "owner", &jw,
-				   "jobs", &jobs) ||
-		    (id < 1) || (id > (json_int_t) 9007199254740992LL) ||
-		    (_st_from_name(st) < 0) || (uid < 0) ||
-		    (uid > UINT32_MAX) || (nodes < 0) ||
-		    (nodes > UINT32_MAX) || !json_is_array(jobs) ||
-		    (json_array_size(jobs) > MAX_JOBS) ||
-		    !(json_is_string(jp) || json_is_null(jp)) ||
-		    !(json_is_string(jn) || json_is_null(jn)) ||
-		    !(json_is_integer(jc) || json_is_null(jc)) ||
-		    !(json_is_string(jr) || json_is_null(jr)) ||
-		    (jw && !json_is_null(jw) && !flexco_owner_ok(json_string_value(jw))) ||
-		    _find(id)) {
-			snprintf(why, why_len, "malformed reservation record %zu (%s)",
-				 i, jerr.text[0] ? jerr.text : "bad values");
-			goto bad;
+		r.id = s->id;
+		r.user = xstrdup(s->user);
+		r.uid = s->uid;
+		r.nodes = s->nodes;
+		r.start = s->start;
+		r.end = s->end;
+		r.state = _st_from_name(s->state);
+		r.created = s->created;
+		r.changed = s->changed;
+		r.confirm_by = s->confirm_by;
+		r.partition = xstrdup(s->partition);
+		r.node_list = xstrdup(s->node_list);
+		r.reason = xstrdup(s->reason);
+		r.owner = xstrdup(s->owner);
+		if (s->job_cnt)
+			r.jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
+		for (j = 0; j < s->job_cnt; j++) {
+			r.jobs[j].job_id = s->jobs[j].job_id;
+			r.jobs[j].part_index = s->jobs[j].part_index;
+			r.jobs[j].submitted = s->jobs[j].submitted;
+			r.jobs[j].started = s->jobs[j].started;
+			r.jobs[j].ended = s->jobs[j].ended;
 		}
-		want = _name_of(id);
-		name_ok = !strcmp(want, name);
-		xfree(want);
-		if (!name_ok) {
-			snprintf(why, why_len, "reservation record %zu: name %s does not match id %" PRId64,
-				 i, name, (int64_t) id);
-			goto bad;
-		}
-		r.id = id;
-		r.user = xstrdup(user);
-		r.uid = uid;
-		r.nodes = nodes;
-		r.start = start;
-		r.end = end;
-		r.state = _st_from_name(st);
-		r.created = created;
-		r.changed = changed;
-		r.confirm_by = json_is_integer(jc) ? json_integer_value(jc) : 0;
-		r.partition = xstrdup(json_string_value(jp));
-		r.node_list = xstrdup(json_string_value(jn));
-		r.reason = xstrdup(json_string_value(jr));
-		r.owner = jw ? xstrdup(json_string_value(jw)) : NULL;
-		json_array_foreach(jobs, j, jo) {
-			json_int_t jid = 0, sub = 0;
-			int pi = 0, started = 0, ended = 0;
-
-			if (json_unpack_ex(jo, &jerr, JSON_STRICT,
-					   "{s:I, s:i, s:I, s:b, s:b}",
-					   "job_id", &jid, "part_index", &pi,
-					   "submitted", &sub, "started",
-					   &started, "ended", &ended) ||
-			    (jid < 1) || (jid > UINT32_MAX)) {
-				snprintf(why, why_len, "malformed job %zu of reservation record %zu",
-					 j, i);
-				_rv_free(&r);
-				goto bad;
-			}
-			if (!r.jobs)
-				r.jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
-			r.jobs[r.job_cnt].job_id = jid;
-			r.jobs[r.job_cnt].part_index = pi;
-			r.jobs[r.job_cnt].started = started;
-			r.jobs[r.job_cnt].ended = ended;
-			r.jobs[r.job_cnt++].submitted = sub;
-		}
+		r.job_cnt = s->job_cnt;
 		rvs[rv_cnt++] = r;
-		if ((uint64_t) id >= next_id)
-			next_id = id + 1;
+		if ((uint64_t) r.id >= next_id)
+			next_id = r.id + 1;
 	}
-	json_array_foreach(keys, i, o) {
-		const char *key = NULL, *resp = NULL, *method = NULL,
-			   *target = NULL, *digest = NULL;
-		json_int_t uid = 0, when = 0;
-		int status = 0;
+	for (i = 0; i < st.key_cnt; i++) {
+		const flexco_state_key_t *k = &st.keys[i];
 		idem_t *e;
 
-		/* method, target, body_sha256: all or none (none: saved by
-		 * a version before keys were bound to their request) */
-		if (json_unpack_ex(o, &jerr, JSON_STRICT,
-				   "{s:s, s:I, s:i, s:s, s:I, s?s, s?s, s?s}",
-				   "key", &key, "uid", &uid, "status", &status,
-				   "response", &resp, "when", &when,
-				   "method", &method, "target", &target,
-				   "body_sha256", &digest) ||
-		    (uid < 0) || (uid > UINT32_MAX) ||
-		    (!method != !target) || (!method != !digest) ||
-		    (digest && (strlen(digest) != FLEXCO_AUTH_DIGEST_SIZE - 1))) {
-			snprintf(why, why_len, "malformed request record %zu",
-				 i);
-			goto bad;
-		}
 		/* answers that are not final (saved by older versions), and
 		 * keys no signer can send any more (older versions took any
 		 * length on confirm, modify and delete), go */
-		if (!flexco_idempotency_key_valid(key))
+		if (!flexco_idempotency_key_valid(k->key))
 			continue;
-		if ((e = _idem_store(key, uid, method, target, digest, status,
-				     resp)))
-			e->when = when;
+		if ((e = _idem_store(k->key, k->uid, k->method, k->target,
+				     k->digest, k->status, k->response)))
+			e->when = k->when;
 	}
-	json_decref(root);
+	flexco_resv_state_free(&st);
 	return 0;
-bad:
-	json_decref(root);
-	_forget_all();
-	return -1;
 }
 
 static void _load(void)

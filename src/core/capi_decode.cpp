@@ -456,3 +456,191 @@ extern "C" void flexco_route(const char* method, const char* path, flexco_route_
   else
     resv_not_allowed(r, method, "GET, PATCH, DELETE");
 }
+
+namespace {
+
+char* dup_or_null(json_t* v) { return json_is_string(v) ? strdup(json_string_value(v)) : nullptr; }
+
+bool nullable_string(json_t* v) { return json_is_string(v) || json_is_null(v); }
+
+const char* const kStates[] = {"creating", "tentative", "confirmed", "ended", "deleted", "expired"};
+
+bool state_ok(const char* s) {
+  for (const char* k : kStates)
+    if (!std::strcmp(s, k)) return true;
+  return false;
+}
+
+bool hex64(const char* s) {
+  if (std::strlen(s) != 64) return false;
+  for (const char* p = s; *p; p++)
+    if (!std::isdigit(static_cast<unsigned char>(*p)) && !(*p >= 'a' && *p <= 'f')) return false;
+  return true;
+}
+
+int state_fail(char* why, size_t why_len, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+int state_fail(char* why, size_t why_len, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (why && why_len) std::vsnprintf(why, why_len, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+int resv_record(json_t* o, size_t i, size_t max_jobs, flexco_state_resv_t* r, char* why,
+                size_t why_len) {
+  json_error_t jerr;
+  const char *user = nullptr, *name = nullptr, *st = nullptr;
+  json_int_t id = 0, uid = 0, nodes = 0, start = 0, end = 0, created = 0, changed = 0;
+  json_t *jp = nullptr, *jn = nullptr, *jc = nullptr, *jr = nullptr, *jw = nullptr, *jobs = nullptr;
+  jerr.text[0] = '\0';
+  if (json_unpack_ex(o, &jerr, JSON_STRICT,
+                     "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s?o, s:o}",
+                     "id", &id, "name", &name, "user", &user, "uid", &uid, "nodes", &nodes, "start",
+                     &start, "end", &end, "state", &st, "created", &created, "changed", &changed,
+                     "partition", &jp, "node_list", &jn, "confirm_by", &jc, "reason", &jr, "owner",
+                     &jw, "jobs", &jobs) ||
+      id < 1 || id > static_cast<json_int_t>(9007199254740992LL) || !state_ok(st) || uid < 0 ||
+      uid > static_cast<json_int_t>(UINT32_MAX) || nodes < 0 ||
+      nodes > static_cast<json_int_t>(UINT32_MAX) || !json_is_array(jobs) ||
+      json_array_size(jobs) > max_jobs || !nullable_string(jp) || !nullable_string(jn) ||
+      !(json_is_integer(jc) || json_is_null(jc)) || !nullable_string(jr) ||
+      (jw && !json_is_null(jw) && !flexco_owner_ok(json_string_value(jw))))
+    return state_fail(why, why_len, "malformed reservation record %zu (%s)", i,
+                      jerr.text[0] ? jerr.text : "bad values");
+  char want[40];
+  std::snprintf(want, sizeof want, "flexco_%" PRId64, static_cast<int64_t>(id));
+  if (std::strcmp(want, name))
+    return state_fail(why, why_len, "reservation record %zu: name %.64s does not match id %" PRId64,
+                      i, name, static_cast<int64_t>(id));
+  r->id = id;
+  r->uid = uid;
+  r->nodes = nodes;
+  r->start = start;
+  r->end = end;
+  r->created = created;
+  r->changed = changed;
+  r->confirm_by = json_is_integer(jc) ? json_integer_value(jc) : 0;
+  r->user = strdup(user);
+  r->state = strdup(st);
+  r->partition = dup_or_null(jp);
+  r->node_list = dup_or_null(jn);
+  r->reason = dup_or_null(jr);
+  r->owner = jw ? dup_or_null(jw) : nullptr;
+  if (json_array_size(jobs) &&
+      !(r->jobs = static_cast<flexco_state_job_t*>(std::calloc(json_array_size(jobs), sizeof *r->jobs))))
+    return state_fail(why, why_len, "out of memory");
+  size_t j;
+  json_t* jo;
+  json_array_foreach(jobs, j, jo) {
+    json_int_t jid = 0, sub = 0;
+    int pi = 0, started = 0, ended = 0;
+    if (json_unpack_ex(jo, &jerr, JSON_STRICT, "{s:I, s:i, s:I, s:b, s:b}", "job_id", &jid,
+                       "part_index", &pi, "submitted", &sub, "started", &started, "ended", &ended) ||
+        jid < 1 || jid > static_cast<json_int_t>(UINT32_MAX))
+      return state_fail(why, why_len, "malformed job %zu of reservation record %zu", j, i);
+    r->jobs[r->job_cnt++] = flexco_state_job_t{jid, pi, sub, started != 0, ended != 0};
+  }
+  if (!r->user || !r->state) return state_fail(why, why_len, "out of memory");
+  return 0;
+}
+
+int key_record(json_t* o, size_t i, flexco_state_key_t* k, char* why, size_t why_len) {
+  json_error_t jerr;
+  const char *key = nullptr, *resp = nullptr, *method = nullptr, *target = nullptr, *digest = nullptr;
+  json_int_t uid = 0, when = 0;
+  int status = 0;
+  // method, target, body_sha256: all or none (none: saved by a version
+  // before keys were bound to their request)
+  if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:s, s:I, s:i, s:s, s:I, s?s, s?s, s?s}", "key", &key,
+                     "uid", &uid, "status", &status, "response", &resp, "when", &when, "method",
+                     &method, "target", &target, "body_sha256", &digest) ||
+      uid < 0 || uid > static_cast<json_int_t>(UINT32_MAX) || !method != !target ||
+      !method != !digest || (digest && !hex64(digest)))
+    return state_fail(why, why_len, "malformed request record %zu", i);
+  k->key = strdup(key);
+  k->uid = uid;
+  k->status = status;
+  k->response = strdup(resp);
+  k->when = when;
+  k->method = method ? strdup(method) : nullptr;
+  k->target = target ? strdup(target) : nullptr;
+  k->digest = digest ? strdup(digest) : nullptr;
+  if (!k->key || !k->response || (method && (!k->method || !k->target || !k->digest)))
+    return state_fail(why, why_len, "out of memory");
+  return 0;
+}
+
+}  // namespace
+
+extern "C" void flexco_resv_state_free(flexco_resv_state_t* st) {
+  if (!st) return;
+  for (size_t i = 0; st->resvs && i < st->resv_cnt; i++) {
+    flexco_state_resv_t* r = &st->resvs[i];
+    std::free(r->user);
+    std::free(r->state);
+    std::free(r->partition);
+    std::free(r->node_list);
+    std::free(r->reason);
+    std::free(r->owner);
+    std::free(r->jobs);
+  }
+  std::free(st->resvs);
+  for (size_t i = 0; st->keys && i < st->key_cnt; i++) {
+    flexco_state_key_t* k = &st->keys[i];
+    std::free(k->key);
+    std::free(k->response);
+    std::free(k->method);
+    std::free(k->target);
+    std::free(k->digest);
+  }
+  std::free(st->keys);
+  std::memset(st, 0, sizeof *st);
+}
+
+extern "C" int flexco_decode_resv_state(const char* text, size_t len, size_t max_records,
+                                        size_t max_jobs, flexco_resv_state_t* out, char* why,
+                                        size_t why_len) {
+  std::memset(out, 0, sizeof *out);
+  json_error_t jerr;
+  json_t* root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root) return state_fail(why, why_len, "%s (line %d)", jerr.text, jerr.line);
+  json_t *list = nullptr, *keys = nullptr;
+  json_int_t version = 0, nid = 0;
+  jerr.text[0] = '\0';
+  int rc = 0;
+  if (json_unpack_ex(root, &jerr, JSON_STRICT, "{s:I, s:I, s:o, s:o}", "version", &version,
+                     "next_id", &nid, "reservations", &list, "requests", &keys) ||
+      version != 1 || nid < 1 || !json_is_array(list) || !json_is_array(keys) ||
+      json_array_size(list) > max_records) {
+    rc = state_fail(why, why_len, "unexpected content (%s)", jerr.text[0] ? jerr.text : "bad values");
+  } else {
+    out->next_id = nid;
+    if ((json_array_size(list) &&
+         !(out->resvs = static_cast<flexco_state_resv_t*>(
+               std::calloc(json_array_size(list), sizeof *out->resvs)))) ||
+        (json_array_size(keys) &&
+         !(out->keys = static_cast<flexco_state_key_t*>(
+               std::calloc(json_array_size(keys), sizeof *out->keys)))))
+      rc = state_fail(why, why_len, "out of memory");
+    size_t i;
+    json_t* o;
+    json_array_foreach(list, i, o) {
+      if (rc) break;
+      rc = resv_record(o, i, max_jobs, &out->resvs[out->resv_cnt], why, why_len);
+      out->resv_cnt++;  // so that free sees what this record holds
+      for (size_t k = 0; !rc && k + 1 < out->resv_cnt; k++)
+        if (out->resvs[k].id == out->resvs[out->resv_cnt - 1].id)
+          rc = state_fail(why, why_len, "malformed reservation record %zu (id %" PRId64 " twice)", i,
+                          out->resvs[k].id);
+    }
+    json_array_foreach(keys, i, o) {
+      if (rc) break;
+      rc = key_record(o, i, &out->keys[out->key_cnt], why, why_len);
+      out->key_cnt++;
+    }
+  }
+  json_decref(root);
+  if (rc) flexco_resv_state_free(out);
+  return rc;
+}

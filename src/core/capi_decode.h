@@ -156,6 +156,57 @@ typedef struct {
 
 void flexco_route(const char *method, const char *path, flexco_route_t *r);
 
+/*
+ * The reservation state file (StateSaveLocation/flexco_resv.json, written
+ * by plugin/resv.c): {"version":1, "next_id", "reservations":[...],
+ * "requests":[...]}.  Strict: any malformed record rejects the whole copy
+ * (a sign of corruption: the plugin tries the previous copy), with a
+ * reason in why.  Checked here: every member and its type, ids 1..2^53
+ * without repeats, names "flexco_<id>", state names, uids and node counts
+ * within 32 bits, at most max_records records of at most max_jobs part
+ * jobs, and a request record's binding (method, target, body_sha256: all
+ * or none, the digest 64 hex digits).  All strings are malloc'd.
+ */
+typedef struct {
+	int64_t job_id;
+	int part_index;
+	int64_t submitted;
+	bool started, ended;
+} flexco_state_job_t;
+
+typedef struct {
+	int64_t id;
+	char *user;
+	int64_t uid, nodes, start, end, created, changed;
+	char *state;		/* creating, tentative, confirmed, ended, deleted, expired */
+	char *partition, *node_list, *reason, *owner;	/* NULL when null */
+	int64_t confirm_by;	/* 0 when null */
+	flexco_state_job_t *jobs;
+	size_t job_cnt;
+} flexco_state_resv_t;
+
+typedef struct {
+	char *key;
+	int64_t uid;
+	int status;
+	char *response;
+	int64_t when;
+	char *method, *target, *digest;	/* all NULL: saved unbound */
+} flexco_state_key_t;
+
+typedef struct {
+	int64_t next_id;
+	flexco_state_resv_t *resvs;
+	size_t resv_cnt;
+	flexco_state_key_t *keys;
+	size_t key_cnt;
+} flexco_resv_state_t;
+
+int flexco_decode_resv_state(const char *text, size_t len, size_t max_records,
+			     size_t max_jobs, flexco_resv_state_t *out,
+			     char *why, size_t why_len);
+void flexco_resv_state_free(flexco_resv_state_t *st);
+
 #ifdef __cplusplus
 }
 #endif

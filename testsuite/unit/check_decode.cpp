@@ -303,6 +303,88 @@ START_TEST(router) {
 }
 END_TEST
 
+const char* kGoodState =
+    "{\"version\":1,\"next_id\":9,\"reservations\":["
+    "{\"id\":3,\"name\":\"flexco_3\",\"user\":\"alice\",\"uid\":1000,\"nodes\":2,"
+    "\"start\":100,\"end\":200,\"state\":\"confirmed\",\"created\":50,\"changed\":60,"
+    "\"partition\":null,\"node_list\":\"n[1-2]\",\"confirm_by\":null,\"reason\":null,"
+    "\"owner\":\"flexcod-ab\",\"jobs\":[{\"job_id\":7,\"part_index\":1,\"submitted\":70,"
+    "\"started\":true,\"ended\":false}]},"
+    "{\"id\":12,\"name\":\"flexco_12\",\"user\":\"bob\",\"uid\":1001,\"nodes\":1,"
+    "\"start\":100,\"end\":200,\"state\":\"tentative\",\"created\":50,\"changed\":60,"
+    "\"partition\":\"batch\",\"node_list\":null,\"confirm_by\":90,\"reason\":\"r\","
+    "\"jobs\":[]}],"
+    "\"requests\":[{\"key\":\"k1\",\"uid\":0,\"status\":201,\"response\":\"{}\",\"when\":5},"
+    "{\"key\":\"k2\",\"uid\":0,\"status\":200,\"response\":\"{}\",\"when\":6,"
+    "\"method\":\"DELETE\",\"target\":\"/v1/reservations/3\",\"body_sha256\":"
+    "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}]}";
+
+START_TEST(resv_state_ok) {
+  flexco_resv_state_t st;
+  char why[256] = "";
+  ck_assert_int_eq(flexco_decode_resv_state(kGoodState, std::strlen(kGoodState), 4096, 64, &st,
+                                            why, sizeof why),
+                   0);
+  ck_assert_int_eq(st.next_id, 9);
+  ck_assert_uint_eq(st.resv_cnt, 2);
+  ck_assert_str_eq(st.resvs[0].owner, "flexcod-ab");
+  ck_assert_ptr_null(st.resvs[0].partition);
+  ck_assert_uint_eq(st.resvs[0].job_cnt, 1);
+  ck_assert_int_eq(st.resvs[0].jobs[0].job_id, 7);
+  ck_assert(st.resvs[0].jobs[0].started && !st.resvs[0].jobs[0].ended);
+  ck_assert_ptr_null(st.resvs[1].owner);  // saved before owners
+  ck_assert_int_eq(st.resvs[1].confirm_by, 90);
+  ck_assert_uint_eq(st.key_cnt, 2);
+  ck_assert_ptr_null(st.keys[0].method);  // saved unbound
+  ck_assert_str_eq(st.keys[1].target, "/v1/reservations/3");
+  flexco_resv_state_free(&st);
+}
+END_TEST
+
+START_TEST(resv_state_refused) {
+  const std::string good = kGoodState;
+  auto swap = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    size_t at = t.find(from);
+    ck_assert_msg(at != std::string::npos, "no %s", from.c_str());
+    return t.replace(at, from.size(), to);
+  };
+  const std::string bad[] = {
+      good.substr(0, good.size() - 1),
+      swap("\"version\":1", "\"version\":2"),
+      swap("\"next_id\":9", "\"next_id\":0"),
+      swap("\"name\":\"flexco_12\"", "\"name\":\"flexco_13\""),
+      swap("\"id\":12,", "\"id\":3,"),
+      swap("\"name\":\"flexco_12\"", "\"name\":\"flexco_3\"").replace(
+          good.find("\"id\":12,"), 8, "\"id\":3, "),
+      swap("\"state\":\"tentative\"", "\"state\":\"lost\""),
+      swap("\"uid\":1001", "\"uid\":4294967296"),
+      swap("\"job_id\":7", "\"job_id\":0"),
+      swap("\"owner\":\"flexcod-ab\"", "\"owner\":\"a b\""),
+      swap("\"reason\":\"r\"", "\"reason\":5"),
+      swap("\"jobs\":[]}", "\"jobs\":[],\"extra\":1}"),
+      swap("\"target\":\"/v1/reservations/3\",", ""),
+      swap("e3b0c44298fc", "E3B0C44298FC"),
+      swap("\"when\":5}", "\"when\":\"5\"}"),
+  };
+  for (const auto& b : bad) {
+    flexco_resv_state_t st;
+    char why[256] = "";
+    ck_assert_msg(flexco_decode_resv_state(b.data(), b.size(), 4096, 64, &st, why, sizeof why) == -1 &&
+                      why[0] && st.resvs == nullptr && st.keys == nullptr,
+                  "accepted: %.300s", b.c_str());
+  }
+  flexco_resv_state_t st;
+  char why[256] = "";
+  ck_assert_int_eq(flexco_decode_resv_state(kGoodState, std::strlen(kGoodState), 1, 64, &st, why,
+                                            sizeof why),
+                   -1);  // more records than allowed
+  ck_assert_int_eq(flexco_decode_resv_state(kGoodState, std::strlen(kGoodState), 4096, 0, &st, why,
+                                            sizeof why),
+                   -1);  // more jobs than allowed
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("decode");
   TCase* r = tcase_create("reservations");
@@ -311,6 +393,8 @@ Suite* make_suite() {
   tcase_add_test(r, resv_create_refused);
   tcase_add_test(r, resv_modify);
   tcase_add_test(r, owner_rule);
+  tcase_add_test(r, resv_state_ok);
+  tcase_add_test(r, resv_state_refused);
   suite_add_tcase(s, r);
   TCase* j = tcase_create("jobs");
   tcase_add_test(j, jobspec_ok);
