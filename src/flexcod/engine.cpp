@@ -1449,7 +1449,28 @@ void Engine::reap_loop() {
     }
     for (std::int64_t id : again) finish_if_done(id, true);
     watch_part_starts();
+    // A part whose cluster does not answer is tried again with a backoff
+    // (2 s doubling to 5 min), its reason saying so (shown by sreserve
+    // show); a cluster that failed once is not tried again in the same
+    // pass, so that one dead cluster costs one timeout per pass, not one
+    // per part, and the other clusters' parts are released meanwhile.
+    std::set<std::string> failed_now;
+    std::set<std::tuple<std::int64_t, int, int>> seen;
     for (auto& p : store_.parts_in_states({"cancelling"})) {
+      const auto rkey = std::make_tuple(p.co_id, p.attempt, p.idx);
+      seen.insert(rkey);
+      ReapRetry& retry = reap_retry_[rkey];
+      if (failed_now.count(p.cluster)) continue;
+      if (now_seconds() < retry.next) {
+        // ... unless the cluster answered something since: try at once
+        Cluster* c = cluster(p.cluster);
+        bool back = false;
+        if (c != nullptr) {
+          std::lock_guard<std::mutex> g(c->m);
+          back = c->reachable && c->last_contact > retry.failed_at;
+        }
+        if (!back) continue;
+      }
       auto m = co_mutex(p.co_id);
       std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
       if (!lock.owns_lock()) continue;
@@ -1462,14 +1483,40 @@ void Engine::reap_loop() {
       if (!still) continue;
       if (release_part(*co, p)) {
         p.state = co->state == "cancelling" ? "cancelled" : "released";
-        p.reason = "released by the reaper";
+        p.reason = "released by the reaper" +
+                   (retry.attempts ? " after " + std::to_string(retry.attempts + 1) + " tries"
+                                   : std::string());
         std::string err;
         store_.update_part(p, p.reason, &err);
         fc_info("co-%ld: part %d on %s released", (long)p.co_id, p.idx, p.cluster.c_str());
+        reap_retry_.erase(rkey);
+      } else {
+        failed_now.insert(p.cluster);
+        retry.attempts++;
+        const std::int64_t wait = std::min<std::int64_t>(
+            std::int64_t{2} << std::min(retry.attempts - 1, 8), 300);
+        retry.failed_at = now_seconds();
+        retry.next = retry.failed_at + wait;
+        Cluster* c = cluster(p.cluster);
+        std::string why;
+        if (c != nullptr) {
+          std::lock_guard<std::mutex> g(c->m);
+          why = c->last_error;
+        }
+        p.reason = "cannot release on " + p.cluster + (why.empty() ? "" : " (" + why + ")") +
+                   "; try " + std::to_string(retry.attempts + 1) + " at " +
+                   slurm_time(retry.next);
+        std::string err;
+        store_.update_part(p, p.reason, &err);  // same state: no history line
+        bump("release_retries");
+        fc_verbose("co-%ld: part %d on %s: %s", (long)p.co_id, p.idx, p.cluster.c_str(),
+                   p.reason.c_str());
       }
       lock.unlock();
       finish_if_done(p.co_id);
     }
+    for (auto it = reap_retry_.begin(); it != reap_retry_.end();)
+      it = seen.count(it->first) ? std::next(it) : reap_retry_.erase(it);
   }
 }
 
@@ -2101,6 +2148,7 @@ JsonPtr Engine::co_json(const CoRecord& co, bool full) {
     set_opt_int(q, "actual_start", p.actual_start);
     set_opt_int(q, "actual_end", p.actual_end);
     set_opt_int(q, "exit_code", p.exit_code, -1);
+    set_opt_str(q, "reason", p.reason);
     json_array_append_new(parts, q);
     if (p.actual_start > 0) {
       first = first == 0 ? p.actual_start : std::min(first, p.actual_start);
@@ -2110,6 +2158,21 @@ JsonPtr Engine::co_json(const CoRecord& co, bool full) {
     }
   }
   set(o, "parts", parts);
+  // Parts of earlier placements still being released (a cluster that does
+  // not answer): the reaper's retries, visible to the user.
+  json_t* releasing = json_array();
+  for (const auto& p : store_.parts(co.id, false)) {
+    if (p.current || p.state != "cancelling") continue;
+    json_t* q = json_object();
+    set_int(q, "index", p.idx);
+    set_int(q, "attempt", p.attempt);
+    set_str(q, "cluster", p.cluster);
+    set_opt_str(q, "reservation", p.reservation);
+    set_opt_int(q, "job_id", p.job_id);
+    set_opt_str(q, "reason", p.reason);
+    json_array_append_new(releasing, q);
+  }
+  set(o, "releasing", releasing);
   set_opt_int(o, "actual_start", first);
   set(o, "start_spread", (all_started && !ps.empty()) ? json_integer(last - first) : json_null());
   if (full) {
@@ -2547,7 +2610,7 @@ ApiResult Engine::stats() {
   }
   set(o, "messages", msgs);
   set_int(o, "moves", store_.count_moves());
-  for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations", "moves_abandoned",
+  for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations", "release_retries", "moves_abandoned",
                         "resched_passes", "late_parts"}) {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <optional>
 #include <set>
 #include <string>
@@ -202,6 +203,14 @@ class Engine {
   std::map<int, std::int64_t> requests_;
   std::int64_t commit_count_ = 0, commit_ms_sum_ = 0, commit_ms_max_ = 0;
   std::int64_t started_ = 0;
+  // The reaper's retries of parts it could not release (reap_loop only):
+  // (co, attempt, part) -> attempts so far and the time of the next one.
+  struct ReapRetry {
+    int attempts = 0;
+    std::int64_t next = 0;
+    std::int64_t failed_at = 0;
+  };
+  std::map<std::tuple<std::int64_t, int, int>, ReapRetry> reap_retry_;
 
   struct Trigger {
     std::int64_t event_time = 0;  // the latest early end's event time

@@ -462,6 +462,15 @@ void render_show(const Options& o, const json_t* ex, Output* out) {
   out->out += o.noheader ? "" : "\nPARTS\n";
   if (!table(o, part_fields(), kPartsFormat, parts, out)) return;
 
+  // Parts of an earlier placement whose release flexcod still retries (a
+  // cluster that does not answer), with the error and the next try.
+  json_array_foreach(get(c, "releasing"), i, v) {
+    if (i == 0) out->out += o.noheader ? "" : "\nRELEASING\n";
+    out->out += "   Cluster=" + str(v, "cluster") + " Reservation=" + or_none(str(v, "reservation")) +
+                " JobId=" + (has_num(v, "job_id") ? std::to_string(num(v, "job_id")) : "None") +
+                " Reason=" + or_none(str(v, "reason")) + "\n";
+  }
+
   static const std::vector<FieldDef> hist = {
       {'t', "TIME", ""}, {'w', "WHAT", ""}, {'f', "FROM", ""}, {'o', "TO", ""}, {'r', "REASON", ""}};
   std::vector<Row> rows;

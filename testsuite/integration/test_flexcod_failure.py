@@ -11,6 +11,7 @@ release the others; (4) with every usable cluster refusing, the request is repor
 unplaceable and nothing is left anywhere."""
 
 import os
+import subprocess
 import tempfile
 import threading
 import time
@@ -105,12 +106,32 @@ def main():
              "the last part (%s) is tentative as %s" % (victim, victim_resv), "%r" % co)
         state = {}
 
+        def retried():
+            d = fc.get(co["id"])[1] or {}
+            rel = [x for x in d.get("releasing", []) if x.get("cluster") == victim]
+            return rel and "try" in (rel[0].get("reason") or "") and (d, rel[0])
+
         def while_down():
             h.release()
             th.join(180)
             state["result"] = out.get("result")
             state["db"] = fc.get(co["id"])[1]
+            # issue 15 §1.2: the release on the stopped cluster is retried
+            # with a backoff, and the user sees it
+            state["retried"] = t.wait_for(retried, 60, "a retried release to show")
+            env = dict(os.environ, FLEXCOD_CONF=fc.info["conf"], TZ="UTC")
+            state["show"] = subprocess.run(
+                [os.path.join(t.builddir(), "src", "sreserve", "sreserve"), "show",
+                 str(co["id"])], env=env, capture_output=True, text=True, timeout=60).stdout
         grid.restart_slurmctld(victim, while_down=while_down)
+        d_rel = state.get("retried") or ({}, {})
+        t.ok(d_rel[1].get("reservation") == victim_resv
+             and victim in (d_rel[1].get("reason") or ""),
+             "while %s was down: its release is retried, the reason names the cluster and "
+             "the next try (%s)" % (victim, d_rel[1].get("reason")), "%r" % (d_rel,))
+        show = state.get("show") or ""
+        t.ok("RELEASING" in show and "Reservation=%s" % victim_resv in show,
+             "sreserve show lists the part being released", show[-600:])
         st, doc = state.get("result") or (None, {})
         doc = doc or {}
         t.ok(st == 201 and victim not in [p["cluster"] for p in doc.get("parts", [])],
@@ -129,6 +150,7 @@ def main():
              "once %s is back, its reservation %s is released" % (victim, victim_resv),
              "%r" % slurm_reservations(grid))
         s, x = fc.get(co["id"])
+        t.ok(x.get("releasing") == [], "... and nothing is left to release", "%r" % x.get("releasing"))
         vparts = [h for h in x.get("history", []) if victim in h["what"]]
         t.ok(vparts and vparts[-1]["to"] == "released",
              "the database says the part on %s was released" % victim, "%r" % vparts)

@@ -4,7 +4,9 @@
 on a real grid: the database is consistent (the interrupted co-allocation
 is rolled back with its reason, nothing is stuck), no reservation and no
 part job is left on any cluster, and no part job is duplicated.  A
-flexco reservation nobody knows (an orphan) is deleted at the restart.
+flexco reservation with this flexcod's owner tag that its database does
+not know (an orphan) is deleted at the restart; one without an owner is
+left alone.
 A clean SIGTERM stop keeps scheduled co-allocations, which a restart
 picks up and follows to completion."""
 
@@ -72,22 +74,38 @@ def main():
                  % (step, res_before),
                  "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
 
-        # -- an orphan: a flexco reservation no record knows ---------------------
+        # -- an orphan: a flexco reservation of this flexcod no record knows ----
+        # (made with its owner tag, as if its database had lost the record),
+        # and one of nobody's (no owner: by hand, or another tool), which is
+        # not flexcod's to delete (issue 15 §1.4)
         alpha = st["clusters"][0]
         pc = plugin_client(alpha, st["munge_socket"])
+        import sqlite3
         import time
-        r = pc.request("POST", "/v1/reservations",
-                       body={"user": "root", "nodes": 1, "start": int(time.time()) + 3600,
-                             "duration": 600, "confirm_within": 600})
-        orphan = (r.json or {}).get("name")
-        t.ok(r.status == 201 and orphan in slurm_reservations(grid)["alpha"],
-             "a reservation %s is made on alpha behind flexcod's back" % orphan)
+        db = sqlite3.connect("file:%s?mode=ro" % fc.info["state_file"], uri=True)
+        instance = db.execute("SELECT value FROM meta WHERE key='instance'").fetchone()[0]
+        db.close()
+        made = {}
+        for what, extra in (("ours", {"owner": "flexcod-" + instance}), ("nobody's", {})):
+            r = pc.request("POST", "/v1/reservations",
+                           body=dict({"user": "root", "nodes": 1,
+                                      "start": int(time.time()) + 3600,
+                                      "duration": 600, "confirm_within": 600}, **extra))
+            made[what] = (r.json or {}).get("name"), (r.json or {}).get("id")
+            t.ok(r.status == 201 and made[what][0] in slurm_reservations(grid)["alpha"],
+                 "a reservation %s (%s) is made on alpha behind flexcod's back"
+                 % (made[what][0], what))
+        orphan, foreign = made["ours"][0], made["nobody's"][0]
         fc.restart(kill9=False)
         t.ok(t.wait_for(lambda: orphan not in slurm_reservations(grid)["alpha"], 30,
                         "the orphan to go"),
-             "flexcod's restart deletes the orphan %s" % orphan)
+             "flexcod's restart deletes the orphan %s (its own owner tag)" % orphan)
         stats = fc.client().get("/v1/stats").json or {}
-        t.ok(stats.get("orphans") == 1, "stats: 1 orphan", "%r" % stats)
+        t.ok(stats.get("orphans") == 1 and stats.get("foreign_reservations", 0) >= 1,
+             "stats: 1 orphan, and a foreign reservation seen", "%r" % stats)
+        t.ok(foreign in slurm_reservations(grid)["alpha"],
+             "the reservation without an owner (%s) is left alone" % foreign)
+        pc.request("DELETE", "/v1/reservations/%s" % made["nobody's"][1])
 
         # -- a scheduled co-allocation survives a clean restart ------------------
         future = int(time.time()) + 20
