@@ -68,9 +68,7 @@ extern const char plugin_type[];
 #define MAX_URI_LEN FLEXCO_AUTH_MAX_TARGET
 #define HEADER_MEMORY (32 * 1024)
 #define THREAD_POOL_SIZE 4
-#define DEFAULT_HORIZON (24 * 3600)
 #define PROBE_VALID_FOR 60	/* seconds an offer is quoted as valid */
-#define MAX_PARTITION_LEN 256
 
 /* ---------------------------------------------------------------------- */
 /* statistics */
@@ -730,25 +728,6 @@ static const char *_unknown_arg(struct MHD_Connection *c,
 }
 
 /* Strict decimal, 1..max. */
-static int _parse_seconds(const char *s, int64_t max, int64_t *out)
-{
-	int64_t v = 0;
-
-	if (!s || !*s)
-		return -1;
-	for (; *s; s++) {
-		if ((*s < '0') || (*s > '9'))
-			return -1;
-		v = v * 10 + (*s - '0');
-		if (v > max)
-			return -1;
-	}
-	if (v < 1)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* ---------------------------------------------------------------------- */
 /* endpoints */
 
@@ -758,7 +737,7 @@ static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
 	const char *bad, *partition, *horizon_s;
 	char code[64], err[512], msg[600];
 	flexco_snapshot_t *snap;
-	int64_t horizon = DEFAULT_HORIZON;
+	int64_t horizon;
 	char *json = NULL;
 	int status;
 
@@ -770,14 +749,11 @@ static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
 	}
 	partition = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
 						"partition");
-	if (partition && (strlen(partition) > MAX_PARTITION_LEN))
-		return _error(c, req, 400, "bad_parameter",
-			      "partition: name too long");
 	horizon_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
 						"horizon");
-	if (horizon_s && _parse_seconds(horizon_s, 366 * 86400, &horizon))
-		return _error(c, req, 400, "bad_parameter",
-			      "horizon: seconds, an integer from 1 to 31622400");
+	/* strictly (core/capi_decode.h) */
+	if (flexco_decode_profile_query(partition, horizon_s, &horizon, &json))
+		return _send(c, req, 400, json, NULL);
 
 	snap = snapshot_take();	/* read locks inside, released on return */
 	status = flexco_profile_json(snap, partition, horizon, published_share,

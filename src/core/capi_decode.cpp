@@ -334,6 +334,18 @@ extern "C" int flexco_decode_u64(const char* s, uint64_t max, uint64_t* out) {
   return 0;
 }
 
+extern "C" int flexco_decode_profile_query(const char* partition, const char* horizon,
+                                           int64_t* horizon_out, char** json_out) {
+  uint64_t h = FLEXCO_PROFILE_DEFAULT_HORIZON;
+  if (partition && std::strlen(partition) > FLEXCO_PROFILE_MAX_PARTITION)
+    return fail(json_out, "bad_parameter", "partition: name too long");
+  if (horizon && (flexco_decode_u64(horizon, FLEXCO_PROFILE_MAX_HORIZON, &h) || h < 1))
+    return fail(json_out, "bad_parameter", "horizon: seconds, an integer from 1 to %d",
+                FLEXCO_PROFILE_MAX_HORIZON);
+  *horizon_out = static_cast<int64_t>(h);
+  return 0;
+}
+
 extern "C" int flexco_decode_events_query(const char* after, const char* wait, const char* max,
                                           flexco_events_query_t* q, char** json_out) {
   flexco_events_query_t got = {0, 0, FLEXCO_EVENTS_DEFAULT_MAX};

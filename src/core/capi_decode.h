@@ -113,6 +113,18 @@ int flexco_decode_events_query(const char *after, const char *wait,
 			       const char *max, flexco_events_query_t *q,
 			       char **json_out);
 
+/*
+ * GET /v1/profile?partition=&horizon= (each NULL when absent): partition
+ * at most 256 bytes (left NULL when absent: the default partition),
+ * horizon 1..366 days in seconds (default one day).
+ */
+#define FLEXCO_PROFILE_DEFAULT_HORIZON (24 * 3600)
+#define FLEXCO_PROFILE_MAX_HORIZON (366 * 86400)
+#define FLEXCO_PROFILE_MAX_PARTITION 256
+
+int flexco_decode_profile_query(const char *partition, const char *horizon,
+				int64_t *horizon_out, char **json_out);
+
 /* A decimal u64 in [0, max] with no sign, space or leading junk: 0 or -1. */
 int flexco_decode_u64(const char *s, uint64_t max, uint64_t *out);
 

@@ -7,6 +7,7 @@
 //   2 POST .../jobs body             3 GET /v1/events query (after\nwait\nmax,
 //                                      a missing line is an absent parameter)
 //   4 the router: METHOD\npath (which endpoint answers a request target)
+//   5 GET /v1/profile query (partition\nhorizon, as for 3)
 // Checks: no crash, leak or sanitizer report; a refusal is a 400 with a
 // JSON error document; an accepted request keeps every bound the decoder
 // promises (the admission window, the job limits).
@@ -31,7 +32,7 @@ void refused(int rc, char* err) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int which = data[0] % 5;
+  const int which = data[0] % 6;
   const char* in = reinterpret_cast<const char*>(data + 1);
   const size_t len = size - 1;
   char* err = nullptr;
@@ -93,6 +94,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       present[i] = true;
       if (nl == std::string::npos) break;
       at = nl + 1;
+    }
+    if (which == 5) {
+      int64_t h = 0;
+      int rc = flexco_decode_profile_query(present[0] ? part[0].c_str() : nullptr,
+                                           present[1] ? part[1].c_str() : nullptr, &h, &err);
+      if (rc)
+        refused(rc, err);
+      else if (h < 1 || h > FLEXCO_PROFILE_MAX_HORIZON)
+        abort();
+      return 0;
     }
     flexco_events_query_t e;
     int rc = flexco_decode_events_query(present[0] ? part[0].c_str() : nullptr,

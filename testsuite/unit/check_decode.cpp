@@ -234,6 +234,21 @@ START_TEST(events_query) {
     ck_assert_str_eq(code_of(err).c_str(), "bad_parameter");
     err = nullptr;
   }
+  int64_t h = 0;
+  ck_assert_int_eq(flexco_decode_profile_query(nullptr, nullptr, &h, &err), 0);
+  ck_assert_int_eq(h, FLEXCO_PROFILE_DEFAULT_HORIZON);
+  ck_assert_int_eq(flexco_decode_profile_query(std::string(256, 'p').c_str(), "31622400", &h, &err), 0);
+  ck_assert_int_eq(h, 31622400);
+  const char* pbad[][2] = {{nullptr, "0"}, {nullptr, "31622401"}, {nullptr, "-5"}, {nullptr, ""},
+                           {nullptr, "1h"}};
+  for (auto& b : pbad) {
+    ck_assert_int_eq(flexco_decode_profile_query(b[0], b[1], &h, &err), 400);
+    ck_assert_str_eq(code_of(err).c_str(), "bad_parameter");
+    err = nullptr;
+  }
+  ck_assert_int_eq(flexco_decode_profile_query(std::string(257, 'p').c_str(), nullptr, &h, &err), 400);
+  ck_assert_str_eq(code_of(err).c_str(), "bad_parameter");
+  err = nullptr;
   uint64_t v = 0;
   ck_assert_int_eq(flexco_decode_u64("18446744073709551615", UINT64_MAX, &v), 0);
   ck_assert_int_eq(flexco_decode_u64("18446744073709551616", UINT64_MAX, &v), -1);
