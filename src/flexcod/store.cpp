@@ -17,6 +17,19 @@ namespace flexcod {
 
 namespace {
 
+// n random bytes from getrandom as 2n lower-case hex digits appended to
+// *out; false if the kernel gave fewer.
+bool random_hex(std::size_t n, std::string* out) {
+  unsigned char r[16];
+  if (n > sizeof r || getrandom(r, n, 0) != static_cast<ssize_t>(n)) return false;
+  static const char* hex = "0123456789abcdef";
+  for (std::size_t i = 0; i < n; i++) {
+    *out += hex[r[i] >> 4];
+    *out += hex[r[i] & 15];
+  }
+  return true;
+}
+
 const char* kSchema =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS coallocations("
@@ -264,29 +277,13 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
     Stmt q(db, "SELECT value FROM meta WHERE key='instance'");
     if (q.step() == SQLITE_ROW) s->instance_ = q.str(0);
   }
-  {
-    unsigned char r[4];
-    if (getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
-      *error = "getrandom failed";
-      return nullptr;
-    }
-    static const char* hex = "0123456789abcdef";
-    for (unsigned char c : r) {
-      s->run_ += hex[c >> 4];
-      s->run_ += hex[c & 15];
-    }
+  // instance: made with the database; run: made at every open (store.hpp)
+  const bool fresh = s->instance_.empty();
+  if (!random_hex(4, &s->run_) || (fresh && !random_hex(8, &s->instance_))) {
+    *error = "getrandom failed";
+    return nullptr;
   }
-  if (s->instance_.empty()) {
-    unsigned char r[8];
-    if (getrandom(r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
-      *error = "getrandom failed";
-      return nullptr;
-    }
-    static const char* hex = "0123456789abcdef";
-    for (unsigned char c : r) {
-      s->instance_ += hex[c >> 4];
-      s->instance_ += hex[c & 15];
-    }
+  if (fresh) {
     Stmt ins(db, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '1')");
     ins.bind(s->instance_);
     if (ins.step() != SQLITE_DONE) {

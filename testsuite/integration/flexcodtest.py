@@ -11,6 +11,7 @@ holds on each cluster, and kill or restart flexcod by pid.
     fc.restart(kill9=True, env=None)   kill it and start it again exactly
                                        as localgrid did (argv, env, cwd)
     fc.reconfigure(Key=value, ...)     set flexcod.conf keys, SIGHUP, await
+    fc.conf_copy(dir, port)            flexcod.conf for a second flexcod
     slurm_reservations(grid)           {cluster: [flexco_* names]}
     slurm_jobs(grid)                   {cluster: [(jobid, state, resv)]}
     Hold(dir, step)                    FLEXCOD_TEST_HOLD_DIR fault injection
@@ -100,6 +101,19 @@ class Flexcod:
         os.kill(self.pid, signal.SIGHUP)
         return t.wait_for(lambda: self.log_tail(10000).count("Reconfigure signal") > n, 30,
                           "flexcod to reload")
+
+    def conf_copy(self, directory, port):
+        """A flexcod.conf for another flexcod beside this one: the same
+        clusters, its own ListenPort, database and pid file (in
+        directory); returns its path."""
+        with open(self.info["conf"]) as f:
+            text = f.read()
+        path = os.path.join(directory, "flexcod.conf")
+        with open(path, "w") as f:
+            f.write(text.replace("ListenPort=%d" % self.info["port"], "ListenPort=%d" % port)
+                    .replace("StateFile=" + self.info["state_file"], "StateFile=%s/db" % directory)
+                    .replace("PidFile=", "PidFile=%s/pid\n#" % directory))
+        return path
 
     def log_tail(self, n=30):
         try:

@@ -245,14 +245,10 @@ def main():
 
         # -- a second flexcod, detached, on its own port and database -------------
         d2 = tempfile.mkdtemp(prefix="flexcod-daemon-")
-        conf2 = os.path.join(d2, "flexcod.conf")
         port2 = fc.info["port"] + 5
+        conf2 = fc.conf_copy(d2, port2)
         with open(fc.info["conf"]) as f:
             text = f.read()
-        with open(conf2, "w") as f:
-            f.write(text.replace("ListenPort=%d" % fc.info["port"], "ListenPort=%d" % port2)
-                    .replace("StateFile=" + fc.info["state_file"], "StateFile=%s/db" % d2)
-                    .replace("PidFile=", "PidFile=%s/pid\n#" % d2))
         env = dict(os.environ, FLEXCOD_CONF=conf2)
         env.pop(HOLD_ENV, None)
         r = subprocess.run([fc.info["program"], "-L", os.path.join(d2, "log")], env=env,

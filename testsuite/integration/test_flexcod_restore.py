@@ -91,15 +91,8 @@ def main():
         # database does not know: they carry the first one's owner tag, so
         # they are not its orphans (before, it deleted them).
         d2 = tempfile.mkdtemp(prefix="flexcod-second-")
-        conf2 = os.path.join(d2, "flexcod.conf")
         port2 = fc.info["port"] + 7
-        with open(fc.info["conf"]) as f:
-            text = f.read()
-        with open(conf2, "w") as f:
-            f.write(text.replace("ListenPort=%d" % fc.info["port"], "ListenPort=%d" % port2)
-                    .replace("StateFile=" + fc.info["state_file"], "StateFile=%s/db" % d2)
-                    .replace("PidFile=", "PidFile=%s/pid\n#" % d2))
-        env = dict(os.environ, FLEXCOD_CONF=conf2)
+        env = dict(os.environ, FLEXCOD_CONF=fc.conf_copy(d2, port2))
         second = subprocess.Popen([fc.info["program"], "-D", "-L", os.path.join(d2, "log")],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   stdin=subprocess.DEVNULL, start_new_session=True)
