@@ -221,10 +221,18 @@ def run(users):
              "%d owner cancels during the run: all 200" % len(cancel_ids),
              "%r" % [a for a in cancel_answers if a[1] != 200][:5])
         if killed:
-            x = t.wait_for(lambda: (fc.get(killed)[1] or {}).get("state") in FINAL
-                           and fc.get(killed)[1], 120, "the co-allocation whose part was scancelled") or {}
+            # the co-allocation fails at once; its other parts are then
+            # released (cancelling, then cancelled) as their clusters answer
+            def settled():
+                d = fc.get(killed)[1] or {}
+                return (d.get("state") in FINAL and
+                        all(p["state"] in ("cancelled", "failed", "completed", "released")
+                            for p in d.get("parts", [])) and d)
+            x = t.wait_for(settled, 120, "the co-allocation whose part was scancelled") or \
+                fc.get(killed)[1] or {}
             t.ok(x.get("state") == "failed" and
-                 all(p["state"] in ("cancelled", "failed", "completed") for p in x.get("parts", [])),
+                 all(p["state"] in ("cancelled", "failed", "completed", "released")
+                     for p in x.get("parts", [])),
                  "co-%d, a part job cancelled in Slurm: the co-allocation failed and every "
                  "part ended" % killed, "%r" % x)
 
