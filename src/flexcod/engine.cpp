@@ -618,7 +618,14 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
   std::map<std::string, int> violations;
   std::vector<Refusal> refusals;
   std::string reasons;
-  for (int round = 0; round <= conf.max_replans; ++round) {
+  // A round refused only for want of free nodes (409 not_available) taught
+  // the next plan to avoid that window (apply_refusals), so it earns one
+  // more round, up to kRefusalRounds; a cluster is left out after
+  // kMaxViolations such refusals.  Other failures count against
+  // MaxReplans alone and leave their cluster out at once.
+  constexpr int kRefusalRounds = 8, kMaxViolations = 4;
+  int extra = 0;
+  for (int round = 0; round <= conf.max_replans + extra; ++round) {
     std::vector<std::size_t> which;
     for (std::size_t i = 0; i < clusters_.size(); ++i) {
       const std::string& n = clusters_[i]->conf.name;
@@ -663,14 +670,17 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
     if (claim.owns_lock()) claim.unlock();
     bump("rollbacks");
     reasons += (reasons.empty() ? "" : "; ") + awhy;
+    bool only_violations = !bad.empty();
     for (const auto& b : bad) {
       if (b.rfind("violation:", 0) == 0) {
         const std::string n = b.substr(10);
-        if (++violations[n] >= 2) excluded.insert(n);
+        if (++violations[n] >= kMaxViolations) excluded.insert(n);
       } else {
         excluded.insert(b);
+        only_violations = false;
       }
     }
+    if (only_violations && extra < kRefusalRounds) ++extra;
     *why = "every attempt failed: " + reasons;
     if (stopping_) break;
   }
