@@ -12,9 +12,11 @@ state and nothing is left on any cluster.
 
 The 20 users are made for the test (useradd, uids 62001-62020, no home)
 and removed afterwards: Slurm runs part jobs as their owner, so the
-owner must exist on the (local) nodes."""
+owner must exist on the (local) nodes.  Users already there with those
+uids are used and left as they are."""
 
 import os
+import pwd
 import random
 import subprocess
 import tempfile
@@ -30,18 +32,33 @@ UID0 = 62000
 FINAL = ("completed", "failed", "cancelled")
 
 
+def _uid_of(name):
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
+
+
 def make_users():
-    made = []
+    """The 20 users: (all names, the ones made here).  A user already there
+    with its uid (left by an interrupted run, or made by another run at
+    the same moment) is used as it is and not removed."""
+    names, made = [], []
     for i in range(1, USERS + 1):
-        name = "flexco-burst%02d" % i
-        subprocess.run(["userdel", name], capture_output=True)
-        r = subprocess.run(["useradd", "-M", "-N", "-u", str(UID0 + i), "-g", "nogroup",
+        name, uid = "flexco-burst%02d" % i, UID0 + i
+        names.append(name)
+        if _uid_of(name) == uid:
+            continue
+        if _uid_of(name) is not None:
+            subprocess.run(["userdel", name], capture_output=True)
+        r = subprocess.run(["useradd", "-M", "-N", "-u", str(uid), "-g", "nogroup",
                             "-d", "/nonexistent", "-s", "/usr/sbin/nologin", name],
                            capture_output=True, text=True)
-        if r.returncode != 0:
+        if r.returncode != 0 and _uid_of(name) != uid:
             raise t.GridError("useradd %s: %s" % (name, r.stderr.strip()))
-        made.append(name)
-    return made
+        if r.returncode == 0:
+            made.append(name)
+    return names, made
 
 
 def remove_users(names):
@@ -51,11 +68,11 @@ def remove_users(names):
 
 def main():
     t.require_grid_tools()
-    users = make_users()
+    users, made = make_users()
     try:
         run(users)
     finally:
-        remove_users(users)
+        remove_users(made)
 
 
 def run(users):
