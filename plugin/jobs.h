@@ -14,17 +14,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A parsed POST /v1/reservations/{id}/jobs body: flexco_jobspec_t of
- * core/capi_decode.h (all strings malloc'd, freed by flexco_jobspec_free). */
+/* A POST /v1/reservations/{id}/jobs body is decoded by
+ * flexco_decode_jobspec() of core/capi_decode.h into a flexco_jobspec_t
+ * (all strings malloc'd, freed by flexco_jobspec_free). */
 #include "core/capi_decode.h"
-
-/*
- * Parse and check a body strictly (flexco_decode_jobspec).  Returns 0, or
- * an HTTP status (400) with *json_out set to a malloc'd error document.
- * No lock needed.
- */
-#define flexco_job_parse flexco_decode_jobspec
-#define flexco_job_spec_free flexco_jobspec_free
 
 /*
  * Submit spec as a batch job of user uid into Slurm reservation resv_name

@@ -1586,7 +1586,7 @@ extern int flexco_resv_job_submit(uid_t uid, const flexco_idem_req_t *rq,
 	if ((status = _user_refused(r->uid, r->user ? r->user : "?",
 				     json_out)))
 		goto out;
-	if ((status = flexco_job_parse(body, len, &spec, json_out)))
+	if ((status = flexco_decode_jobspec(body, len, &spec, json_out)))
 		goto out;
 	status = 201;
 	nodes = spec.nodes ? spec.nodes : r->nodes;
@@ -1657,7 +1657,7 @@ store:
 	status = _saved(status, json_out);
 out:
 	slurm_mutex_unlock(&resv_lock);
-	flexco_job_spec_free(&spec);
+	flexco_jobspec_free(&spec);
 	xfree(name);
 	xfree(err_msg);
 	return status;
