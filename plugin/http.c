@@ -17,7 +17,10 @@
  *  not complete BodyTimeout seconds after its headers, however slowly it
  *  trickles in; bodies received but not yet authenticated hold at most
  *  MaxRequestMemory bytes in all (503 beyond); long polls are capped per
- *  uid and in all (503 beyond).
+ *  uid and in all (503 beyond).  When every MaxConnections slot is taken,
+ *  the connection that has waited longest (over 1 s) for its headers is
+ *  closed to make room, so that silent connections from many addresses do
+ *  not keep real requests waiting for HeaderTimeout.
  *
  *  Long polls (GET /v1/events?wait=N) hold no thread while they wait: the
  *  handler suspends the connection (MHD_suspend_connection) and puts it on
@@ -325,6 +328,10 @@ static void _mem_give(size_t n)
 
 enum { PH_HEADERS, PH_BODY, PH_SERVING };
 
+/* a connection still without its headers this long may be closed to make
+ * room when every MaxConnections slot is taken (_conn_evict) */
+#define EVICT_AFTER_USEC 1000000ULL
+
 typedef struct conn conn_t;
 struct conn {
 	int fd;
@@ -340,6 +347,7 @@ static pthread_cond_t conn_cond;
 static conn_t *conns = NULL;		/* conn_lock */
 static uint32_t n_conns = 0;
 static uint64_t conns_total = 0, cut_headers = 0, cut_body = 0;
+static uint64_t evicted = 0;	/* closed to make room (_conn_evict) */
 static uint64_t reaper_next = 0;	/* when the reaper wakes, usec */
 static bool reaper_running = false, reaper_stop = false;
 static pthread_t reaper_tid;
@@ -352,6 +360,8 @@ static uint64_t _conn_deadline(const conn_t *cx)
 
 	return cx->since + secs * 1000000ULL;
 }
+
+static uint64_t _conn_make_room(uint64_t now);
 
 static void _conn_notify(void *cls, struct MHD_Connection *c,
 			 void **socket_context,
@@ -380,7 +390,9 @@ static void _conn_notify(void *cls, struct MHD_Connection *c,
 		conns = cx;
 		n_conns++;
 		conns_total++;
-		if (_conn_deadline(cx) < reaper_next)
+		if ((_conn_deadline(cx) < reaper_next) ||
+		    ((n_conns >= hconf->max_connections) &&
+		     (_conn_make_room(cx->since) < reaper_next)))
 			pthread_cond_signal(&conn_cond);
 		slurm_mutex_unlock(&conn_lock);
 		*socket_context = cx;
@@ -448,17 +460,23 @@ static void _conn_requested(struct MHD_Connection *c)
  * stays idle is closed quietly, as HTTP clients expect, and one that never
  * sent a request line would not read an answer either.
  */
-static void _conn_cut(conn_t *cx)
+static void _conn_cut(conn_t *cx, bool evict)
 {
 	bool headers = (cx->phase == PH_HEADERS);
-	char body[192], msg[384];
+	char body[256], msg[448];
 	int n;
 
-	snprintf(body, sizeof(body),
-		 "{\"error\":{\"code\":\"request_timeout\",\"message\":\"request %s not complete within %s=%u s\"}}",
-		 headers ? "headers" : "body",
-		 headers ? "HeaderTimeout" : "BodyTimeout",
-		 headers ? hconf->header_timeout : hconf->body_timeout);
+	if (evict)
+		snprintf(body, sizeof(body),
+			 "{\"error\":{\"code\":\"request_timeout\",\"message\":\"request headers not complete within %u s while every connection (MaxConnections=%u) was taken\"}}",
+			 (unsigned) (EVICT_AFTER_USEC / 1000000),
+			 hconf->max_connections);
+	else
+		snprintf(body, sizeof(body),
+			 "{\"error\":{\"code\":\"request_timeout\",\"message\":\"request %s not complete within %s=%u s\"}}",
+			 headers ? "headers" : "body",
+			 headers ? "HeaderTimeout" : "BodyTimeout",
+			 headers ? hconf->header_timeout : hconf->body_timeout);
 	n = snprintf(msg, sizeof(msg),
 		     "HTTP/1.1 408 Request Timeout\r\n"
 		     "Content-Type: application/json\r\n"
@@ -472,6 +490,14 @@ static void _conn_cut(conn_t *cx)
 		debug2("%s: 408 not sent: %m", plugin_type);
 	shutdown(cx->fd, SHUT_RDWR);
 	cx->cut = true;
+	if (evict) {
+		evicted++;
+		debug("%s: connection closed%s to make room: headers not complete within %u s and all %u connections taken",
+		      plugin_type, cx->requested ? " with 408" : "",
+		      (unsigned) (EVICT_AFTER_USEC / 1000000),
+		      hconf->max_connections);
+		return;
+	}
 	if (headers)
 		cut_headers++;
 	else
@@ -480,6 +506,40 @@ static void _conn_cut(conn_t *cx)
 	      plugin_type, (!headers || cx->requested) ? " with 408" : "",
 	      headers ? "headers" : "body",
 	      headers ? hconf->header_timeout : hconf->body_timeout);
+}
+
+/*
+ * conn_lock held.  When every MaxConnections slot is taken, microhttpd
+ * stops accepting: the next client waits in the kernel's queue until a
+ * connection closes, possibly HeaderTimeout later.  So keep a slot free:
+ * close the connection that has waited longest for its request headers,
+ * once it has waited EVICT_AFTER_USEC (a client that means to send a
+ * request sends its headers at once; one that holds a connection without
+ * sending them is what fills the table).  Connections receiving a body or
+ * being served (long polls among them) are never closed here; if there is
+ * none to close, the table stays full as before.  Returns when to look
+ * again (UINT64_MAX: not before the next connection arrives).
+ */
+static uint64_t _conn_make_room(uint64_t now)
+{
+	conn_t *cx, *oldest = NULL;
+	uint32_t live = 0;
+
+	for (cx = conns; cx; cx = cx->next) {
+		if (cx->cut)
+			continue;
+		live++;
+		if ((cx->fd < 0) || (cx->phase != PH_HEADERS))
+			continue;
+		if (!oldest || (cx->since < oldest->since))
+			oldest = cx;
+	}
+	if ((live < hconf->max_connections) || !oldest)
+		return UINT64_MAX;
+	if (oldest->since + EVICT_AFTER_USEC > now)
+		return oldest->since + EVICT_AFTER_USEC;
+	_conn_cut(oldest, true);
+	return UINT64_MAX;
 }
 
 static void *_reaper(void *arg)
@@ -499,9 +559,15 @@ static void *_reaper(void *arg)
 				continue;
 			dl = _conn_deadline(cx);
 			if (now >= dl)
-				_conn_cut(cx);
+				_conn_cut(cx, false);
 			else if (dl < next)
 				next = dl;
+		}
+		if (n_conns >= hconf->max_connections) {
+			uint64_t room = _conn_make_room(now);
+
+			if (room < next)
+				next = room;
 		}
 		reaper_next = next;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1137,11 +1203,12 @@ static json_t *_stats_json(void)
 		json_t *cj;
 
 		slurm_mutex_lock(&conn_lock);
-		cj = json_pack("{s:I, s:I, s:I, s:I}",
+		cj = json_pack("{s:I, s:I, s:I, s:I, s:I}",
 			       "open", (json_int_t) n_conns,
 			       "total", (json_int_t) conns_total,
 			       "cut_headers", (json_int_t) cut_headers,
-			       "cut_body", (json_int_t) cut_body);
+			       "cut_body", (json_int_t) cut_body,
+			       "evicted", (json_int_t) evicted);
 		slurm_mutex_unlock(&conn_lock);
 		slurm_mutex_lock(&mem_lock);
 		json_object_set_new(cj, "body_bytes",

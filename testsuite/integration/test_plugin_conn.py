@@ -8,7 +8,9 @@ BodyTimeout however slowly it sends, while others are served; long polls
 are capped per uid (MaxLongPollsPerUser) and in all (MaxLongPolls) with
 503 too_many_long_polls and Retry-After, DaemonUsers exempt; bodies not
 yet authenticated hold at most MaxRequestMemory bytes (503
-request_memory_full beyond).  slurmctld answers `scontrol ping` and
+request_memory_full beyond); when silent connections from many addresses
+take every MaxConnections slot, the oldest is closed to make room and a
+real request is served at once.  slurmctld answers `scontrol ping` and
 `squeue` within 2 s during every attack."""
 
 import json
@@ -22,6 +24,7 @@ from flexcohttp import plugin_client
 
 NODES = 2
 PER_ADDRESS = 6       # MaxConnectionsPerAddress
+MAX_CONNECTIONS = 32  # MaxConnections (the default)
 HEADER_TIMEOUT = 4    # HeaderTimeout
 BODY_TIMEOUT = 8      # BodyTimeout
 POLLS = 3             # MaxLongPolls
@@ -350,6 +353,42 @@ def main():
         t.ok(c and 0 < c.get("body_bytes_max", 0) <= MEMORY and c.get("body_refused") == 1,
              "all body memory is given back; its peak stayed within MaxRequestMemory",
              "%r" % c)
+
+        # -- MaxConnections: silent connections make room --------------------
+        # Clients on several addresses open connections and send nothing:
+        # once all MaxConnections are taken, the one that has waited longest
+        # (at least 1 s) for its headers is closed for each newcomer, so a
+        # real request is still served at once, not when HeaderTimeout frees
+        # a slot.
+        silent = []
+        t_first = time.monotonic()
+        for i in range(MAX_CONNECTIONS):
+            silent.append(raw_connect(port, "127.0.0.%d" % (10 + i // PER_ADDRESS)))
+        t.wait_for(lambda: time.monotonic() - t_first >= 1.2, 5,
+                   "the first silent connections to be 1 s old")
+        late = plugin_client(cl, sock, timeout=HEADER_TIMEOUT * 3, source="127.0.0.9")
+        t0 = time.monotonic()
+        try:
+            r = late.get("/v1/profile")
+            status = r.status
+        except OSError as e:
+            status = repr(e)
+        took = time.monotonic() - t0
+        t.ok(status == 200 and took < 2.0,
+             "with %d silent connections from %d addresses holding every slot, a "
+             "signed request from another address is served in %.2f s"
+             % (MAX_CONNECTIONS, (MAX_CONNECTIONS + PER_ADDRESS - 1) // PER_ADDRESS, took),
+             "%r" % (status,))
+        quiet_closed = read_all(silent[0], 2)
+        t.ok(quiet_closed == b"",
+             "the oldest silent connection was closed without an answer (it sent no request)",
+             "%r" % quiet_closed[:200])
+        c = stats().get("connections", {})
+        t.ok(c.get("evicted", 0) >= 1 and c.get("open", 0) <= MAX_CONNECTIONS,
+             "stats count the connections closed to make room", "%r" % c)
+        responsive(grid, "the silent connections")
+        for s in silent:
+            s.close()
 
         p = grid.run("alpha", ["scontrol", "ping"])
         t.ok(p.returncode == 0 and "UP" in p.stdout, "slurmctld is alive")
