@@ -20,6 +20,7 @@
 #include "core/sha256.hpp"
 #include "core/wire_profile.hpp"
 #include "flexcod/log.hpp"
+#include "flexcod/states.hpp"
 #include "flexcod/test_hold.hpp"
 
 namespace flexcod {
@@ -189,12 +190,12 @@ bool apply_job_phase(PartRecord& q, JobPhase phase, const std::string& job_state
   if (start > 0 && phase != JobPhase::kPending) q.actual_start = start;
   const std::string before = q.state;
   if (phase == JobPhase::kRunning) {
-    if (q.state == "submitted" || q.state == "submitting") q.state = "running";
+    if (q.state == "submitted" || q.state == "submitting") set_state(q, PartState::kRunning);
   } else if (phase == JobPhase::kEnded) {
     if (end > 0) q.actual_end = end;
     if (exit_code >= 0) q.exit_code = exit_code;
     if (q.state == "submitted" || q.state == "submitting" || q.state == "running") {
-      q.state = q.job_state == "COMPLETED" ? "completed" : "failed";
+      set_state(q, q.job_state == "COMPLETED" ? PartState::kCompleted : PartState::kFailed);
     }
   }
   return q.state != before;
@@ -684,7 +685,7 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
     *why = "every attempt failed: " + reasons;
     if (stopping_) break;
   }
-  co.state = "failed";
+  set_state(co, CoState::kFailed);
   co.reason = *why;
   std::string err;
   if (!store_.update_coalloc(co, *why, &err)) fc_error("co-%ld: %s", (long)co.id, err.c_str());
@@ -706,7 +707,7 @@ std::vector<PartRecord> Engine::new_parts(const CoRecord& co, const flexco::Coal
     p.idx = static_cast<int>(i);
     p.cluster = clusters_[plan.parts[i].cluster]->conf.name;
     p.nodes = plan.parts[i].nodes;
-    p.state = "reserving";
+    set_state(p, PartState::kReserving);
     p.resv_key = key(co, attempt, p.idx, "resv");
     p.planned_start = start;
     p.planned_end = start + length;
@@ -746,7 +747,7 @@ Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRec
       continue;
     }
     cluster(p.cluster)->note(true, "");
-    p.state = "tentative";
+    set_state(p, PartState::kTentative);
     p.reservation_id = r.value().id;
     p.reservation = r.value().name;
     p.node_list = r.value().node_list;
@@ -770,7 +771,7 @@ Engine::StepErrors Engine::confirm_parts(const CoRecord& co, int attempt,
   for (std::size_t i = 0; i < parts.size(); ++i) {
     auto r = fc[i].get();
     if (r.ok()) {
-      parts[i].state = "confirmed";
+      set_state(parts[i], PartState::kConfirmed);
       parts[i].reason = std::string("confirmed") + note;
     } else {
       errors[i] = r.error();
@@ -811,7 +812,7 @@ Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
     auto r = fj[i].get();
     PartRecord& p = parts[i];
     if (r.ok()) {
-      p.state = "submitted";
+      set_state(p, PartState::kSubmitted);
       p.job_id = r.value();
       p.job_state = "PENDING";
       p.reason = "part job " + std::to_string(p.job_id) + note;
@@ -846,7 +847,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     old.current = false;
     parts.push_back(old);
   }
-  co.state = "committing";
+  set_state(co, CoState::kCommitting);
   co.planned_start = start;
   co.planned_end = start + length;
   co.run_time = plan.duration - kStartSlack;
@@ -875,11 +876,12 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     const http::Error& e = *refused[i];
     ok = false;
     cluster(p.cluster)->note_error(e);
-    p.state = maybe_done(e) ? "cancelling" : "released";
+    // Cancelled in flight: it may have been made, learn and undo.
+    const bool in_flight = e.code == http::Errc::kCancelled;
+    set_state(p, maybe_done(e) || in_flight ? PartState::kCancelling : PartState::kReleased);
     p.reason = e.message;
-    if (e.code == http::Errc::kCancelled) {
+    if (in_flight) {
       p.reason = "cancelled in flight after another part failed";
-      p.state = "cancelling";  // it may have been made: learn and undo
       continue;
     }
     if (e.api_code == "not_available") {
@@ -900,7 +902,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   if (ok) test_hold("reserved");
   if (ok) {
     // 2. Confirm all.
-    for (auto& p : parts) p.state = "confirming";
+    for (auto& p : parts) set_state(p, PartState::kConfirming);
     if (!store_.write(co, parts, "confirming", &err)) {
       ok = false;
       fail = "state database: " + err;
@@ -925,7 +927,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   if (ok) {
     // 3. Part jobs, one per part, all with the same common start.
     for (auto& p : parts) {
-      p.state = "submitting";
+      set_state(p, PartState::kSubmitting);
       p.job_key = key(co, co.attempt, p.idx, "job");
     }
     if (!store_.write(co, parts, "submitting part jobs", &err)) {
@@ -949,7 +951,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
     }
     if (ok) test_hold("submitted");
     if (ok) {
-      co.state = "scheduled";
+      set_state(co, CoState::kScheduled);
       co.reason = "every part confirmed with its part job: " + parts_text(parts);
     }
     if (!store_.write(co, parts, ok ? co.reason : "a part job submission failed", &err)) {
@@ -967,7 +969,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   }
   *why = "attempt " + std::to_string(co.attempt) + " (" + parts_text(parts) + "): " + fail;
   fc_info("co-%ld: %s; rolling back", (long)co.id, why->c_str());
-  release(co, parts, "released", "rolled back: " + fail);
+  release(co, parts, PartState::kReleased, "rolled back: " + fail);
   return false;
 }
 
@@ -1016,12 +1018,12 @@ bool Engine::release_part(const CoRecord& co, PartRecord& p) {
   return true;
 }
 
-bool Engine::release(CoRecord& co, std::vector<PartRecord>& parts, const std::string& final_state,
+bool Engine::release(CoRecord& co, std::vector<PartRecord>& parts, PartState final_state,
                      const std::string& reason) {
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (holds(parts[i].state)) {
-      parts[i].state = "cancelling";
+      set_state(parts[i], PartState::kCancelling);
       todo.push_back(i);
     }
   }
@@ -1038,7 +1040,7 @@ bool Engine::release(CoRecord& co, std::vector<PartRecord>& parts, const std::st
   for (std::size_t k = 0; k < todo.size(); ++k) {
     PartRecord& p = parts[todo[k]];
     if (fs[k].get()) {
-      p.state = final_state;
+      set_state(p, final_state);
       p.reason = reason;
     } else {
       all = false;
@@ -1065,11 +1067,11 @@ void Engine::recover_db() {
     auto parts = store_.parts(co.id, true);
     for (auto& p : parts) {
       if (holds(p.state)) {
-        p.state = "cancelling";
+        set_state(p, PartState::kCancelling);
         p.reason = "flexcod restarted during the commit";
       }
     }
-    co.state = "failed";
+    set_state(co, CoState::kFailed);
     co.reason = "flexcod restarted during the commit; rolled back";
     if (!store_.write(co, parts, co.reason, &err)) fc_error("recovery: %s", err.c_str());
     fc_info("co-%ld: %s", (long)co.id, co.reason.c_str());
@@ -1083,7 +1085,7 @@ void Engine::recover_db() {
     if (p.current) continue;
     auto co = store_.get_coalloc(p.co_id);
     if (!co) continue;
-    p.state = "cancelling";
+    set_state(p, PartState::kCancelling);
     p.reason = "flexcod restarted during a move; the new set is released";
     if (!store_.update_part(p, p.reason, &err)) fc_error("recovery: %s", err.c_str());
     fc_info("co-%ld: part %d (attempt %d) on %s: %s", (long)p.co_id, p.idx, p.attempt,
@@ -1123,7 +1125,7 @@ bool Engine::reconcile_cluster(std::size_t ci) {
     auto co = store_.get_coalloc(p.co_id);
     if (!co) continue;
     if (!release_part(*co, p)) return false;
-    p.state = co->state == "cancelling" ? "cancelled" : "released";
+    set_state(p, co->state == "cancelling" ? PartState::kCancelled : PartState::kReleased);
     p.reason = "released at recovery";
     std::string err;
     store_.update_part(p, p.reason, &err);
@@ -1276,7 +1278,7 @@ void Engine::finish_if_done(std::int64_t co_id, bool wait) {
     bool pending = false;
     for (const auto& p : store_.parts(co_id, false)) pending |= p.state == "cancelling";
     if (!pending) {
-      co->state = "cancelled";
+      set_state(*co, CoState::kCancelled);
       co->reason = "cancelled; everything released";
       store_.update_coalloc(*co, co->reason, &err);
     }
@@ -1294,21 +1296,21 @@ void Engine::finish_if_done(std::int64_t co_id, bool wait) {
       // All or nothing also once scheduled: a part that failed (its job
       // cancelled, its reservation deleted behind flexcod's back) makes
       // the others useless.  Release them.
-      co->state = "failed";
+      set_state(*co, CoState::kFailed);
       co->reason = "a part failed; the other parts were released";
       store_.update_coalloc(*co, co->reason, &err);
       fc_info("co-%ld: %s", (long)co_id, co->reason.c_str());
-      release(*co, parts, "cancelled", co->reason);
+      release(*co, parts, PartState::kCancelled, co->reason);
       give_back_ended(*co, parts);
       return;
     }
     if (all_ended) {
-      co->state = any_failed ? "failed" : "completed";
+      set_state(*co, any_failed ? CoState::kFailed : CoState::kCompleted);
       co->reason = any_failed ? "a part job failed" : "every part job completed";
       store_.update_coalloc(*co, co->reason, &err);
       give_back_ended(*co, parts);
     } else if (any_running && co->state == "scheduled") {
-      co->state = "running";
+      set_state(*co, CoState::kRunning);
       co->reason = "part jobs started";
       store_.update_coalloc(*co, co->reason, &err);
     }
@@ -1440,12 +1442,12 @@ void Engine::watch_part_starts() {
       continue;
     }
     // All or nothing: the started parts are useless alone.
-    co->state = "failed";
+    set_state(*co, CoState::kFailed);
     co->reason = late + "; the started parts were cancelled and every reservation released "
                         "(PartStartPolicy=fail)";
     fc_error("co-%ld: %s", (long)co->id, co->reason.c_str());
     store_.update_coalloc(*co, co->reason, &err);
-    release(*co, parts, "cancelled", co->reason);
+    release(*co, parts, PartState::kCancelled, co->reason);
     give_back_ended(*co, parts);
   }
 }
@@ -1492,7 +1494,7 @@ void Engine::reap_loop() {
       for (const auto& q : fresh) still |= q.attempt == p.attempt && q.idx == p.idx && q.state == "cancelling";
       if (!still) continue;
       if (release_part(*co, p)) {
-        p.state = co->state == "cancelling" ? "cancelled" : "released";
+        set_state(p, co->state == "cancelling" ? PartState::kCancelled : PartState::kReleased);
         p.reason = "released by the reaper" +
                    (retry.attempts ? " after " + std::to_string(retry.attempts + 1) + " tries"
                                    : std::string());
@@ -1979,7 +1981,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
     *why = "move abandoned: " + f;
     fc_info("co-%ld: %s; the old set is kept", (long)co.id, why->c_str());
     bump("moves_abandoned");
-    release(stored, parts, "released", *why);
+    release(stored, parts, PartState::kReleased, *why);
     return false;
   };
 
@@ -2010,7 +2012,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
     PartRecord& p = parts[i];
     const http::Error& e = *refused[i];
     const bool cancelled = e.code == http::Errc::kCancelled;
-    p.state = maybe_done(e) || cancelled ? "cancelling" : "released";
+    set_state(p, maybe_done(e) || cancelled ? PartState::kCancelling : PartState::kReleased);
     p.reason = e.message;
     if (!cancelled)
       fail += (fail.empty() ? "" : "; ") + p.cluster + " refused " + std::to_string(p.nodes) +
@@ -2024,7 +2026,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   if (auto started = old_set_starts(); !started.empty()) return abandon(started);
 
   // 2. Confirm all.
-  for (auto& p : parts) p.state = "confirming";
+  for (auto& p : parts) set_state(p, PartState::kConfirming);
   if (!store_.write(stored, parts, "move: confirming", &err)) return abandon("state database: " + err);
   {
     const StepErrors failed = confirm_parts(co, attempt, parts, " (move)");
@@ -2041,7 +2043,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
 
   // 3. The part jobs again, into the new reservations.
   for (auto& p : parts) {
-    p.state = "submitting";
+    set_state(p, PartState::kSubmitting);
     p.job_key = key(co, attempt, p.idx, "job");
   }
   if (!store_.write(stored, parts, "move: submitting part jobs", &err)) return abandon("state database: " + err);
@@ -2089,7 +2091,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   std::vector<PartRecord> olds = old_parts;
   for (auto& p : olds) {
     p.current = false;
-    p.state = "cancelling";
+    set_state(p, PartState::kCancelling);
     p.reason = "replaced by a move";
     all.push_back(p);
   }
@@ -2105,7 +2107,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   test_hold("move-switched");
 
   // 5. The old set goes: deleting a reservation cancels its part job.
-  release(co, olds, "released", "replaced by a move");
+  release(co, olds, PartState::kReleased, "replaced by a move");
   old_parts = olds;
   return true;
 }
@@ -2423,7 +2425,7 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
   CoRecord co;
   co.uid = who.uid;
   co.user = who.user;
-  co.state = "planning";
+  set_state(co, CoState::kPlanning);
   co.policy = s.policy;
   co.nodes = s.nodes;
   co.duration = s.duration;
@@ -2497,14 +2499,14 @@ ApiResult Engine::cancel(const Caller& who, std::int64_t id) {
   auto co = store_.get_coalloc(id);
   if (!co) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
   if (!is_finished(co->state) && co->state != "cancelling") {
-    co->state = "cancelling";
+    set_state(*co, CoState::kCancelling);
     co->reason = "cancelled by " + who.user;
     auto parts = store_.parts(id, true);
     std::string err;
     if (!store_.write(*co, {}, co->reason, &err)) return api_error(500, "internal_error", err);
     fc_info("co-%ld: cancelled by %s", (long)id, who.user.c_str());
-    if (release(*co, parts, "cancelled", co->reason)) {
-      co->state = "cancelled";
+    if (release(*co, parts, PartState::kCancelled, co->reason)) {
+      set_state(*co, CoState::kCancelled);
       co->reason = "cancelled by " + who.user + "; everything released";
       store_.update_coalloc(*co, co->reason, &err);
     }
@@ -2625,6 +2627,7 @@ ApiResult Engine::stats() {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);
   }
+  set_int(o, "illegal_transitions", illegal_transitions());
   auto ev = counters_.find("events.job_ended_early");
   set_int(o, "early_ends_seen", ev == counters_.end() ? 0 : ev->second);
   json_t* req = json_object();
