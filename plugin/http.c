@@ -329,7 +329,7 @@ static void _mem_give(size_t n)
 enum { PH_HEADERS, PH_BODY, PH_SERVING };
 
 /* a connection still without its headers this long may be closed to make
- * room when every MaxConnections slot is taken (_conn_evict) */
+ * room when every MaxConnections slot is taken (_conn_make_room) */
 #define EVICT_AFTER_USEC 1000000ULL
 
 typedef struct conn conn_t;
@@ -347,7 +347,7 @@ static pthread_cond_t conn_cond;
 static conn_t *conns = NULL;		/* conn_lock */
 static uint32_t n_conns = 0;
 static uint64_t conns_total = 0, cut_headers = 0, cut_body = 0;
-static uint64_t evicted = 0;	/* closed to make room (_conn_evict) */
+static uint64_t evicted = 0;	/* closed to make room (_conn_make_room) */
 static uint64_t reaper_next = 0;	/* when the reaper wakes, usec */
 static bool reaper_running = false, reaper_stop = false;
 static pthread_t reaper_tid;
