@@ -558,7 +558,8 @@ def coallocate(suite, root):
 def one_suite(suite, label):
     t.note("== %s (%s)" % (label, suite))
     t0 = time.monotonic()
-    top = tempfile.mkdtemp(prefix="flexco-pkg-")
+    # under /tmp: contrib/slurm-chroot exec shows it inside the build chroot
+    top = tempfile.mkdtemp(prefix="flexco-pkg-", dir="/tmp")
     root = None
     try:
         debs = build(suite, top)
