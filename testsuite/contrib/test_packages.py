@@ -38,9 +38,10 @@ For Debian 12 (bookworm, Slurm 22.05) and then Debian 13 (trixie, Slurm
 Every process started is stopped by its pid, the root is deleted (its
 mounts live in private mount namespaces that end with the processes).
 Needs root and the Debian mirror; the first run also makes the cached
-chroots and roots (1-4 minutes each, more on a loaded machine).  Measured
-with them cached, on 2 busy cores: about 4 minutes per release, nearly
-all of it the package build."""
+chroots and roots (2-5 minutes each on a busy machine).  Measured with
+them cached, on 2 cores shared with other builds: 946 s for both
+releases, of which the two package builds took 404 s and 415 s (doc/admin.md,
+"How the packages are tested")."""
 
 import json
 import os
