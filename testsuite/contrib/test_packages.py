@@ -39,9 +39,10 @@ Every process started is stopped by its pid, the root is deleted (its
 mounts live in private mount namespaces that end with the processes).
 Needs root and the Debian mirror; the first run also makes the cached
 chroots and roots (2-5 minutes each on a busy machine).  Measured with
-them cached, on 2 cores shared with other builds: 946 s for both
-releases, of which the two package builds took 404 s and 415 s (doc/admin.md,
-"How the packages are tested")."""
+them cached, on 2 cores shared with other builds: 485 s for both
+releases, of which the two package builds took 214 s and 206 s; 946 s
+when the machine was busier (doc/admin.md, "How the packages are
+tested")."""
 
 import json
 import os
