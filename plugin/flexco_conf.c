@@ -215,7 +215,8 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		goto fail;
 
 	if (_get_u32(tbl, path, "MaxConnections", &conf->max_connections,
-		     FLEXCO_DEFAULT_MAX_CONNECTIONS, 1, 1024) ||
+		     FLEXCO_DEFAULT_MAX_CONNECTIONS, 1,
+		     FLEXCO_MAX_MAX_CONNECTIONS) ||
 	    _get_u32(tbl, path, "MaxRequestSize", &conf->max_request_size,
 		     FLEXCO_DEFAULT_MAX_REQUEST_SIZE, 1024, 64 * 1024 * 1024) ||
 	    _get_u32(tbl, path, "ConnectionTimeout",

@@ -44,9 +44,10 @@ def main():
         cfg = grid.plugin_settings("alpha") or {}
         t.ok(cfg.get("ProbeRateLimit") == "%d/60" % PROBE_LIMIT
              and cfg.get("ProfileRateLimit") == "0"
-             and cfg.get("EventsRateLimit") == "120/60",
+             and cfg.get("EventsRateLimit") == "120/60"
+             and cfg.get("MaxConnections") == "1024",
              "slurmctld's log shows the rate limits in effect (EventsRateLimit "
-             "by default)", "%r" % cfg)
+             "and MaxConnections by default)", "%r" % cfg)
 
         # -- rate limits ----------------------------------------------------
         nobody = plugin_client(cl, sock, uid=NOBODY)
