@@ -92,6 +92,7 @@ FLEXCO_EXPORT extern int flexco_ctld_init(void)
 
 	flexco_resv_init(conf);
 	snapshot_set_jobs_per_hold(conf->snapshot_jobs_per_hold);
+	snapshot_set_max_age(conf->snapshot_max_age);
 
 	if (flexco_agent_start(conf) != SLURM_SUCCESS) {
 		flexco_resv_fini();
@@ -123,6 +124,7 @@ FLEXCO_EXPORT extern int flexco_ctld_fini(void)
 	slurm_mutex_unlock(&conf_lock);
 
 	flexco_agent_stop();
+	snapshot_share_drop();	/* no request runs any more */
 	flexco_resv_fini();
 
 	slurm_mutex_lock(&conf_lock);

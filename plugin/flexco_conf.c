@@ -57,6 +57,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "ReplayCachePerUser", .type = S_P_UINT32},
 	{.key = "ReplayCacheSize", .type = S_P_UINT32},
 	{.key = "SnapshotJobsPerHold", .type = S_P_UINT32},
+	{.key = "SnapshotMaxAge", .type = S_P_UINT32},
 	{.key = NULL}
 };
 
@@ -67,7 +68,7 @@ static s_p_options_t flexco_options[] = {
 	"MaxRequestMemory, MaxRequestSize, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
 	"ProfileRateLimit, PublishedShare, QueryUsers, ReplayCachePerUser, " \
-	"ReplayCacheSize, SnapshotJobsPerHold"
+	"ReplayCacheSize, SnapshotJobsPerHold, SnapshotMaxAge"
 
 static const char *const rate_keys[FLEXCO_RL_CNT] = {
 	"ProbeRateLimit", "ProfileRateLimit", "EventsRateLimit" };
@@ -252,6 +253,8 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	    _get_u32(tbl, path, "SnapshotJobsPerHold",
 		     &conf->snapshot_jobs_per_hold,
 		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000) ||
+	    _get_u32(tbl, path, "SnapshotMaxAge", &conf->snapshot_max_age,
+		     FLEXCO_DEFAULT_SNAPSHOT_MAX_AGE, 0, 60000) ||
 	    _get_u32(tbl, path, "ReplayCacheSize", &conf->replay_cache_size,
 		     FLEXCO_DEFAULT_REPLAY_CACHE, 1024,
 		     FLEXCO_MAX_REPLAY_CACHE) ||
@@ -388,7 +391,7 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
 	     conf->auth_max_age, conf->auth_max_skew, conf->body_timeout,
 	     conf->connection_timeout,
@@ -405,5 +408,5 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 	     conf->published_share,
 	     conf->query_users ? conf->query_users : "(any)",
 	     conf->replay_cache_per_user, conf->replay_cache_size,
-	     conf->snapshot_jobs_per_hold);
+	     conf->snapshot_jobs_per_hold, conf->snapshot_max_age);
 }

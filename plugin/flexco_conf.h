@@ -35,6 +35,7 @@
 #define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
 #define FLEXCO_DEFAULT_HISTORY_INTERVAL 300
 #define FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD 250
+#define FLEXCO_DEFAULT_SNAPSHOT_MAX_AGE 1000	/* ms */
 #define FLEXCO_DEFAULT_MIN_USER_UID 1000	/* Debian's FIRST_UID */
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
 
@@ -75,6 +76,7 @@ typedef struct {
 	int query_uid_cnt;
 	double min_fit;		/* MinFit: admission threshold, 0 = off */
 	uint32_t snapshot_jobs_per_hold; /* SnapshotJobsPerHold */
+	uint32_t snapshot_max_age;	/* SnapshotMaxAge, ms (0: never share) */
 	/* ProbeRateLimit, ProfileRateLimit, EventsRateLimit: Count/Seconds,
 	 * indexed by FLEXCO_RL_*; rate_count 0: no limit */
 	uint32_t rate_count[FLEXCO_RL_CNT];

@@ -828,7 +828,7 @@ static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
 	if (flexco_decode_profile_query(vals[0], vals[1], &horizon, &json))
 		return _send(c, req, 400, json, NULL);
 
-	snap = snapshot_take();	/* read locks inside, released on return */
+	snap = snapshot_share();	/* read locks inside, released on return */
 	status = flexco_profile_json(snap, vals[0], horizon, published_share,
 				     &json, code, sizeof(code), err,
 				     sizeof(err));
@@ -1199,7 +1199,7 @@ static json_t *_stats_json(void)
 	json_object_set_new(root, "now", json_integer(time(NULL)));
 	json_object_set_new(root, "requests", reqs);
 	json_object_set_new(root, "snapshot_lock", json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"count", (json_int_t) ls.count,
 		"holds", (json_int_t) ls.holds,
 		"restarts", (json_int_t) ls.restarts,
@@ -1210,7 +1210,8 @@ static json_t *_stats_json(void)
 		"last_holds", (json_int_t) ls.last_holds,
 		"wait_total_usec", (json_int_t) ls.wait_total_usec,
 		"wait_max_usec", (json_int_t) ls.wait_max_usec,
-		"wait_last_usec", (json_int_t) ls.wait_last_usec));
+		"wait_last_usec", (json_int_t) ls.wait_last_usec,
+		"shared", (json_int_t) ls.shared));
 	return root;
 }
 
@@ -1325,7 +1326,7 @@ static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 		return _send(c, req, status, json, NULL);
 	asked = flexco_probe_will_run_params(req->body, req->body_len, &wp);
 	hist = history_copy();
-	snap = snapshot_take();
+	snap = snapshot_share();
 	if (asked)	/* after the snapshot: offers see the state before it */
 		willrun_ask(req->uid, req->gid, &wp, &wa);
 	status = flexco_probe_json_ex(snap, req->body, req->body_len,

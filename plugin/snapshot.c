@@ -118,6 +118,12 @@ typedef struct {
 	flexco_snapshot_t pub;	/* first: snapshot_free() casts back */
 	char **owned;
 	uint32_t owned_n, owned_cap;
+	/* sharing (snapshot_share): references, share_lock; when it was
+	 * taken (CLOCK_MONOTONIC usec) and slurmctld's node, partition and
+	 * reservation stamps read under its first hold */
+	uint32_t refs;
+	uint64_t taken_usec;
+	time_t node_stamp, part_stamp, resv_stamp;
 } snap_priv_t;
 
 /* A pending job backfill planned, and its node list (copied) */
@@ -341,6 +347,23 @@ static void _resolve_names(flexco_snapshot_t *snap, walk_t *w,
 static uint32_t jobs_per_hold = 250;
 
 /*
+ * Shared snapshots (SnapshotMaxAge, snapshot_share).  Probes and profile
+ * requests that arrive within SnapshotMaxAge of a snapshot use it instead
+ * of walking slurmctld's job list again, so 100 probes a second cost
+ * slurmctld's read locks about once a second, not 100 times.  The
+ * snapshot one request took stays here (one reference) until a newer one
+ * replaces it; each user holds a reference and snapshot_free() drops it.
+ * While one request takes a snapshot, the others that want one wait for
+ * it instead of taking their own.
+ */
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t share_cond = PTHREAD_COND_INITIALIZER;
+static snap_priv_t *shared = NULL;	/* share_lock */
+static bool share_taking = false;	/* share_lock */
+static uint32_t share_max_age_ms = 1000;
+static uint64_t share_hits = 0;		/* share_lock */
+
+/*
  * Testing only: microseconds to sleep between two holds (with the locks
  * released), from FLEXCO_TEST_SNAPSHOT_PAUSE_USEC in slurmctld's
  * environment, so that a test can change records during a walk
@@ -561,6 +584,11 @@ extern flexco_snapshot_t *snapshot_take(void)
 	_copy_static(snap, &st, &idx);
 	w.dense = st.dense;
 	w.dense_n = st.dense_n;
+	priv->refs = 1;
+	priv->taken_usec = t_locked;
+	priv->node_stamp = last_node_update;
+	priv->part_stamp = last_part_update;
+	priv->resv_stamp = last_resv_update;
 
 	/*
 	 * Jobs: running ones and pending ones (with backfill's plan), at most
@@ -666,6 +694,87 @@ extern flexco_snapshot_t *snapshot_take(void)
 	return snap;
 }
 
+/*
+ * May the shared snapshot s still serve a request at now?  Within
+ * SnapshotMaxAge, and only if no node, partition or reservation changed
+ * since it was taken: slurmctld stamps each such change (in seconds) in
+ * last_node_update, last_part_update and last_resv_update, and the stamps
+ * read under its first hold must be from an earlier second than the
+ * snapshot, so that a change later in that same second moves them too.
+ * Jobs starting or ending change their nodes, and a reservation FlexCo
+ * makes or deletes moves last_resv_update, so a request never sees a
+ * snapshot older than its own reservation or a job start before it.
+ * What it may miss for up to SnapshotMaxAge is a pending job just
+ * submitted, which backfill has not planned yet anyway.  The stamps are
+ * read without slurmctld's locks: each is one aligned word, written as a
+ * whole, and a stale read only makes us take a new snapshot.
+ */
+static bool _share_fresh(const snap_priv_t *s, uint64_t now)
+{
+	time_t second = s->pub.when;
+
+	return (now - s->taken_usec < share_max_age_ms * 1000ULL) &&
+	       (s->node_stamp < second) && (s->part_stamp < second) &&
+	       (s->resv_stamp < second) &&
+	       (last_node_update == s->node_stamp) &&
+	       (last_part_update == s->part_stamp) &&
+	       (last_resv_update == s->resv_stamp);
+}
+
+extern flexco_snapshot_t *snapshot_share(void)
+{
+	snap_priv_t *mine, *old = NULL;
+
+	if (!share_max_age_ms)
+		return snapshot_take();
+	slurm_mutex_lock(&share_lock);
+	for (;;) {
+		if (shared && _share_fresh(shared, _usec_now())) {
+			shared->refs++;
+			share_hits++;
+			mine = shared;
+			slurm_mutex_unlock(&share_lock);
+			return &mine->pub;
+		}
+		if (!share_taking)
+			break;
+		/* another request is taking one: it will be fresh */
+		slurm_cond_wait(&share_cond, &share_lock);
+	}
+	share_taking = true;
+	slurm_mutex_unlock(&share_lock);
+
+	mine = (snap_priv_t *) snapshot_take();	/* no lock of ours held */
+
+	slurm_mutex_lock(&share_lock);
+	mine->refs++;			/* the cache's reference */
+	old = shared;
+	shared = mine;
+	share_taking = false;
+	slurm_cond_broadcast(&share_cond);
+	slurm_mutex_unlock(&share_lock);
+	if (old)
+		snapshot_free(&old->pub); /* drops the cache's reference */
+	return &mine->pub;
+}
+
+extern void snapshot_set_max_age(uint32_t ms)
+{
+	share_max_age_ms = ms;
+}
+
+extern void snapshot_share_drop(void)
+{
+	snap_priv_t *old;
+
+	slurm_mutex_lock(&share_lock);
+	old = shared;
+	shared = NULL;
+	slurm_mutex_unlock(&share_lock);
+	if (old)
+		snapshot_free(&old->pub);
+}
+
 extern void snapshot_free(flexco_snapshot_t *snap)
 {
 	snap_priv_t *priv = (snap_priv_t *) snap;
@@ -673,6 +782,12 @@ extern void snapshot_free(flexco_snapshot_t *snap)
 
 	if (!snap)
 		return;
+	slurm_mutex_lock(&share_lock);
+	if (--priv->refs) {
+		slurm_mutex_unlock(&share_lock);
+		return;
+	}
+	slurm_mutex_unlock(&share_lock);
 	_free_names(snap);
 	for (i = 0; i < priv->owned_n; i++)
 		xfree(priv->owned[i]);
@@ -690,4 +805,7 @@ extern void snapshot_get_lock_stats(snapshot_lock_stats_t *out)
 	slurm_mutex_lock(&stats_lock);
 	*out = lock_stats;
 	slurm_mutex_unlock(&stats_lock);
+	slurm_mutex_lock(&share_lock);
+	out->shared = share_hits;
+	slurm_mutex_unlock(&share_lock);
 }

@@ -31,6 +31,7 @@ typedef struct {
 	uint64_t wait_total_usec;
 	uint64_t wait_max_usec;
 	uint64_t wait_last_usec;
+	uint64_t shared;	/* requests served from a shared snapshot */
 } snapshot_lock_stats_t;
 
 /*
@@ -43,6 +44,22 @@ typedef struct {
  */
 extern flexco_snapshot_t *snapshot_take(void);
 
+/*
+ * A snapshot for a read-only request (probe, profile): the one another
+ * request took less than SnapshotMaxAge ago if no node, partition or
+ * reservation changed since (snapshot.c, _share_fresh), else a new one
+ * that later requests may share.  Same rules as snapshot_take; release
+ * it with snapshot_free.  Never for a mutation: those take their own.
+ */
+extern flexco_snapshot_t *snapshot_share(void);
+
+/* SnapshotMaxAge of flexco.conf(5), milliseconds (0: never share). */
+extern void snapshot_set_max_age(uint32_t ms);
+
+/* Free the shared snapshot (plugin shutdown). */
+extern void snapshot_share_drop(void);
+
+/* Drop a reference; the last one frees the snapshot. */
 extern void snapshot_free(flexco_snapshot_t *snap);
 
 /* SnapshotJobsPerHold of flexco.conf(5); set before the first snapshot. */

@@ -76,6 +76,8 @@ BAD_CONFS = [
      "MungeSocket=munge.sock is not an absolute path"),
     ("SnapshotJobsPerHold=0", "ListenPort=%(port)d\nSnapshotJobsPerHold=0\n",
      "SnapshotJobsPerHold=0 is out of range"),
+    ("SnapshotMaxAge too large", "ListenPort=%(port)d\nSnapshotMaxAge=60001\n",
+     "SnapshotMaxAge=60001 is out of range"),
     ("MinUserUid=0", "ListenPort=%(port)d\nMinUserUid=0\n",
      "MinUserUid=0 is out of range"),
     ("ReplayCacheSize too small", "ListenPort=%(port)d\nReplayCacheSize=10\n",
