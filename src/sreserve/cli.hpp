@@ -14,15 +14,17 @@
 
 namespace sreserve {
 
-// Exit codes (documented in sreserve(1), EXIT STATUS).
+// Exit codes (documented in sreserve(1), EXIT STATUS): 1 for every
+// error, as Slurm's commands; the names say the cause, which the one
+// "sreserve: error: ..." line tells.
 enum Exit : int {
   kExitOk = 0,
   kExitError = 1,        // refused by flexcod or a cluster, not found, unplaceable
-  kExitUsage = 2,        // bad option, value, time or format
-  kExitNoDaemon = 3,     // flexcod unreachable
-  kExitNoMunge = 4,      // munged unreachable: the request could not be signed
-  kExitNoCluster = 5,    // a cluster's plugin unreachable (offers, profile)
-  kExitConfig = 6,       // flexcod.conf missing or invalid
+  kExitUsage = 1,        // bad option, value, time or format
+  kExitNoDaemon = 1,     // flexcod unreachable
+  kExitNoMunge = 1,      // munged unreachable: the request could not be signed
+  kExitNoCluster = 1,    // a cluster's plugin unreachable (offers, profile)
+  kExitConfig = 1,       // flexcod.conf missing or invalid
 };
 
 // The version of the --json and --yaml documents (meta.data_format;

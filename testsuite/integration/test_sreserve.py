@@ -20,8 +20,9 @@ import flexcotest as t
 
 NOBODY = 65534
 
-EXIT = {"ok": 0, "error": 1, "usage": 2, "no_daemon": 3, "no_munge": 4,
-        "no_cluster": 5, "config": 6}
+# As Slurm's commands: 1 for every error; the stderr line tells which.
+EXIT = {"ok": 0, "error": 1, "usage": 1, "no_daemon": 1, "no_munge": 1,
+        "no_cluster": 1, "config": 1}
 
 
 def sreserve_path():
