@@ -725,6 +725,18 @@ START_TEST(manual_agrees) {
       }
       if (!found) missing += o + " (" + command_name(c) + ") not in contrib/sreserve.bash-completion\n";
     }
+  // and, after -O, every field name of the command's table
+  for (const auto& sec : sections) {
+    std::string cmd = sec.heading + 3;  // "offers\fR (default": the command
+    cmd = cmd.substr(0, cmd.find_first_of(" \\"));
+    std::size_t at = completion.find("\t\t" + cmd + ") fields=\"");
+    std::string line = at == std::string::npos ? "" : completion.substr(at, completion.find('\n', at) - at) + " ";
+    if (line.empty()) missing += "no -O field list for " + cmd + " in contrib/sreserve.bash-completion\n";
+    for (const auto& f : sec.fields)
+      if (!line.empty() && line.find(" " + f.name + " ") == std::string::npos &&
+          line.find("\"" + f.name + " ") == std::string::npos && line.find(" " + f.name + "\"") == std::string::npos)
+        missing += "-O field " + f.name + " of " + cmd + " not in contrib/sreserve.bash-completion\n";
+  }
   ck_assert_msg(missing.empty(), "%s", missing.c_str());
 }
 END_TEST
