@@ -20,7 +20,7 @@ enum LongOnly {
   kOptUrl = 1000, kOptMunge, kOptConf, kOptJson, kOptHelp, kOptUsage, kOptVersion,
   kOptBegin, kOptDeadline, kOptMaxParts, kOptMaxOffers, kOptPartition, kOptPolicy,
   kOptOverhead, kOptHorizon, kOptSvg, kOptSteps, kOptWidth, kOptWrap, kOptExport,
-  kOptTestOnly, kOptParsable, kOptState, kOptUser, kOptHelpFormat,
+  kOptTestOnly, kOptParsable, kOptState, kOptUser, kOptHelpFormat, kOptYaml, kOptHelpFormatLong,
 };
 
 const struct {
@@ -102,7 +102,17 @@ struct Parser {
       case kOptUrl: o.url = arg; return true;
       case kOptMunge: o.munge_socket = arg; return true;
       case kOptConf: o.conf = arg; return true;
-      case kOptJson: o.json = true; return true;
+      case kOptJson:
+      case kOptYaml: {
+        const char* name = c == kOptJson ? "--json" : "--yaml";
+        if (arg && std::strcmp(arg, kDataFormat) != 0)
+          return fail(std::string(name) + ": unknown data format \"" + arg + "\" (this sreserve writes " +
+                      kDataFormat + ")");
+        o.json = c == kOptJson;
+        o.yaml = c == kOptYaml;
+        return true;
+      }
+      case kOptHelpFormatLong: o.helpformat_long = true; return true;
       case kOptHelp: o.help = true; return true;
       case kOptUsage: o.usage = true; return true;
       case kOptVersion: case 'V': o.version = true; return true;
@@ -164,8 +174,16 @@ struct Parser {
       case 'D': o.chdir = arg; return true;
       case kOptExport: o.export_spec = arg; return true;
       case 'o':
-        if (o.command == Command::kSubmit) o.output = arg;
-        else o.format = arg;
+        if (o.command == Command::kSubmit) {
+          o.output = arg;
+        } else {
+          o.format = arg;
+          o.format_long.clear();  // the last of -o and -O wins, as in squeue
+        }
+        return true;
+      case 'O':
+        o.format_long = arg;
+        o.format.clear();
         return true;
       case 'e': o.error = arg; return true;
       case kOptTestOnly: o.test_only = true; return true;
@@ -186,7 +204,8 @@ struct Parser {
   {"url", required_argument, nullptr, kOptUrl},                         \
   {"munge-socket", required_argument, nullptr, kOptMunge},              \
   {"conf", required_argument, nullptr, kOptConf},                       \
-  {"json", no_argument, nullptr, kOptJson},                             \
+  {"json", optional_argument, nullptr, kOptJson},                       \
+  {"yaml", optional_argument, nullptr, kOptYaml},                       \
   {"help", no_argument, nullptr, kOptHelp},                             \
   {"usage", no_argument, nullptr, kOptUsage},                           \
   {"version", no_argument, nullptr, kOptVersion},                       \
@@ -205,8 +224,10 @@ const struct option kOffersLong[] = {
     {"policy", required_argument, nullptr, kOptPolicy},
     {"overhead", required_argument, nullptr, kOptOverhead},
     {"format", required_argument, nullptr, 'o'},
+    {"Format", required_argument, nullptr, 'O'},
     {"noheader", no_argument, nullptr, 'h'},
     {"helpformat", no_argument, nullptr, kOptHelpFormat},
+    {"helpFormat", no_argument, nullptr, kOptHelpFormatLong},
     {nullptr, 0, nullptr, 0}};
 
 const struct option kProfileLong[] = {
@@ -218,8 +239,10 @@ const struct option kProfileLong[] = {
     {"steps", no_argument, nullptr, kOptSteps},
     {"width", required_argument, nullptr, kOptWidth},
     {"format", required_argument, nullptr, 'o'},
+    {"Format", required_argument, nullptr, 'O'},
     {"noheader", no_argument, nullptr, 'h'},
     {"helpformat", no_argument, nullptr, kOptHelpFormat},
+    {"helpFormat", no_argument, nullptr, kOptHelpFormatLong},
     {nullptr, 0, nullptr, 0}};
 
 const struct option kSubmitLong[] = {
@@ -244,9 +267,12 @@ const struct option kSubmitLong[] = {
 
 const struct option kListLong[] = {
     COMMON_LONG,
+    {"clusters", required_argument, nullptr, 'M'},
     {"format", required_argument, nullptr, 'o'},
+    {"Format", required_argument, nullptr, 'O'},
     {"noheader", no_argument, nullptr, 'h'},
     {"helpformat", no_argument, nullptr, kOptHelpFormat},
+    {"helpFormat", no_argument, nullptr, kOptHelpFormatLong},
     {"state", required_argument, nullptr, kOptState},
     {"user", required_argument, nullptr, kOptUser},
     {"iterate", required_argument, nullptr, 'i'},
@@ -255,8 +281,10 @@ const struct option kListLong[] = {
 const struct option kShowLong[] = {
     COMMON_LONG,
     {"format", required_argument, nullptr, 'o'},
+    {"Format", required_argument, nullptr, 'O'},
     {"noheader", no_argument, nullptr, 'h'},
     {"helpformat", no_argument, nullptr, kOptHelpFormat},
+    {"helpFormat", no_argument, nullptr, kOptHelpFormatLong},
     {"iterate", required_argument, nullptr, 'i'},
     {nullptr, 0, nullptr, 0}};
 
@@ -270,11 +298,11 @@ const struct option kGlobalLong[] = {COMMON_LONG, {nullptr, 0, nullptr, 0}};
 
 const char* short_opts(Command c) {
   switch (c) {
-    case Command::kOffers: return ":vhN:t:M:o:";
-    case Command::kProfile: return ":vhM:o:";
+    case Command::kOffers: return ":vhN:t:M:o:O:";
+    case Command::kProfile: return ":vhM:o:O:";
     case Command::kSubmit: return "+:vVN:t:M:J:D:o:e:";  // stop at SCRIPT, as sbatch
-    case Command::kList:
-    case Command::kShow: return ":vho:i:";
+    case Command::kList: return ":vho:O:i:M:";
+    case Command::kShow: return ":vho:O:i:";
     case Command::kUpdate: return ":vM:";
     case Command::kCancel: return ":v";
     default: return "+:vVh";  // before the command, -h is --help as in sbatch
@@ -328,7 +356,7 @@ bool takes_next_value(const std::string& t) {
           return true;
     return false;
   }
-  static const std::string kWithValue = "NtMoiJDe";
+  static const std::string kWithValue = "NtMoOiJDe";
   for (std::size_t k = 1; k < t.size(); ++k)
     if (kWithValue.find(t[k]) != std::string::npos) return k + 1 == t.size();
   return false;
@@ -414,7 +442,8 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
   std::vector<std::string> operands;
   for (int k = first; k < static_cast<int>(av.size()) - 1; ++k) operands.emplace_back(av[static_cast<std::size_t>(k)]);
   Options& o = p.o;
-  if (o.help || o.usage || o.version || o.helpformat) {
+  o.argv.assign(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (o.help || o.usage || o.version || o.helpformat || o.helpformat_long) {
     r.ok = true;
     r.options = o;
     return r;
@@ -472,7 +501,7 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
 
 bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::string* error) {
   bool takes_clusters = o->command == Command::kOffers || o->command == Command::kProfile ||
-                        o->command == Command::kSubmit;
+                        o->command == Command::kSubmit || o->command == Command::kList;
   const char* v = getenv_fn("SLURM_CLUSTERS");
   if (takes_clusters && !o->clusters_given && v && *v) {
     o->clusters = split_list(v);
@@ -482,8 +511,12 @@ bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::s
     }
     if (o->clusters.size() == 1 && o->clusters[0] == "all") o->clusters.clear();
   }
-  v = getenv_fn("SRESERVE_FORMAT");
-  if (o->command == Command::kList && o->format.empty() && v && *v) o->format = v;
+  if (o->command == Command::kList && o->format.empty() && o->format_long.empty()) {
+    v = getenv_fn("SRESERVE_FORMAT");
+    const char* v2 = getenv_fn("SRESERVE_FORMAT2");
+    if (v && *v) o->format = v;
+    else if (v2 && *v2) o->format_long = v2;
+  }
   return true;
 }
 
@@ -605,23 +638,25 @@ std::string usage_text(Command c) {
     case Command::kOffers:
       return "Usage: sreserve offers -N NODES[-MAX] -t TIME [--begin=TIME] [--deadline=TIME]\n"
              "         [-M CLUSTERS] [--partition=NAME] [--max-parts=N] [--max-offers=N]\n"
-             "         [--policy=NAME] [--overhead=F] [-o FORMAT] [-h] [--json] [-v]\n";
+             "         [--policy=NAME] [--overhead=F] [-o FORMAT | -O FIELDS] [-h] [--json|--yaml] [-v]\n";
     case Command::kProfile:
       return "Usage: sreserve profile [-M CLUSTERS] [--horizon=TIME] [--partition=NAME]\n"
-             "         [--svg=FILE] [--width=COLUMNS] [--steps [-o FORMAT] [-h]] [--json] [-v]\n";
+             "         [--svg=FILE] [--width=COLUMNS] [--steps [-o FORMAT | -O FIELDS] [-h]]\n"
+             "         [--json|--yaml] [-v]\n";
     case Command::kSubmit:
       return "Usage: sreserve submit -N NODES -t TIME [--begin=TIME] [--deadline=TIME]\n"
              "         [-M CLUSTERS] [--policy=NAME] [--max-parts=N] [--overhead=F]\n"
              "         [-J NAME] [-D DIR] [--export=ALL|NONE|VAR[=VAL],...] [-o FILE] [-e FILE]\n"
-             "         [--test-only] [--parsable] [--json] [-v] {SCRIPT [ARGS...] | --wrap=CMD}\n";
+             "         [--test-only] [--parsable] [--json|--yaml] [-v] {SCRIPT [ARGS...] | --wrap=CMD}\n";
     case Command::kList:
-      return "Usage: sreserve list [--state=STATE] [--user=USER] [-i SECONDS] [-o FORMAT] [-h] [--json] [-v]\n";
+      return "Usage: sreserve list [--state=STATE] [--user=USER] [-M CLUSTERS] [-i SECONDS]\n"
+             "         [-o FORMAT | -O FIELDS] [-h] [--json|--yaml] [-v]\n";
     case Command::kShow:
-      return "Usage: sreserve show ID [-i SECONDS] [-o FORMAT] [-h] [--json] [-v]\n";
+      return "Usage: sreserve show ID [-i SECONDS] [-o FORMAT | -O FIELDS] [-h] [--json|--yaml] [-v]\n";
     case Command::kUpdate:
-      return "Usage: sreserve update ID [--deadline=TIME|none] [-M CLUSTERS] [--json] [-v]\n";
+      return "Usage: sreserve update ID [--deadline=TIME|none] [-M CLUSTERS] [--json|--yaml] [-v]\n";
     case Command::kCancel:
-      return "Usage: sreserve cancel ID [ID...] [--json] [-v]\n";
+      return "Usage: sreserve cancel ID [ID...] [--json|--yaml] [-v]\n";
     default:
       return "Usage: sreserve [OPTIONS] COMMAND [OPTIONS]   (options before or after COMMAND)\n"
              "       COMMAND: offers profile submit list show update cancel\n"
@@ -637,7 +672,8 @@ std::string help_text(Command c) {
       "      --conf=FILE           flexcod.conf (else $FLEXCOD_CONF, else " +
       std::string(FLEXCOD_CONF_DEFAULT) +
       ")\n"
-      "      --json                print the answer as JSON (doc/sreserve-json.md)\n"
+      "      --json, --yaml        print the answer as JSON or YAML (doc/sreserve-json.md;\n"
+      "                            --json=v1: this data format by its version)\n"
       "  -v, --verbose             say what is asked of whom, on stderr (repeat for more)\n"
       "      --help, --usage, --version\n"
       "\nTimes: now+1hour, now+30min, 16:00, tomorrow, teatime, 2026-11-23T16:00[:00] ...\n"
@@ -659,8 +695,9 @@ std::string help_text(Command c) {
              "      --max-offers=N        offers per cluster (1-64, default 8)\n"
              "      --policy=NAME, --overhead=F   passed to flexcod's dry run\n"
              "  -o, --format=FORMAT       table columns, %[.][size]X (see --helpformat)\n"
+             "  -O, --Format=FIELDS       table columns, Field[:[.][size][suffix]],...\n"
              "  -h, --noheader            no header line and no choice section\n"
-             "      --helpformat          the fields of -o, one a line\n" +
+             "      --helpformat          the letters of -o;  --helpFormat  the fields of -O\n" +
              common;
     case Command::kProfile:
       return usage_text(c) +
@@ -672,8 +709,9 @@ std::string help_text(Command c) {
              "      --width=COLUMNS       chart width (default: the terminal's)\n"
              "      --steps               a table of the steps instead of the chart\n"
              "  -o, --format=FORMAT       step table columns (implies --steps)\n"
+             "  -O, --Format=FIELDS       step table columns by name (implies --steps)\n"
              "  -h, --noheader            no header line\n"
-             "      --helpformat          the fields of -o, one a line\n" +
+             "      --helpformat          the letters of -o;  --helpFormat  the fields of -O\n" +
              common;
     case Command::kSubmit:
       return usage_text(c) +
@@ -702,18 +740,21 @@ std::string help_text(Command c) {
              "\nYour co-allocations (all for AdminUsers), newest first.\n\n"
              "      --state=STATE         only this state ('active': not yet finished)\n"
              "      --user=USER           only this user's (AdminUsers)\n"
+             "  -M, --clusters=LIST       only those with a part on one of these clusters\n"
              "  -i, --iterate=SECONDS     print again every SECONDS, as squeue -i\n"
              "  -o, --format=FORMAT       columns, %[.][size]X (see --helpformat)\n"
+             "  -O, --Format=FIELDS       columns, Field[:[.][size][suffix]],... (see --helpFormat)\n"
              "  -h, --noheader            no header line\n"
-             "      --helpformat          the fields of -o, one a line\n" +
+             "      --helpformat          the letters of -o;  --helpFormat  the fields of -O\n" +
              common;
     case Command::kShow:
       return usage_text(c) +
              "\nOne co-allocation: its parts, state history and moves.\n"
              "  -i, --iterate=SECONDS     print again every SECONDS (watch it get rescheduled)\n"
              "  -o, --format=FORMAT       columns of the parts table (see --helpformat)\n"
+             "  -O, --Format=FIELDS       columns of the parts table by name (see --helpFormat)\n"
              "  -h, --noheader            no header lines\n"
-             "      --helpformat          the fields of -o, one a line\n" +
+             "      --helpformat          the letters of -o;  --helpFormat  the fields of -O\n" +
              common;
     case Command::kUpdate:
       return usage_text(c) +

@@ -14,16 +14,23 @@
 
 namespace sreserve {
 
-// Exit codes (documented in sreserve(1), EXIT STATUS).
+// Exit codes (documented in sreserve(1), EXIT STATUS): 1 for every
+// error, as Slurm's commands; the names say the cause, which the one
+// "sreserve: error: ..." line tells.
 enum Exit : int {
   kExitOk = 0,
   kExitError = 1,        // refused by flexcod or a cluster, not found, unplaceable
-  kExitUsage = 2,        // bad option, value, time or format
-  kExitNoDaemon = 3,     // flexcod unreachable
-  kExitNoMunge = 4,      // munged unreachable: the request could not be signed
-  kExitNoCluster = 5,    // a cluster's plugin unreachable (offers, profile)
-  kExitConfig = 6,       // flexcod.conf missing or invalid
+  kExitUsage = 1,        // bad option, value, time or format
+  kExitNoDaemon = 1,     // flexcod unreachable
+  kExitNoMunge = 1,      // munged unreachable: the request could not be signed
+  kExitNoCluster = 1,    // a cluster's plugin unreachable (offers, profile)
+  kExitConfig = 1,       // flexcod.conf missing or invalid
 };
+
+// The version of the --json and --yaml documents (meta.data_format;
+// doc/sreserve-json.md), as Slurm's data_parser versions: --json=v1 asks
+// for it by name.
+inline constexpr const char* kDataFormat = "v1";
 
 enum class Command { kNone, kOffers, kProfile, kSubmit, kList, kShow, kUpdate, kCancel };
 
@@ -33,15 +40,19 @@ struct Options {
   Command command = Command::kNone;
   // what to do instead of the command
   bool help = false, usage = false, version = false, helpformat = false;
+  bool helpformat_long = false;  // --helpFormat: the -O names
+  std::vector<std::string> argv;  // the command line after "sreserve" (meta.command)
 
   // common
   std::string url;           // --url
   std::string munge_socket;  // --munge-socket
   std::string conf;          // --conf (else FLEXCOD_CONF, else /etc/slurm/flexcod.conf)
   int verbose = 0;           // -v, repeatable
-  bool json = false;         // --json
+  bool json = false;         // --json[=v1]
+  bool yaml = false;         // --yaml[=v1]
   bool noheader = false;     // -h
   std::string format;        // -o/--format (tables); "" = the command's default
+  std::string format_long;   // -O/--Format (tables), when -o is not given
   std::vector<std::string> clusters;  // -M; empty = all configured
   bool clusters_given = false;        // -M/--clusters on the command line
   std::int64_t now = 0;      // reference time of relative times
@@ -94,9 +105,11 @@ ParseResult parse_args(int argc, char** argv, std::int64_t now);
 ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now);
 
 // Fills in what the command line left unset from the environment, as
-// squeue does with SQUEUE_FORMAT and SLURM_CLUSTERS: SLURM_CLUSTERS stands
-// for -M of offers, profile and submit (never of update, where -M changes
-// the co-allocation); SRESERVE_FORMAT for -o of list.  `getenv_fn` is
+// squeue does with SQUEUE_FORMAT, SQUEUE_FORMAT2 and SLURM_CLUSTERS:
+// SLURM_CLUSTERS stands for -M of offers, profile, submit and list (never
+// of update, where -M changes the co-allocation); SRESERVE_FORMAT for -o
+// of list, SRESERVE_FORMAT2 for its -O (SRESERVE_FORMAT wins when both
+// are set; -o or -O on the command line wins over both).  `getenv_fn` is
 // std::getenv in sreserve, a table in the tests.  False (and *error set)
 // when a variable's value is invalid.
 bool apply_environment(Options* o, const char* (*getenv_fn)(const char*), std::string* error);

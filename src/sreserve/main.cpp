@@ -267,6 +267,8 @@ int main(int argc, char** argv) {
                          &format_error))
     return fail(kExitUsage, format_error);
   if (!check_format(o, &format_error)) return fail(kExitUsage, format_error);
+  if (const char* tf = std::getenv("SLURM_TIME_FORMAT"); tf && !set_time_format(tf, now, &format_error))
+    return fail(kExitUsage, format_error);
   if (o.command == Command::kSubmit && !o.script_path.empty()) {
     // #SBATCH lines: under the command line, as sbatch (cli.hpp).
     std::string script, err;
@@ -277,7 +279,7 @@ int main(int argc, char** argv) {
     for (const auto& w : warnings) std::fprintf(stderr, "sreserve: warning: %s\n", w.c_str());
     if (!ok) return fail(kExitUsage, err);
   }
-  if (o.helpformat) {
+  if (o.helpformat || o.helpformat_long) {
     std::fputs(render(o, nullptr).out.c_str(), stdout);
     return kExitOk;
   }

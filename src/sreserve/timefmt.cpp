@@ -344,12 +344,65 @@ std::int64_t round_up_minutes(std::int64_t secs) {
   return (secs + 59) / 60 * 60;
 }
 
+namespace {
+
+enum class TimeStyle { kStandard, kRelative, kStrftime };
+TimeStyle g_style = TimeStyle::kStandard;
+std::string g_strftime;       // kStrftime
+std::int64_t g_today = 0;     // kRelative: the local day of `now`
+
+// Days since 1970-01-01 of the local date of `epoch`.
+std::int64_t local_day(std::int64_t epoch) {
+  std::tm tm = local_tm(epoch);
+  std::int64_t t = epoch + tm.tm_gmtoff;
+  return t >= 0 ? t / 86400 : (t - 86399) / 86400;
+}
+
+std::string strftime_string(const char* fmt, const std::tm& tm) {
+  char buf[256];
+  std::size_t n = std::strftime(buf, sizeof buf, fmt, &tm);
+  return std::string(buf, n);
+}
+
+// The format for a time `d` local days from the day of `now`.
+const char* relative_format(std::int64_t d) {
+  if (d == 0) return "%H:%M";
+  if (d == -1) return "Ystday %H:%M";
+  if (d == 1) return "Tomorr %H:%M";
+  if (d > 1 && d < 7) return "%a %H:%M";
+  if (d > -366 && d < 366) return "%-d %b %H:%M";
+  return "%-d %b %Y";
+}
+
+}  // namespace
+
+bool set_time_format(const std::string& spec, std::int64_t now, std::string* error) {
+  if (spec.empty() || spec == "standard") {
+    g_style = TimeStyle::kStandard;
+    return true;
+  }
+  if (spec == "relative") {
+    g_style = TimeStyle::kRelative;
+    g_today = local_day(now);
+    return true;
+  }
+  if (strftime_string(spec.c_str(), local_tm(now)).empty()) {
+    *error = "SLURM_TIME_FORMAT: \"" + spec + "\" gives no text or more than 255 characters (standard, relative or a strftime format)";
+    return false;
+  }
+  g_style = TimeStyle::kStrftime;
+  g_strftime = spec;
+  return true;
+}
+
 std::string format_time(std::int64_t epoch) {
   if (epoch <= 0) return "N/A";
   std::tm tm = local_tm(epoch);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
+  switch (g_style) {
+    case TimeStyle::kRelative: return strftime_string(relative_format(local_day(epoch) - g_today), tm);
+    case TimeStyle::kStrftime: return strftime_string(g_strftime.c_str(), tm);
+    default: return strftime_string("%Y-%m-%dT%H:%M:%S", tm);
+  }
 }
 
 std::string format_clock(std::int64_t epoch, bool with_date) {

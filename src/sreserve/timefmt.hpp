@@ -50,8 +50,18 @@ Parsed parse_duration(std::string_view text);
 // `secs` rounded up to a whole number of minutes (kUnlimited unchanged).
 std::int64_t round_up_minutes(std::int64_t secs);
 
-// Local time as Slurm prints it: "2026-11-23T16:00:00".  0 gives "N/A".
+// Local time as Slurm prints it: "2026-11-23T16:00:00" (or as
+// set_time_format says).  0 gives "N/A".
 std::string format_time(std::int64_t epoch);
+
+// How format_time prints from now on, as SLURM_TIME_FORMAT tells Slurm's
+// commands: "standard" (or ""), the default, "2026-11-23T16:00:00";
+// "relative", by the distance from the day of `now`: "16:00" today,
+// "Ystday 16:00", "Tomorr 16:00", "Wed 16:00" within the week ahead,
+// "23 Nov 16:00" within a year, else "23 Nov 2027"; anything else is a
+// strftime(3) format.  False (and *error set) for a format strftime makes
+// nothing of.
+bool set_time_format(const std::string& spec, std::int64_t now, std::string* error);
 
 // A time of day only, "16:00" (for chart axes); with the date "11-23T16:00"
 // when `with_date`.

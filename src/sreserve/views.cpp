@@ -15,10 +15,17 @@
 
 namespace sreserve {
 
-const char* const kOffersFormat = "%10C %19S %19E %.5D %.5F %.5P %19V %R";
-const char* const kStepsFormat = "%10C %19S %19E %.10L %.6D %.9U";
-const char* const kListFormat = "%.8i %.10j %.9u %.10T %.6D %.19S %.10L %.5m %M";
-const char* const kPartsFormat = "%.4x %10C %.5D %10T %12R %.7I %10J %19S %19a %N";
+// In -O syntax (table.hpp): some of the columns have no letter.
+const char* const kOffersFormat =
+    "Cluster:10 ,StartTime:19 ,EndTime:19 ,NumNodes:.5 ,Fit:.5 ,PRes:.5 ,ValidUntil:19 ,Verdict:0";
+const char* const kStepsFormat =
+    "Cluster:10 ,StartTime:19 ,EndTime:19 ,StepLength:.10 ,FreeNodes:.6 ,FreeCPUs:.9";
+const char* const kListFormat =
+    "JobID:.8 ,Name:.10 ,UserName:.9 ,State:.10 ,NumNodes:.6 ,StartTime:.19 ,RunTime:.10 ,Moves:.5 ,"
+    "Placement:0";
+const char* const kPartsFormat =
+    "Part:.4 ,Cluster:10 ,NumNodes:.5 ,PartState:10 ,Reservation:12 ,JobID:.7 ,State:10 ,"
+    "PlannedStart:19 ,ActualStart:19 ,NodeList:0";
 
 namespace {
 
@@ -78,6 +85,93 @@ std::string dump(const json_t* j) {
   return out + "\n";
 }
 
+// A YAML scalar: JSON's spelling is YAML's (strings double-quoted with
+// JSON's escapes, which YAML's double-quoted style reads the same).
+std::string yaml_scalar(const json_t* v) {
+  char* t = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
+  std::string out = t ? t : "null";
+  std::free(t);
+  return out;
+}
+
+std::string yaml_key(const char* key) {
+  bool plain = *key != 0 && !std::isdigit(static_cast<unsigned char>(*key));
+  for (const char* k = key; *k; ++k)
+    plain = plain && (std::isalnum(static_cast<unsigned char>(*k)) || *k == '_' || *k == '-');
+  if (plain && std::string(key) != "null" && std::string(key) != "true" && std::string(key) != "false")
+    return key;
+  J s(json_string(key));
+  return yaml_scalar(s.get());
+}
+
+bool yaml_nested(const json_t* v) {
+  return (json_is_object(v) && json_object_size(v) > 0) || (json_is_array(v) && json_array_size(v) > 0);
+}
+
+void yaml_node(const json_t* v, int indent, std::string* out);
+
+// The members of an object, or the items of an array, one a line at
+// `indent`; nested collections below their key, in block style.
+void yaml_node(const json_t* v, int indent, std::string* out) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  if (json_is_object(v)) {
+    const char* key;
+    json_t* m;
+    json_object_foreach(const_cast<json_t*>(v), key, m) {
+      *out += pad + yaml_key(key) + ":";
+      if (json_is_object(m) && json_object_size(m) > 0) {
+        *out += "\n";
+        yaml_node(m, indent + 2, out);
+      } else if (json_is_array(m) && json_array_size(m) > 0) {
+        *out += "\n";
+        yaml_node(m, indent, out);  // "- " items at the key's indent
+      } else {
+        *out += " " + yaml_scalar(m) + "\n";
+      }
+    }
+    return;
+  }
+  std::size_t i;
+  json_t* item;
+  json_array_foreach(v, i, item) {
+    if (!yaml_nested(item)) {
+      *out += pad + "- " + yaml_scalar(item) + "\n";
+      continue;
+    }
+    // The item's first line goes after "- ", the rest two columns in.
+    std::string inner;
+    yaml_node(item, indent + 2, &inner);
+    *out += pad + "- " + inner.substr(static_cast<std::size_t>(indent) + 2);
+  }
+}
+
+// A document of `o.command` as JSON or YAML: a "meta" member first (the
+// data format's version and the command line, as Slurm's --json), then
+// the document's own members.
+void emit(const Options& o, const json_t* doc, Output* out) {
+  J full(json_object());
+  J meta(json_object());
+  json_object_set_new(meta.get(), "data_format", json_string(kDataFormat));
+  J cmd(json_array());
+  json_array_append_new(cmd.get(), json_string("sreserve"));
+  for (const auto& a : o.argv) json_array_append_new(cmd.get(), json_string(a.c_str()));
+  json_object_set_new(meta.get(), "command", cmd.release());
+  json_object_set_new(full.get(), "meta", meta.release());
+  if (json_is_object(doc)) {
+    const char* key;
+    json_t* m;
+    json_object_foreach(const_cast<json_t*>(doc), key, m) {
+      if (std::string(key) != "meta") json_object_set(full.get(), key, m);
+    }
+  }
+  if (o.yaml) {
+    out->out += "---\n";
+    yaml_node(full.get(), 0, &out->out);
+  } else {
+    out->out += dump(full.get());
+  }
+}
+
 bool answered(const json_t* call) { return has_num(call, "status") && get(call, "answer"); }
 bool http_ok(const json_t* call) {
   std::int64_t st = num(call, "status");
@@ -95,7 +189,10 @@ bool table(const Options& o, const std::vector<FieldDef>& fields, const char* df
            const std::vector<Row>& rows, Output* out) {
   FormatSpec spec;
   std::string err;
-  if (!parse_format(o.format.empty() ? dflt : o.format, fields, &spec, &err)) {
+  bool ok = !o.format.empty()        ? parse_format(o.format, fields, &spec, &err)
+            : !o.format_long.empty() ? parse_format_long(o.format_long, fields, &spec, &err)
+                                     : parse_format_long(dflt, fields, &spec, &err);
+  if (!ok) {
     out->err += "sreserve: error: " + err + "\n";
     out->exit_code = kExitUsage;
     return false;
@@ -126,17 +223,18 @@ void report(Output* out, const json_t* call) {
 Row offer_row(const std::string& cluster, const json_t* doc, const json_t* offer, std::int64_t now) {
   Row r;
   std::int64_t start = num(offer, "start"), end = num(offer, "end");
-  r['C'] = cluster;
-  r['Q'] = str(doc, "partition");
-  r['S'] = format_time(start);
-  r['E'] = format_time(end);
-  r['L'] = format_duration(end - start);
-  r['D'] = std::to_string(num(offer, "nodes"));
-  r['F'] = fixed2(real(offer, "fit"));
-  r['P'] = fixed2(real(offer, "p_res"));
-  r['V'] = format_time(num(offer, "valid_until"));
-  r['R'] = str(offer, "verdict");
-  r['W'] = format_duration(std::max<std::int64_t>(0, start - now));
+  r["Cluster"] = cluster;
+  r["Partition"] = str(doc, "partition");
+  r["StartTime"] = format_time(start);
+  r["EndTime"] = format_time(end);
+  r["TimeLimit"] = format_duration(end - start);
+  r["NumNodes"] = std::to_string(num(offer, "nodes"));
+  r["Fit"] = fixed2(real(offer, "fit"));
+  r["PRes"] = fixed2(real(offer, "p_res"));
+  r["ValidUntil"] = format_time(num(offer, "valid_until"));
+  r["Verdict"] = str(offer, "verdict");
+  r["Wait"] = format_duration(std::max<std::int64_t>(0, start - now));
+  r[".start"] = std::to_string(start);  // sort key, no column
   return r;
 }
 
@@ -253,9 +351,10 @@ void render_offers(const Options& o, const json_t* ex, Output* out) {
   }
   // Rows by start time, then cluster, so the earliest offers come first.
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.at('S') != b.at('S') ? a.at('S') < b.at('S') : a.at('C') < b.at('C');
+    std::int64_t sa = std::stoll(a.at(".start")), sb = std::stoll(b.at(".start"));
+    return sa != sb ? sa < sb : a.at("Cluster") < b.at("Cluster");
   });
-  if (o.json) {
+  if (o.json || o.yaml) {
     J req(json_object());
     J counts(json_array());
     for (auto n : probe_counts(o, json_array_size(clusters))) json_array_append_new(counts.get(), json_integer(n));
@@ -267,7 +366,7 @@ void render_offers(const Options& o, const json_t* ex, Output* out) {
     json_object_set_new(doc.get(), "request", req.release());
     json_object_set_new(doc.get(), "clusters", jcl.release());
     json_object_set_new(doc.get(), "choice", choice_json(daemon).release());
-    out->out += dump(doc.get());
+    emit(o, doc.get(), out);
     return;
   }
   if (!table(o, offer_fields(), kOffersFormat, rows, out)) return;
@@ -313,14 +412,14 @@ void render_profile(const Options& o, const json_t* ex, Output* out) {
     json_array_foreach(get(a, "steps"), k, st) {
       s.steps.push_back({num(st, "start"), num(st, "end"), num(st, "free_nodes")});
       Row r;
-      r['C'] = name;
-      r['Q'] = str(a, "partition");
-      r['S'] = format_time(num(st, "start"));
-      r['E'] = format_time(num(st, "end"));
-      r['L'] = format_duration(num(st, "end") - num(st, "start"));
-      r['D'] = std::to_string(num(st, "free_nodes"));
-      r['U'] = std::to_string(num(st, "free_cpus"));
-      r['T'] = std::to_string(s.capacity);
+      r["Cluster"] = name;
+      r["Partition"] = str(a, "partition");
+      r["StartTime"] = format_time(num(st, "start"));
+      r["EndTime"] = format_time(num(st, "end"));
+      r["StepLength"] = format_duration(num(st, "end") - num(st, "start"));
+      r["FreeNodes"] = std::to_string(num(st, "free_nodes"));
+      r["FreeCPUs"] = std::to_string(num(st, "free_cpus"));
+      r["PublishedNodes"] = std::to_string(s.capacity);
       rows.push_back(r);
     }
     for (const char* key : {"partition", "partition_up", "snapshot_time", "horizon_end",
@@ -336,15 +435,15 @@ void render_profile(const Options& o, const json_t* ex, Output* out) {
   co.end = co.begin + o.horizon;
   co.width = o.width > 0 ? o.width : 60;
   if (!o.svg.empty()) out->svg = render_svg(series, co);
-  if (o.json) {
+  if (o.json || o.yaml) {
     J doc(json_object());
     json_object_set_new(doc.get(), "command", json_string("profile"));
     json_object_set_new(doc.get(), "horizon", json_integer(o.horizon));
     json_object_set_new(doc.get(), "clusters", jcl.release());
-    out->out += dump(doc.get());
+    emit(o, doc.get(), out);
     return;
   }
-  if (o.steps || !o.format.empty()) {
+  if (o.steps || !o.format.empty() || !o.format_long.empty()) {
     table(o, step_fields(), kStepsFormat, rows, out);
     return;
   }
@@ -354,44 +453,93 @@ void render_profile(const Options& o, const json_t* ex, Output* out) {
 // ---------------------------------------------------------------------------
 // co-allocations
 
-Row coalloc_row(const json_t* c) {
+// squeue's compact state of a co-allocation state (squeue's %t).
+std::string compact_state(const std::string& state) {
+  static const struct {
+    const char* state;
+    const char* code;
+  } kCodes[] = {{"planning", "PD"},   {"committing", "PD"}, {"scheduled", "PD"},
+                {"running", "R"},     {"completed", "CD"},  {"failed", "F"},
+                {"cancelling", "CG"}, {"cancelled", "CA"}};
+  for (const auto& k : kCodes)
+    if (state == k.state) return k.code;
+  return upper(state);
+}
+
+// The latest actual end of the parts, 0 if none ended.
+std::int64_t parts_end(const json_t* c) {
+  std::int64_t end = 0;
+  std::size_t i;
+  json_t* p;
+  json_array_foreach(get(c, "parts"), i, p) end = std::max(end, num(p, "actual_end"));
+  return end;
+}
+
+Row coalloc_row(const json_t* c, std::int64_t now) {
   Row r;
-  r['i'] = std::to_string(num(c, "id"));
-  r['j'] = str(c, "name", "co-" + std::to_string(num(c, "id")));
-  r['u'] = str(c, "user");
-  r['T'] = upper(str(c, "state"));
-  r['D'] = std::to_string(num(c, "nodes"));
-  r['S'] = time_or_na(c, "planned_start");
-  r['E'] = time_or_na(c, "planned_end");
-  r['L'] = format_duration(has_num(c, "run_time") ? num(c, "run_time") : num(c, "duration"));
-  r['d'] = format_duration(num(c, "duration"));
+  std::string state = str(c, "state");
+  bool ended = state == "completed" || state == "failed" || state == "cancelled";
+  std::int64_t limit = has_num(c, "run_time") ? num(c, "run_time") : num(c, "duration");
+  std::int64_t started = num(c, "actual_start");
+  std::int64_t used = 0;
+  if (started > 0) {
+    std::int64_t until = ended ? parts_end(c) : now;
+    if (until == 0) until = now;
+    used = std::max<std::int64_t>(0, until - started);
+  }
+  r["JobID"] = std::to_string(num(c, "id"));
+  r["Name"] = str(c, "name", "co-" + std::to_string(num(c, "id")));
+  r["UserName"] = str(c, "user");
+  r["UserID"] = std::to_string(num(c, "uid"));
+  r["State"] = upper(state);
+  r["StateCompact"] = compact_state(state);
+  r["NumNodes"] = std::to_string(num(c, "nodes"));
+  r["StartTime"] = started > 0 ? format_time(started) : time_or_na(c, "planned_start");
+  r["EndTime"] = ended && parts_end(c) > 0 ? format_time(parts_end(c)) : time_or_na(c, "planned_end");
+  r["TimeLimit"] = format_duration(num(c, "duration"));
+  r["TimeLeft"] = ended ? format_duration(0) : format_duration(std::max<std::int64_t>(0, limit - used));
+  r["TimeUsed"] = format_duration(used);
+  r["Reason"] = or_none(str(c, "reason"));
+  r["SubmitTime"] = time_or_na(c, "submitted");
+  r["RunTime"] = format_duration(limit);
   std::string placement = parts_summary(get(c, "parts"));
-  r['M'] = placement.empty() ? "(none)" : placement;
-  r['m'] = std::to_string(num(c, "moves"));
-  r['P'] = str(c, "policy");
-  r['r'] = or_none(str(c, "reason"));
-  r['s'] = time_or_na(c, "submitted");
-  r['a'] = time_or_na(c, "actual_start");
-  r['l'] = time_or_na(c, "deadline");
-  r['p'] = std::to_string(json_array_size(get(c, "parts")));
+  r["Placement"] = placement.empty() ? "(none)" : placement;
+  r["Moves"] = std::to_string(num(c, "moves"));
+  r["Policy"] = str(c, "policy");
+  r["Deadline"] = time_or_na(c, "deadline");
+  r["Parts"] = std::to_string(json_array_size(get(c, "parts")));
+  r["PlannedStart"] = time_or_na(c, "planned_start");
+  r["PlannedEnd"] = time_or_na(c, "planned_end");
+  r["ActualStart"] = time_or_na(c, "actual_start");
+  std::string allowed;
+  std::size_t i;
+  json_t* v;
+  json_array_foreach(get(c, "clusters"), i, v) {
+    if (!allowed.empty()) allowed += ",";
+    allowed += json_is_string(v) ? json_string_value(v) : "?";
+  }
+  r["Clusters"] = allowed.empty() ? "all" : allowed;
   return r;
 }
 
 Row part_row(const json_t* p) {
   Row r;
-  r['x'] = std::to_string(num(p, "index"));
-  r['C'] = str(p, "cluster");
-  r['D'] = std::to_string(num(p, "nodes"));
-  r['T'] = upper(str(p, "state"));
-  r['R'] = or_none(str(p, "reservation"));
-  r['I'] = has_num(p, "job_id") ? std::to_string(num(p, "job_id")) : "None";
-  r['J'] = or_none(str(p, "job_state"));
-  r['S'] = time_or_na(p, "planned_start");
-  r['E'] = time_or_na(p, "planned_end");
-  r['a'] = time_or_na(p, "actual_start");
-  r['e'] = time_or_na(p, "actual_end");
-  r['N'] = or_none(str(p, "node_list"));
-  r['X'] = has_num(p, "exit_code") ? std::to_string(num(p, "exit_code")) : "None";
+  r["Part"] = std::to_string(num(p, "index"));
+  r["Cluster"] = str(p, "cluster");
+  r["NumNodes"] = std::to_string(num(p, "nodes"));
+  r["PartState"] = upper(str(p, "state"));
+  r["Reservation"] = or_none(str(p, "reservation"));
+  r["JobID"] = has_num(p, "job_id") ? std::to_string(num(p, "job_id")) : "None";
+  r["State"] = or_none(str(p, "job_state"));
+  r["StartTime"] = has_num(p, "actual_start") ? time_or_na(p, "actual_start") : time_or_na(p, "planned_start");
+  r["EndTime"] = has_num(p, "actual_end") ? time_or_na(p, "actual_end") : time_or_na(p, "planned_end");
+  r["PlannedStart"] = time_or_na(p, "planned_start");
+  r["PlannedEnd"] = time_or_na(p, "planned_end");
+  r["ActualStart"] = time_or_na(p, "actual_start");
+  r["ActualEnd"] = time_or_na(p, "actual_end");
+  r["NodeList"] = or_none(str(p, "node_list"));
+  r["ExitCode"] = has_num(p, "exit_code") ? std::to_string(num(p, "exit_code")) : "None";
+  r["Reason"] = or_none(str(p, "reason"));
   return r;
 }
 
@@ -410,51 +558,65 @@ const json_t* daemon_answer(const json_t* ex, std::size_t index, Output* out) {
   return get(call, "answer");
 }
 
+// -M of list, as squeue -M: a co-allocation with a part on one of the
+// clusters.
+bool on_clusters(const json_t* c, const std::vector<std::string>& clusters) {
+  if (clusters.empty()) return true;
+  std::size_t i;
+  json_t* p;
+  json_array_foreach(get(c, "parts"), i, p) {
+    if (std::find(clusters.begin(), clusters.end(), str(p, "cluster")) != clusters.end()) return true;
+  }
+  return false;
+}
+
 void render_list(const Options& o, const json_t* ex, Output* out) {
   const json_t* a = daemon_answer(ex, 0, out);
   if (!a) return;
-  if (o.json) {
-    out->out += dump(a);
+  J kept(json_array());
+  std::size_t i;
+  json_t* c;
+  json_array_foreach(get(a, "coallocations"), i, c) {
+    if (on_clusters(c, o.clusters)) json_array_append(kept.get(), c);
+  }
+  if (o.json || o.yaml) {
+    J doc(json_deep_copy(a));
+    json_object_set(doc.get(), "coallocations", kept.get());
+    emit(o, doc.get(), out);
     return;
   }
   std::vector<Row> rows;
-  std::size_t i;
-  json_t* c;
-  json_array_foreach(get(a, "coallocations"), i, c) rows.push_back(coalloc_row(c));
+  std::int64_t now = num(ex, "now");
+  json_array_foreach(kept.get(), i, c) rows.push_back(coalloc_row(c, now));
   table(o, coalloc_fields(), kListFormat, rows, out);
 }
 
 void render_show(const Options& o, const json_t* ex, Output* out) {
   const json_t* c = daemon_answer(ex, 0, out);
   if (!c) return;
-  if (o.json) {
-    out->out += dump(c);
+  if (o.json || o.yaml) {
+    emit(o, c, out);
     return;
   }
-  Row r = coalloc_row(c);
+  Row r = coalloc_row(c, num(ex, "now"));
   std::string s;
-  s += "CoallocationId=" + r['i'] + " Name=" + r['j'] + " UserId=" + r['u'] + "(" +
-       std::to_string(num(c, "uid")) + ")" + " State=" + r['T'] + " Reason=" + r['r'] + "\n";
+  s += "CoallocationId=" + r["JobID"] + " Name=" + r["Name"] + " UserId=" + r["UserName"] + "(" +
+       r["UserID"] + ")" + " State=" + r["State"] + " Reason=" + r["Reason"] + "\n";
   char oh[32];
   std::snprintf(oh, sizeof oh, "%.2f", real(c, "overhead"));
-  s += "   Policy=" + or_none(r['P']) + " Nodes=" + r['D'] + " TimeLimit=" + r['d'] +
+  s += "   Policy=" + or_none(r["Policy"]) + " Nodes=" + r["NumNodes"] + " TimeLimit=" + r["TimeLimit"] +
        " RunTime=" + (has_num(c, "run_time") ? format_duration(num(c, "run_time")) : "N/A") +
        " Overhead=" + oh + " MaxParts=" + std::to_string(num(c, "max_parts")) + "\n";
-  std::string allowed;
   std::size_t i;
   json_t* v;
-  json_array_foreach(get(c, "clusters"), i, v) {
-    if (!allowed.empty()) allowed += ",";
-    allowed += json_is_string(v) ? json_string_value(v) : "?";
-  }
-  s += "   SubmitTime=" + r['s'] + " EligibleTime=" + time_or_na(c, "ready") +
-       " Deadline=" + (has_num(c, "deadline") ? r['l'] : "None") +
+  s += "   SubmitTime=" + r["SubmitTime"] + " EligibleTime=" + time_or_na(c, "ready") +
+       " Deadline=" + (has_num(c, "deadline") ? r["Deadline"] : "None") +
        " LastChange=" + time_or_na(c, "changed") + "\n";
-  s += "   PlannedStart=" + r['S'] + " PlannedEnd=" + r['E'] + " ActualStart=" + r['a'] +
-       " StartSpread=" +
+  s += "   PlannedStart=" + r["PlannedStart"] + " PlannedEnd=" + r["PlannedEnd"] +
+       " ActualStart=" + r["ActualStart"] + " StartSpread=" +
        (has_num(c, "start_spread") ? std::to_string(num(c, "start_spread")) + "s" : "N/A") +
-       " Moves=" + r['m'] + "\n";
-  s += "   Clusters=" + (allowed.empty() ? "all" : allowed) + " Placement=" + r['M'] + "\n";
+       " Moves=" + r["Moves"] + "\n";
+  s += "   Clusters=" + r["Clusters"] + " Placement=" + r["Placement"] + "\n";
   out->out += s;
 
   std::vector<Row> parts;
@@ -471,41 +633,46 @@ void render_show(const Options& o, const json_t* ex, Output* out) {
                 " Reason=" + or_none(str(v, "reason")) + "\n";
   }
 
-  static const std::vector<FieldDef> hist = {
-      {'t', "TIME", ""}, {'w', "WHAT", ""}, {'f', "FROM", ""}, {'o', "TO", ""}, {'r', "REASON", ""}};
+  static const std::vector<FieldDef> hist = {{0, "Time", "TIME", ""},
+                                             {0, "What", "WHAT", ""},
+                                             {0, "From", "FROM", ""},
+                                             {0, "To", "TO", ""},
+                                             {0, "Reason", "REASON", ""}};
   std::vector<Row> rows;
   json_array_foreach(get(c, "history"), i, v) {
-    rows.push_back({{'t', format_time(num(v, "time"))},
-                    {'w', str(v, "what")},
-                    {'f', upper(or_none(str(v, "from")))},
-                    {'o', upper(str(v, "to"))},
-                    {'r', str(v, "reason")}});
+    rows.push_back({{"Time", format_time(num(v, "time"))},
+                    {"What", str(v, "what")},
+                    {"From", upper(or_none(str(v, "from")))},
+                    {"To", upper(str(v, "to"))},
+                    {"Reason", str(v, "reason")}});
   }
   if (!rows.empty()) {
     FormatSpec spec;
     std::string err;
-    parse_format("%19t %26w %12f %12o %r", hist, &spec, &err);
+    parse_format_long("Time:19 ,What:26 ,From:12 ,To:12 ,Reason:0", hist, &spec, &err);
     out->out += o.noheader ? "" : "\nHISTORY\n";
     out->out += render_table(spec, hist, rows, o.noheader);
   }
-  static const std::vector<FieldDef> moves = {{'t', "TIME", ""},       {'k', "KIND", ""},
-                                              {'f', "FROM_START", ""}, {'o', "TO_START", ""},
-                                              {'F', "FROM_PARTS", ""}, {'O', "TO_PARTS", ""},
-                                              {'r', "REASON", ""}};
+  static const std::vector<FieldDef> moves = {
+      {0, "Time", "TIME", ""},           {0, "Kind", "KIND", ""},
+      {0, "FromStart", "FROM_START", ""}, {0, "ToStart", "TO_START", ""},
+      {0, "FromParts", "FROM_PARTS", ""}, {0, "ToParts", "TO_PARTS", ""},
+      {0, "Reason", "REASON", ""}};
   rows.clear();
   json_array_foreach(get(c, "move_history"), i, v) {
-    rows.push_back({{'t', format_time(num(v, "time"))},
-                    {'k', upper(str(v, "kind"))},
-                    {'f', format_time(num(v, "from_start"))},
-                    {'o', format_time(num(v, "to_start"))},
-                    {'F', parts_summary(get(v, "from_parts"))},
-                    {'O', parts_summary(get(v, "to_parts"))},
-                    {'r', str(v, "reason")}});
+    rows.push_back({{"Time", format_time(num(v, "time"))},
+                    {"Kind", upper(str(v, "kind"))},
+                    {"FromStart", format_time(num(v, "from_start"))},
+                    {"ToStart", format_time(num(v, "to_start"))},
+                    {"FromParts", parts_summary(get(v, "from_parts"))},
+                    {"ToParts", parts_summary(get(v, "to_parts"))},
+                    {"Reason", str(v, "reason")}});
   }
   if (!rows.empty()) {
     FormatSpec spec;
     std::string err;
-    parse_format("%19t %6k %19f %19o %16F %16O %r", moves, &spec, &err);
+    parse_format_long("Time:19 ,Kind:6 ,FromStart:19 ,ToStart:19 ,FromParts:16 ,ToParts:16 ,Reason:0", moves,
+                      &spec, &err);
     out->out += o.noheader ? "" : "\nMOVES\n";
     out->out += render_table(spec, moves, rows, o.noheader);
   }
@@ -514,8 +681,8 @@ void render_show(const Options& o, const json_t* ex, Output* out) {
 void render_submit(const Options& o, const json_t* ex, Output* out) {
   const json_t* a = daemon_answer(ex, 0, out);
   if (!a) return;
-  if (o.json) {
-    out->out += dump(a);
+  if (o.json || o.yaml) {
+    emit(o, a, out);
     return;
   }
   if (json_is_true(get(a, "dry_run"))) {
@@ -561,13 +728,13 @@ void render_update_cancel(const Options& o, const json_t* ex, Output* out) {
     const json_t* a = daemon_answer(ex, i, out);
     if (a) json_array_append_new(all.get(), json_deep_copy(a));
   }
-  if (!o.json) return;
+  if (!o.json && !o.yaml) return;
   if (o.command == Command::kUpdate) {
-    if (json_array_size(all.get()) == 1) out->out += dump(json_array_get(all.get(), 0));
+    if (json_array_size(all.get()) == 1) emit(o, json_array_get(all.get(), 0), out);
   } else {
     J doc(json_object());
     json_object_set_new(doc.get(), "coallocations", all.release());
-    out->out += dump(doc.get());
+    emit(o, doc.get(), out);
   }
 }
 
@@ -575,49 +742,80 @@ void render_update_cancel(const Options& o, const json_t* ex, Output* out) {
 
 const std::vector<FieldDef>& offer_fields() {
   static const std::vector<FieldDef> f = {
-      {'C', "CLUSTER", "cluster"},          {'Q', "PARTITION", "partition"},
-      {'S', "START_TIME", "offered start"}, {'E', "END_TIME", "offered end"},
-      {'L', "TIME", "run time"},            {'D', "NODES", "nodes"},
-      {'F', "FIT", "what-if fitness, 1 = delays no local job"},
-      {'P', "P_RES", "chance a reservation there is still granted later"},
-      {'V', "VALID_UNTIL", "offer valid until"},
-      {'R', "VERDICT", "placed, collision or head-delayed"},
-      {'W', "WAIT", "time from now to the start"}};
+      {0, "Cluster", "CLUSTER", "cluster"},
+      {'P', "Partition", "PARTITION", "partition"},
+      {'S', "StartTime", "START_TIME", "offered start"},
+      {'e', "EndTime", "END_TIME", "offered end"},
+      {'l', "TimeLimit", "TIME_LIMIT", "run time"},
+      {'D', "NumNodes", "NODES", "nodes"},
+      {0, "Fit", "FIT", "what-if fitness, 1 = delays no local job"},
+      {0, "PRes", "P_RES", "chance a reservation there is still granted later"},
+      {0, "ValidUntil", "VALID_UNTIL", "offer valid until"},
+      {0, "Verdict", "VERDICT", "placed, collision or head-delayed"},
+      {0, "Wait", "WAIT", "time from now to the start"}};
   return f;
 }
 
 const std::vector<FieldDef>& step_fields() {
   static const std::vector<FieldDef> f = {
-      {'C', "CLUSTER", "cluster"},       {'Q', "PARTITION", "partition"},
-      {'S', "START_TIME", "step start"}, {'E', "END_TIME", "step end"},
-      {'L', "TIME", "step length"},      {'D', "FREE", "free nodes"},
-      {'U', "FREE_CPUS", "free CPUs"},   {'T', "PUBLISHED", "published nodes"}};
+      {0, "Cluster", "CLUSTER", "cluster"},
+      {'P', "Partition", "PARTITION", "partition"},
+      {'S', "StartTime", "START_TIME", "step start"},
+      {'e', "EndTime", "END_TIME", "step end"},
+      {0, "StepLength", "TIME", "step length"},
+      {0, "FreeNodes", "FREE", "free nodes"},
+      {0, "FreeCPUs", "FREE_CPUS", "free CPUs"},
+      {0, "PublishedNodes", "PUBLISHED", "published nodes"}};
   return f;
 }
 
 const std::vector<FieldDef>& coalloc_fields() {
   static const std::vector<FieldDef> f = {
-      {'i', "ID", "co-allocation id"},  {'j', "NAME", "name (co-ID)"},
-      {'u', "USER", "owner"},                  {'T', "STATE", "state"},
-      {'D', "NODES", "total nodes"},           {'S', "START_TIME", "planned common start"},
-      {'E', "END_TIME", "planned end"},        {'L', "TIME", "run time of the placement"},
-      {'d', "TIME_LIMIT", "run time asked"},   {'M', "PLACEMENT", "cluster:nodes of each part"},
-      {'m', "MOVES", "times rescheduled"},     {'P', "POLICY", "planning policy"},
-      {'r', "REASON", "why in this state"},    {'s', "SUBMIT_TIME", "submitted"},
-      {'a', "ACTUAL_START", "first part's start"}, {'l', "DEADLINE", "latest end"},
-      {'p', "PARTS", "number of parts"}};
+      {'i', "JobID", "ID", "co-allocation id"},
+      {'j', "Name", "NAME", "name (co-ID)"},
+      {'u', "UserName", "USER", "owner"},
+      {'U', "UserID", "UID", "owner's uid"},
+      {'T', "State", "STATE", "state"},
+      {'t', "StateCompact", "ST", "state, compact (PD R CG CD F CA)"},
+      {'D', "NumNodes", "NODES", "total nodes"},
+      {'S', "StartTime", "START_TIME", "actual start, else planned start"},
+      {'e', "EndTime", "END_TIME", "actual end when ended, else planned end"},
+      {'l', "TimeLimit", "TIME_LIMIT", "run time asked"},
+      {'L', "TimeLeft", "TIME_LEFT", "run time of the placement less time used"},
+      {'M', "TimeUsed", "TIME", "time used since the start"},
+      {'r', "Reason", "REASON", "why in this state"},
+      {'V', "SubmitTime", "SUBMIT_TIME", "submitted"},
+      {0, "RunTime", "RUN_TIME", "run time of the placement (with overhead when split)"},
+      {0, "Placement", "PLACEMENT", "cluster:nodes of each part"},
+      {0, "Moves", "MOVES", "times rescheduled"},
+      {0, "Policy", "POLICY", "planning policy"},
+      {0, "Deadline", "DEADLINE", "latest end"},
+      {0, "Parts", "PARTS", "number of parts"},
+      {0, "PlannedStart", "PLANNED_START", "planned common start"},
+      {0, "PlannedEnd", "PLANNED_END", "planned end"},
+      {0, "ActualStart", "ACTUAL_START", "first part's start"},
+      {0, "Clusters", "CLUSTERS", "allowed clusters"}};
   return f;
 }
 
 const std::vector<FieldDef>& part_fields() {
   static const std::vector<FieldDef> f = {
-      {'x', "PART", "part index"},           {'C', "CLUSTER", "cluster"},
-      {'D', "NODES", "nodes"},               {'T', "STATE", "part state"},
-      {'R', "RESERVATION", "Slurm reservation"}, {'I', "JOBID", "part job id"},
-      {'J', "JOB_STATE", "Slurm job state"}, {'S', "PLANNED_START", "planned start"},
-      {'E', "PLANNED_END", "planned end"},   {'a', "ACTUAL_START", "Slurm start time"},
-      {'e', "ACTUAL_END", "Slurm end time"}, {'N', "NODELIST", "nodes of the part"},
-      {'X', "EXIT_CODE", "part job exit code"}};
+      {0, "Part", "PART", "part index"},
+      {0, "Cluster", "CLUSTER", "cluster"},
+      {'D', "NumNodes", "NODES", "nodes"},
+      {0, "PartState", "PART_STATE", "part state"},
+      {'T', "State", "STATE", "the part job's Slurm state"},
+      {'v', "Reservation", "RESERVATION", "Slurm reservation"},
+      {'i', "JobID", "JOBID", "part job id"},
+      {'S', "StartTime", "START_TIME", "actual start, else planned start"},
+      {'e', "EndTime", "END_TIME", "actual end, else planned end"},
+      {'N', "NodeList", "NODELIST", "nodes of the part"},
+      {'r', "Reason", "REASON", "why the part is in its state"},
+      {0, "PlannedStart", "PLANNED_START", "planned start"},
+      {0, "PlannedEnd", "PLANNED_END", "planned end"},
+      {0, "ActualStart", "ACTUAL_START", "Slurm start time"},
+      {0, "ActualEnd", "ACTUAL_END", "Slurm end time"},
+      {0, "ExitCode", "EXIT_CODE", "part job exit code"}};
   return f;
 }
 
@@ -637,7 +835,7 @@ std::vector<std::int64_t> probe_counts(const Options& o, std::size_t n_clusters)
 }
 
 bool check_format(const Options& o, std::string* error) {
-  if (o.format.empty() || o.json) return true;
+  if ((o.format.empty() && o.format_long.empty()) || o.json || o.yaml) return true;
   const std::vector<FieldDef>* fields = nullptr;
   switch (o.command) {
     case Command::kOffers: fields = &offer_fields(); break;
@@ -647,7 +845,8 @@ bool check_format(const Options& o, std::string* error) {
     default: return true;
   }
   FormatSpec spec;
-  return parse_format(o.format, *fields, &spec, error);
+  return o.format.empty() ? parse_format_long(o.format_long, *fields, &spec, error)
+                          : parse_format(o.format, *fields, &spec, error);
 }
 
 std::string call_error(const json_t* call, int* exit_code) {
@@ -674,13 +873,15 @@ std::string call_error(const json_t* call, int* exit_code) {
 
 Output render(const Options& o, const json_t* ex) {
   Output out;
-  if (o.helpformat) {
+  if (o.helpformat || o.helpformat_long) {
+    const std::vector<FieldDef>* fields = &coalloc_fields();
     switch (o.command) {
-      case Command::kOffers: out.out = help_format(offer_fields()); break;
-      case Command::kProfile: out.out = help_format(step_fields()); break;
-      case Command::kShow: out.out = help_format(part_fields()); break;
-      default: out.out = help_format(coalloc_fields()); break;
+      case Command::kOffers: fields = &offer_fields(); break;
+      case Command::kProfile: fields = &step_fields(); break;
+      case Command::kShow: fields = &part_fields(); break;
+      default: break;
     }
+    out.out = help_format(*fields, o.helpformat_long);
     return out;
   }
   switch (o.command) {

@@ -14,12 +14,15 @@ import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 
+import yaml
+
 import flexcotest as t
 
 NOBODY = 65534
 
-EXIT = {"ok": 0, "error": 1, "usage": 2, "no_daemon": 3, "no_munge": 4,
-        "no_cluster": 5, "config": 6}
+# As Slurm's commands: 1 for every error; the stderr line tells which.
+EXIT = {"ok": 0, "error": 1, "usage": 1, "no_daemon": 1, "no_munge": 1,
+        "no_cluster": 1, "config": 1}
 
 
 def sreserve_path():
@@ -112,11 +115,30 @@ def main():
         t.ok(four and all(o["start"] >= snap + 540 for o in four),
              "offers -M alpha: 4 nodes only after the 3-node job's limit",
              r.stdout[:800])
-        r = sr("offers", "-N", "4", "-t", "10", "-M", "alpha", "-h", "-o", "%C %.3D %W")
+        r = sr("offers", "-N", "4", "-t", "10", "-M", "alpha", "-h", "-O", "Cluster:0 ,NumNodes:.3 ,Wait:0")
         t.ok(r.returncode == 0 and r.stdout.splitlines()
              and all(l.split()[0] == "alpha" for l in r.stdout.splitlines())
              and "CHOICE" not in r.stdout,
-             "offers -h -o: only the chosen columns, no header, no choice", r.stdout)
+             "offers -h -O: only the chosen columns, no header, no choice", r.stdout)
+        # squeue's letters mean squeue's fields: %P partition, %l time limit
+        r = sr("offers", "-N", "4", "-t", "10", "-M", "alpha", "-h", "-o", "%P %l %D")
+        t.ok(r.returncode == 0 and r.stdout.splitlines()
+             and {tuple(l.split()[:2]) for l in r.stdout.splitlines()} == {("batch", "10:00")},
+             "offers -o %P %l: partition and time limit, as in squeue", r.stdout + r.stderr)
+        r = sr("offers", "-N", "4", "-t", "10", "-M", "alpha", "--yaml")
+        doc = yaml.safe_load(r.stdout) if r.returncode == 0 else {}
+        r2 = sr("offers", "-N", "4", "-t", "10", "-M", "alpha", "--json=v1")
+        jdoc = json.loads(r2.stdout) if r2.returncode == 0 else {}
+        t.ok(doc.get("meta", {}).get("data_format") == "v1"
+             and doc["meta"].get("command") == ["sreserve", "offers", "-N", "4", "-t", "10", "-M", "alpha", "--yaml"]
+             and doc.get("clusters", [{}])[0].get("cluster") == "alpha"
+             and doc["clusters"][0].get("offers")
+             and jdoc.get("meta", {}).get("data_format") == "v1"
+             and jdoc.get("clusters", [{}])[0].get("partition") == doc["clusters"][0].get("partition"),
+             "offers --yaml and --json=v1: the same document, meta.data_format v1",
+             r.stdout[:600] + r.stderr + r2.stderr)
+        one_error_line(sr("offers", "-N", "4", "-t", "10", "--json=v0.0.40"), "usage",
+                       "--json with a data format sreserve does not write", 'unknown data format "v0.0.40"')
 
         # -- profile ------------------------------------------------------------
         svg = os.path.join(grid.run_dir, "profile.svg")
@@ -152,7 +174,12 @@ def main():
                        "a time Slurm would not accept", "invalid time specification")
         one_error_line(sr("offers", "-N", "4", "-t", "5", "-M", "gamma"), "usage",
                        "an unknown cluster", 'no cluster named "gamma"')
-        one_error_line(sr("profile", "-o", "%C%Z"), "usage", "a bad -o field", '"%Z"')
+        one_error_line(sr("profile", "-o", "%P%Z"), "usage", "a bad -o field", '"%Z"')
+        one_error_line(sr("profile", "-O", "Cluster,Bogus"), "usage", "a bad -O field", '"Bogus"')
+        one_error_line(sr("list", "-o", "%C"), "usage", "%C is squeue's CPUs, which list has not",
+                       'invalid field "%C"')
+        one_error_line(sr("list", env={"SRESERVE_FORMAT2": "JobID,Nope"}), "usage",
+                       "SRESERVE_FORMAT2 with an unknown field", '"Nope"')
         one_error_line(sr("explode"), "usage", "an unknown command")
         r = sr("--version")
         t.ok(r.returncode == 0 and r.stdout.startswith("flexco "), "--version", r.stdout)
@@ -227,9 +254,42 @@ def with_flexcod(grid, st):
     coid = r.stdout.strip()
     t.ok(r.returncode == 0 and coid.isdigit(), "submit --parsable: the new id",
          r.stdout + r.stderr)
-    r = sr("list", "-h", "-o", "%i %u %D %p")
+    r = sr("list", "-h", "-O", "JobID:0 ,UserName:0 ,NumNodes:0 ,Parts:0")
     t.ok(r.returncode == 0 and r.stdout.split() == [coid, "root", "8", "2"],
-         "list -h -o: id, user, 8 nodes in 2 parts", r.stdout + r.stderr)
+         "list -h -O: id, user, 8 nodes in 2 parts", r.stdout + r.stderr)
+    r = sr("list", "-h", "-o", "%i|%u|%U|%D|%l|%t")
+    t.ok(r.returncode == 0
+         and r.stdout.split() in ([f"{coid}|root|0|8|5:00|PD"], [f"{coid}|root|0|8|5:00|R"]),
+         "list -o with squeue's letters: id, user, uid, nodes, time limit, compact state",
+         r.stdout + r.stderr)
+    r = sr("list", "-h", "-O", "JobID:0 ,Name", env={"SRESERVE_FORMAT2": "JobID:0"})
+    t.ok(r.returncode == 0 and r.stdout.split() == [coid, f"co-{coid}"],
+         "list -O over SRESERVE_FORMAT2", r.stdout + r.stderr)
+    r = sr("list", "-h", env={"SRESERVE_FORMAT2": "JobID:0 ,UserName:0"})
+    t.ok(r.returncode == 0 and r.stdout.split() == [coid, "root"],
+         "SRESERVE_FORMAT2 as SQUEUE_FORMAT2", r.stdout + r.stderr)
+    r = sr("list", "-h", "-o", "%i %V", env={"SLURM_TIME_FORMAT": "%Y/%m/%d-%H.%M.%S"})
+    stamp = r.stdout.split()[1] if r.returncode == 0 and len(r.stdout.split()) == 2 else ""
+    t.ok(len(stamp) == 19 and stamp[4] == "/" and stamp[10] == "-" and stamp[13] == ".",
+         "SLURM_TIME_FORMAT as a strftime format", r.stdout + r.stderr)
+    r = sr("list", "-h", "-o", "%V", env={"SLURM_TIME_FORMAT": "relative"})
+    hhmm = r.stdout.split()[-1] if r.returncode == 0 and r.stdout.split() else ""
+    t.ok(len(r.stdout.splitlines()) == 1 and len(hhmm) == 5 and hhmm[2] == ":"
+         and r.stdout.split()[0] in (hhmm, "Ystday"),  # "Ystday": the test ran over midnight
+         "SLURM_TIME_FORMAT=relative: today's submit time as HH:MM", r.stdout + r.stderr)
+    # -M as squeue -M: the co-allocation has parts on alpha and beta
+    r = sr("list", "-h", "-o", "%i", "-M", "alpha")
+    r2 = sr("list", "-h", "-o", "%i", env={"SLURM_CLUSTERS": "nosuchcluster"})
+    t.ok(r.returncode == 0 and r.stdout.split() == [coid] and r2.returncode == 0 and r2.stdout == "",
+         "list -M alpha: it; SLURM_CLUSTERS of another cluster: none", r.stdout + r2.stdout + r2.stderr)
+    r = sr("list", "--yaml")
+    ydoc = yaml.safe_load(r.stdout) if r.returncode == 0 else {}
+    jdoc = json.loads(sr("list", "--json").stdout)
+    ydoc.get("meta", {}).pop("command", None)
+    jdoc.get("meta", {}).pop("command", None)
+    t.ok(r.stdout.startswith("---\n") and ydoc == jdoc and ydoc["meta"]["data_format"] == "v1"
+         and [c["id"] for c in ydoc.get("coallocations", [])] == [int(coid)],
+         "list --yaml: the --json document as YAML", r.stdout[:600] + r.stderr)
     r = sr("-h", "list", env={"SRESERVE_FORMAT": "%i %D"})
     t.ok(r.returncode == 0 and r.stdout.split() == [coid, "8"],
          "sreserve -h list: options before the command; SRESERVE_FORMAT as SQUEUE_FORMAT",
@@ -270,6 +330,18 @@ def with_flexcod(grid, st):
     t.ok(r.returncode == 0 and r.stdout.startswith(f"CoallocationId={coid} Name=co-{coid} UserId=root(0)")
          and "\nPARTS\n" in r.stdout and "\nHISTORY\n" in r.stdout,
          "show co-ID: scontrol-like record, parts and history", r.stdout)
+    # a part is a Slurm job: show's squeue letters print what squeue prints
+    # for the part job
+    r = sr("show", coid, "-h", "-o", "%i|%v|%D|%N")
+    ours = [l for l in r.stdout.splitlines() if l.count("|") == 3]
+    theirs = []
+    for p in parts:
+        q = grid.run(p["cluster"], ["squeue", "-h", "-j", str(p["job_id"]), "-o", "%i|%v|%D"])
+        theirs.append(q.stdout.strip())
+    t.ok(r.returncode == 0 and len(ours) == 2
+         and sorted("|".join(l.split("|")[:3]) for l in ours) == sorted(theirs),
+         "show -o %i|%v|%D: the part jobs' id, reservation and nodes as squeue prints them",
+         repr(ours) + " " + repr(theirs) + r.stderr)
 
     # MUNGE as the invoking user: another user sees nothing of root's
     r = sr("list", "-h", uid=NOBODY)

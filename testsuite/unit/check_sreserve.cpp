@@ -168,8 +168,10 @@ START_TEST(time_printing) {
 }
 END_TEST
 
-const std::vector<FieldDef> kFields = {
-    {'C', "CLUSTER", "cluster"}, {'S', "START_TIME", "start"}, {'D', "NODES", "nodes"}};
+const std::vector<FieldDef> kFields = {{'C', "Cluster", "CLUSTER", "cluster"},
+                                       {'S', "StartTime", "START_TIME", "start"},
+                                       {'D', "NumNodes", "NODES", "nodes"},
+                                       {0, "Fit", "FIT", "fitness"}};
 
 START_TEST(format_strings) {
   FormatSpec spec;
@@ -178,10 +180,11 @@ START_TEST(format_strings) {
   ck_assert_int_eq(spec.items.size(), 3);
   ck_assert(spec.items[0].is_field && spec.items[0].width == 10 && !spec.items[0].right);
   ck_assert(!spec.items[1].is_field && spec.items[1].text == " ");
-  ck_assert(spec.items[2].right && spec.items[2].width == 5 && spec.items[2].letter == 'D');
+  ck_assert(spec.items[2].right && spec.items[2].width == 5 && spec.items[2].field == "NumNodes");
 
-  const std::vector<Row> rows = {{{'C', "alpha"}, {'S', "2026-11-23T10:30:00"}, {'D', "4"}},
-                                 {{'C', "averyveryverylongname"}, {'D', "12"}}};
+  const std::vector<Row> rows = {
+      {{"Cluster", "alpha"}, {"StartTime", "2026-11-23T10:30:00"}, {"NumNodes", "4"}, {"Fit", "0.50"}},
+      {{"Cluster", "averyveryverylongname"}, {"NumNodes", "12"}}};
   STREQ(render_table(spec, kFields, rows, false),
         "CLUSTER    NODES\n"
         "alpha          4\n"
@@ -199,13 +202,68 @@ START_TEST(format_strings) {
              {"%10", "invalid field \"%10\""},
              {"%.", "invalid field"},
              {"", "empty format"},
-             {"%99999C", "too large"}};
+             {"%99999C", "too large"},
+             {"%F", "invalid field \"%F\""}};  // Fit has no letter: -O only
   for (const auto& b : bad) {
     ck_assert_msg(!parse_format(b.fmt, kFields, &spec, &err), "\"%s\" accepted", b.fmt);
     ck_assert_msg(err.find(b.part) != std::string::npos, "\"%s\": error \"%s\" lacks \"%s\"", b.fmt,
                   err.c_str(), b.part);
   }
   STREQ(help_format(kFields).substr(0, 30), "%C  CLUSTER       cluster\n%S  ");
+  ck_assert(help_format(kFields).find("FIT") == std::string::npos);  // --helpformat: letters only
+  STREQ(help_format(kFields, true).substr(0, 37), "Cluster    CLUSTER       cluster\nStar");
+
+  // -O/--Format, as squeue's: names case-insensitive, 20 columns unless a
+  // size is given, "." right-justifies, the rest of the size is a suffix
+  ck_assert(parse_format_long("cluster:10,NumNodes:.5|,FIT", kFields, &spec, &err));
+  STREQ(render_table(spec, kFields, rows, false),
+        "CLUSTER   NODES|FIT\n"
+        "alpha         4|0.50\n"
+        "averyveryv   12|\n");
+  ck_assert(parse_format_long("Cluster,Fit", kFields, &spec, &err));
+  STREQ(render_table(spec, kFields, rows, true),
+        "alpha               0.50\n"
+        "averyveryverylongnam\n");
+  ck_assert(parse_format_long("Cluster:0 ,StartTime:0", kFields, &spec, &err));
+  STREQ(render_table(spec, kFields, rows, true),
+        "alpha 2026-11-23T10:30:00\naveryveryverylongname\n");
+  struct {
+    const char* fmt;
+    const char* part;
+  } bad_long[] = {{"Cluster,Bogus", "invalid field \"Bogus\""},
+                  {"", "empty format"},
+                  {",", "empty format"},
+                  {"Cluster:99999", "too large"},
+                  {"%C", "invalid field \"%C\""}};
+  for (const auto& b : bad_long) {
+    ck_assert_msg(!parse_format_long(b.fmt, kFields, &spec, &err), "\"%s\" accepted", b.fmt);
+    ck_assert_msg(err.find(b.part) != std::string::npos, "\"%s\": error \"%s\" lacks \"%s\"", b.fmt,
+                  err.c_str(), b.part);
+  }
+}
+END_TEST
+
+// SLURM_TIME_FORMAT: standard, relative, or a strftime format.
+START_TEST(time_formats) {
+  std::string err;
+  ck_assert(set_time_format("relative", NOW, &err));
+  STREQ(format_time(NOW + 3600), "11:30");                    // today
+  STREQ(format_time(NOW - 86400), "Ystday 10:30");
+  STREQ(format_time(NOW + 86400), "Tomorr 10:30");
+  STREQ(format_time(NOW + 3 * 86400), "Thu 10:30");           // within the week
+  STREQ(format_time(NOW + 10 * 86400), "3 Dec 10:30");
+  STREQ(format_time(NOW - 30 * 86400), "24 Oct 10:30");
+  STREQ(format_time(NOW + 400 * 86400), "28 Dec 2027");
+  STREQ(format_time(0), "N/A");
+  ck_assert(set_time_format("%d.%m. %H:%M", NOW, &err));
+  STREQ(format_time(NOW), "23.11. 10:30");
+  ck_assert(!set_time_format(std::string(300, 'x'), NOW, &err));  // more than strftime gives
+  ck_assert_msg(err.find("SLURM_TIME_FORMAT: ") == 0, "%s", err.c_str());
+  STREQ(format_time(NOW), "23.11. 10:30");  // unchanged
+  ck_assert(set_time_format("standard", NOW, &err));
+  STREQ(format_time(NOW), "2026-11-23T10:30:00");
+  ck_assert(set_time_format("", NOW, &err));
+  STREQ(format_time(NOW), "2026-11-23T10:30:00");
 }
 END_TEST
 
@@ -352,7 +410,13 @@ const ArgCase kArgs[] = {
     {{"-N", "2", "-t", "5", "offers"}, nullptr},
     {{"--state=active", "list", "-h"}, nullptr},
     {{"-N", "2", "list"}, "invalid option -- 'N'"},  // before or after: the command's own options
-    {{"--clusters", "a", "list"}, "unrecognized option '--clusters'"},
+    {{"--clusters", "a", "show", "1"}, "unrecognized option '--clusters'"},
+    {{"-M", "a,b", "list"}, nullptr},  // list -M, as squeue -M
+    {{"list", "-O", "JobID,State", "--yaml"}, nullptr},
+    {{"list", "--json=v1"}, nullptr},
+    {{"list", "--json=v0.0.40"}, "--json: unknown data format \"v0.0.40\""},
+    {{"show", "1", "--yaml=v2"}, "--yaml: unknown data format"},
+    {{"offers", "-N", "2", "-t", "5", "--Format=Cluster,Fit", "--helpFormat"}, nullptr},
     {{"-M", "a", "frobnicate"}, "invalid command \"frobnicate\""},
 };
 
@@ -438,6 +502,10 @@ const char* fake_env(const char* name) {
   return nullptr;
 }
 
+const char* fake_env_format2(const char* name) {
+  return std::string(name) == "SRESERVE_FORMAT2" ? "JobID:5,State" : nullptr;
+}
+
 const char* fake_env_bad(const char* name) {
   return std::string(name) == "SLURM_CLUSTERS" ? "," : nullptr;
 }
@@ -471,6 +539,25 @@ START_TEST(environment) {
   r = parse_args({"sreserve", "list", "-o", "%u"}, NOW);
   ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
   ck_assert_str_eq(r.options.format.c_str(), "%u");
+
+  // SRESERVE_FORMAT2 as SQUEUE_FORMAT2: list's -O, under SRESERVE_FORMAT
+  r = parse_args({"sreserve", "list"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env_format2, &err));
+  ck_assert(r.options.format.empty());
+  ck_assert_str_eq(r.options.format_long.c_str(), "JobID:5,State");
+  r = parse_args({"sreserve", "list", "-o", "%i"}, NOW);
+  ck_assert(r.ok && apply_environment(&r.options, fake_env_format2, &err));
+  ck_assert(r.options.format_long.empty());
+  ck_assert_str_eq(r.options.format.c_str(), "%i");
+  r = parse_args({"sreserve", "list", "-O", "Name"}, NOW);  // -O over SRESERVE_FORMAT too
+  ck_assert(r.ok && apply_environment(&r.options, fake_env, &err));
+  ck_assert(r.options.format.empty());
+  ck_assert_str_eq(r.options.format_long.c_str(), "Name");
+  // and SLURM_CLUSTERS is list's -M as squeue's
+  ck_assert_int_eq(r.options.clusters.size(), 2);
+  // the last of -o and -O wins
+  r = parse_args({"sreserve", "list", "-O", "Name", "-o", "%i"}, NOW);
+  ck_assert(r.ok && r.options.format == "%i" && r.options.format_long.empty());
 
   r = parse_args({"sreserve", "profile"}, NOW);
   ck_assert(r.ok);
@@ -594,14 +681,32 @@ START_TEST(manual_agrees) {
                   {"\\fBprofile --steps\\fR (default", step_fields()},
                   {"\\fBlist\\fR (default", coalloc_fields()},
                   {"\\fBshow\\fR parts (default", part_fields()}};
+  // both ways: every field's -O name (and letter, if it has one) is
+  // under its command, and every bold %X and Name there is a field
   for (const auto& sec : sections) {
     std::size_t b = man.find(sec.heading);
     ck_assert_msg(b != std::string::npos, "no \"%s\" in FORMAT FIELDS", sec.heading);
     std::size_t e = man.find("\n.", b);
     std::string para = man.substr(b, e - b);
-    for (const auto& f : sec.fields)
-      if (para.find(std::string("\\fB%") + f.letter + "\\fR") == std::string::npos)
+    for (const auto& f : sec.fields) {
+      if (f.letter && para.find(std::string("\\fB%") + f.letter + "\\fR") == std::string::npos)
         missing += std::string("format letter %") + f.letter + " not under \"" + sec.heading + "\"\n";
+      if (para.find("\\fB" + f.name + "\\fR") == std::string::npos)
+        missing += "format field " + f.name + " not under \"" + sec.heading + "\"\n";
+    }
+    for (std::size_t at = para.find("\\fB"); at != std::string::npos; at = para.find("\\fB", at + 1)) {
+      std::size_t end = para.find("\\fR", at);
+      std::string w = para.substr(at + 3, end - at - 3);
+      bool found = false;
+      if (w.size() == 2 && w[0] == '%') {
+        for (const auto& f : sec.fields) found = found || f.letter == w[1];
+      } else if (!w.empty() && std::isupper(static_cast<unsigned char>(w[0]))) {
+        for (const auto& f : sec.fields) found = found || f.name == w;
+      } else {
+        continue;  // the command's name, other words
+      }
+      if (!found) missing += "\"" + w + "\" under \"" + sec.heading + "\" is no field of it\n";
+    }
   }
   // contrib/sreserve.bash-completion offers every long option
   const char* src = std::getenv("FLEXCO_SRCDIR");
@@ -620,6 +725,18 @@ START_TEST(manual_agrees) {
       }
       if (!found) missing += o + " (" + command_name(c) + ") not in contrib/sreserve.bash-completion\n";
     }
+  // and, after -O, every field name of the command's table
+  for (const auto& sec : sections) {
+    std::string cmd = sec.heading + 3;  // "offers\fR (default": the command
+    cmd = cmd.substr(0, cmd.find_first_of(" \\"));
+    std::size_t at = completion.find("\t\t" + cmd + ") fields=\"");
+    std::string line = at == std::string::npos ? "" : completion.substr(at, completion.find('\n', at) - at) + " ";
+    if (line.empty()) missing += "no -O field list for " + cmd + " in contrib/sreserve.bash-completion\n";
+    for (const auto& f : sec.fields)
+      if (!line.empty() && line.find(" " + f.name + " ") == std::string::npos &&
+          line.find("\"" + f.name + " ") == std::string::npos && line.find(" " + f.name + "\"") == std::string::npos)
+        missing += "-O field " + f.name + " of " + cmd + " not in contrib/sreserve.bash-completion\n";
+  }
   ck_assert_msg(missing.empty(), "%s", missing.c_str());
 }
 END_TEST
@@ -630,6 +747,7 @@ Suite* sreserve_suite() {
   tcase_add_test(tc, time_parsing);
   tcase_add_test(tc, duration_parsing);
   tcase_add_test(tc, time_printing);
+  tcase_add_test(tc, time_formats);
   tcase_add_test(tc, format_strings);
   tcase_add_test(tc, chart_min_free);
   tcase_add_test(tc, chart_terminal);
