@@ -123,7 +123,7 @@ typedef struct {
 	 * reservation stamps read under its first hold */
 	uint32_t refs;
 	uint64_t taken_usec;
-	time_t node_stamp, part_stamp, resv_stamp;
+	time_t job_stamp, node_stamp, part_stamp, resv_stamp;
 } snap_priv_t;
 
 /* A pending job backfill planned, and its node list (copied) */
@@ -586,6 +586,7 @@ extern flexco_snapshot_t *snapshot_take(void)
 	w.dense_n = st.dense_n;
 	priv->refs = 1;
 	priv->taken_usec = t_locked;
+	priv->job_stamp = last_job_update;
 	priv->node_stamp = last_node_update;
 	priv->part_stamp = last_part_update;
 	priv->resv_stamp = last_resv_update;
@@ -696,26 +697,25 @@ extern flexco_snapshot_t *snapshot_take(void)
 
 /*
  * May the shared snapshot s still serve a request at now?  Within
- * SnapshotMaxAge, and only if no node, partition or reservation changed
- * since it was taken: slurmctld stamps each such change (in seconds) in
- * last_node_update, last_part_update and last_resv_update, and the stamps
- * read under its first hold must be from an earlier second than the
- * snapshot, so that a change later in that same second moves them too.
- * Jobs starting or ending change their nodes, and a reservation FlexCo
- * makes or deletes moves last_resv_update, so a request never sees a
- * snapshot older than its own reservation or a job start before it.
- * What it may miss for up to SnapshotMaxAge is a pending job just
- * submitted, which backfill has not planned yet anyway.  The stamps are
- * read without slurmctld's locks: each is one aligned word, written as a
- * whole, and a stale read only makes us take a new snapshot.
+ * SnapshotMaxAge, and only if no job, node, partition or reservation
+ * changed since it was taken: slurmctld stamps each such change (in
+ * seconds) in last_job_update, last_node_update, last_part_update and
+ * last_resv_update, and the stamps read under its first hold must be from
+ * an earlier second than the snapshot, so that a change later in that
+ * same second moves them too.  So a request sees every job submitted,
+ * started or ended and every reservation made before it, as with a
+ * snapshot of its own.  The stamps are read without slurmctld's locks:
+ * each is one aligned word, written whole, and a stale read only makes us
+ * take a new snapshot.
  */
 static bool _share_fresh(const snap_priv_t *s, uint64_t now)
 {
 	time_t second = s->pub.when;
 
 	return (now - s->taken_usec < share_max_age_ms * 1000ULL) &&
-	       (s->node_stamp < second) && (s->part_stamp < second) &&
-	       (s->resv_stamp < second) &&
+	       (s->job_stamp < second) && (s->node_stamp < second) &&
+	       (s->part_stamp < second) && (s->resv_stamp < second) &&
+	       (last_job_update == s->job_stamp) &&
 	       (last_node_update == s->node_stamp) &&
 	       (last_part_update == s->part_stamp) &&
 	       (last_resv_update == s->resv_stamp);

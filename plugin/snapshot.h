@@ -46,7 +46,7 @@ extern flexco_snapshot_t *snapshot_take(void);
 
 /*
  * A snapshot for a read-only request (probe, profile): the one another
- * request took less than SnapshotMaxAge ago if no node, partition or
+ * request took less than SnapshotMaxAge ago if no job, node, partition or
  * reservation changed since (snapshot.c, _share_fresh), else a new one
  * that later requests may share.  Same rules as snapshot_take; release
  * it with snapshot_free.  Never for a mutation: those take their own.

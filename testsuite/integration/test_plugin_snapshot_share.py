@@ -4,8 +4,8 @@
 real cluster: probes and profile requests that come within SnapshotMaxAge
 of each other use one snapshot instead of walking slurmctld's job list
 each (/v1/stats counts them as snapshot_lock.shared), and a snapshot is
-never used after a node or reservation changed: a job that started, or a
-reservation made, just before a request is in its answer."""
+never used after a job, node or reservation changed: a job submitted or
+started, or a reservation made, just before a request is in its answer."""
 
 import time
 
@@ -59,21 +59,32 @@ def main():
              "the profile right after a job started shows it: %s nodes free" % free1,
              "%s %r" % (r.status, r.raw[:300]))
 
-        # -- a reservation made is seen at once -------------------------------
-        got = t.wait_for(burst, 20, "probes to share snapshots again")
-        s0 = lock_stats()
-        now = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 3600))
-        p = grid.run("alpha", ["scontrol", "create", "reservation", "ReservationName=share_x",
-                               "NodeCnt=1", "StartTime=" + now, "Duration=60", "Users=root"])
-        r = c.request("POST", "/v1/probe", body=PROBE)
-        s1 = lock_stats()
-        t.ok(p.returncode == 0 and r.status == 200
-             and s1.get("count", 0) == s0.get("count", 0) + 1
-             and s1.get("shared", 0) == s0.get("shared", 0),
-             "the probe right after a reservation was made took a snapshot of its own",
-             "%s %s %r %r" % (p.returncode, r.status, s0, s1))
+        def fresh_after(action, what):
+            """action() right after a burst of shared probes: the next probe
+            takes a snapshot of its own."""
+            t.wait_for(burst, 20, "probes to share snapshots again")
+            s0 = lock_stats()
+            okay = action()
+            r = c.request("POST", "/v1/probe", body=PROBE)
+            s1 = lock_stats()
+            t.ok(okay and r.status == 200
+                 and s1.get("count", 0) == s0.get("count", 0) + 1
+                 and s1.get("shared", 0) == s0.get("shared", 0),
+                 "the probe right after %s took a snapshot of its own" % what,
+                 "%s %s %r %r" % (okay, r.status, s0, s1))
 
-        grid.run("alpha", ["scancel", str(job)])
+        # -- a reservation made, a job submitted: seen at once -----------------
+        later = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 3600))
+        fresh_after(lambda: grid.run("alpha", [
+            "scontrol", "create", "reservation", "ReservationName=share_x", "NodeCnt=1",
+            "StartTime=" + later, "Duration=60", "Users=root"]).returncode == 0,
+            "a reservation was made")
+        held = []
+        fresh_after(lambda: held.append(grid.submit("alpha", [
+            "-H", "-N1", "-t", "5", "-o", "/dev/null", "--wrap", "true"])) or True,
+            "a job was submitted")
+
+        grid.run("alpha", ["scancel", str(job)] + [str(j) for j in held])
         p = grid.run("alpha", ["scontrol", "ping"])
         t.ok(p.returncode == 0 and "UP" in p.stdout, "slurmctld is alive")
 
