@@ -21,6 +21,7 @@ enum LongOnly {
   kOptBegin, kOptDeadline, kOptMaxParts, kOptMaxOffers, kOptPartition, kOptPolicy,
   kOptOverhead, kOptHorizon, kOptSvg, kOptSteps, kOptWidth, kOptWrap, kOptExport,
   kOptTestOnly, kOptParsable, kOptState, kOptUser, kOptHelpFormat,
+  kOptChart,  // show --chart (gantt.hpp)
 };
 
 const struct {
@@ -155,6 +156,7 @@ struct Parser {
         return true;
       case kOptSvg: o.svg = arg; return true;
       case kOptSteps: o.steps = true; return true;
+      case kOptChart: o.chart = true; return true;
       case kOptWidth:
         if (!to_int64(arg, 10, 1000, &v)) return fail("--width: not an integer 10-1000: \"" + std::string(arg) + "\"");
         o.width = static_cast<int>(v);
@@ -258,6 +260,10 @@ const struct option kShowLong[] = {
     {"noheader", no_argument, nullptr, 'h'},
     {"helpformat", no_argument, nullptr, kOptHelpFormat},
     {"iterate", required_argument, nullptr, 'i'},
+    // the co-allocation over time (gantt.hpp)
+    {"chart", no_argument, nullptr, kOptChart},
+    {"svg", required_argument, nullptr, kOptSvg},
+    {"width", required_argument, nullptr, kOptWidth},
     {nullptr, 0, nullptr, 0}};
 
 const struct option kUpdateLong[] = {
@@ -617,7 +623,8 @@ std::string usage_text(Command c) {
     case Command::kList:
       return "Usage: sreserve list [--state=STATE] [--user=USER] [-i SECONDS] [-o FORMAT] [-h] [--json] [-v]\n";
     case Command::kShow:
-      return "Usage: sreserve show ID [-i SECONDS] [-o FORMAT] [-h] [--json] [-v]\n";
+      return "Usage: sreserve show ID [-i SECONDS] [-o FORMAT] [-h] [--json] [-v]\n"
+             "         [--chart] [--svg=FILE] [--width=COLUMNS]\n";
     case Command::kUpdate:
       return "Usage: sreserve update ID [--deadline=TIME|none] [-M CLUSTERS] [--json] [-v]\n";
     case Command::kCancel:
@@ -713,7 +720,11 @@ std::string help_text(Command c) {
              "  -i, --iterate=SECONDS     print again every SECONDS (watch it get rescheduled)\n"
              "  -o, --format=FORMAT       columns of the parts table (see --helpformat)\n"
              "  -h, --noheader            no header lines\n"
-             "      --helpformat          the fields of -o, one a line\n" +
+             "      --helpformat          the fields of -o, one a line\n"
+             "      --chart               also draw it over time: per cluster the free nodes,\n"
+             "                            the reserved windows, the moves and when it ran\n"
+             "      --svg=FILE            write that chart as SVG to FILE\n"
+             "      --width=COLUMNS       chart width (default: the terminal's)\n" +
              common;
     case Command::kUpdate:
       return usage_text(c) +

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "sreserve/chart.hpp"
+#include "sreserve/gantt.hpp"
 #include "sreserve/timefmt.hpp"
 
 namespace sreserve {
@@ -410,6 +411,8 @@ const json_t* daemon_answer(const json_t* ex, std::size_t index, Output* out) {
   return get(call, "answer");
 }
 
+void render_show_record(const Options& o, const json_t* c, Output* out);
+
 void render_list(const Options& o, const json_t* ex, Output* out) {
   const json_t* a = daemon_answer(ex, 0, out);
   if (!a) return;
@@ -427,10 +430,23 @@ void render_list(const Options& o, const json_t* ex, Output* out) {
 void render_show(const Options& o, const json_t* ex, Output* out) {
   const json_t* c = daemon_answer(ex, 0, out);
   if (!c) return;
+  // --chart, --svg: the co-allocation over time (gantt.hpp), after the
+  // record; the clusters' profiles are the exchange's "clusters" calls.
+  std::string gantt_text;
+  if (o.chart || !o.svg.empty()) {
+    Gantt g = gantt_from_json(c, get(ex, "clusters"), num(ex, "now"));
+    if (!o.svg.empty()) out->svg = render_gantt_svg(g);
+    if (o.chart) gantt_text = render_gantt_chart(g, o.width > 0 ? o.width : 80);
+  }
   if (o.json) {
     out->out += dump(c);
     return;
   }
+  render_show_record(o, c, out);
+  if (!gantt_text.empty()) out->out += (o.noheader ? "" : "\nCHART\n") + gantt_text;
+}
+
+void render_show_record(const Options& o, const json_t* c, Output* out) {
   Row r = coalloc_row(c);
   std::string s;
   s += "CoallocationId=" + r['i'] + " Name=" + r['j'] + " UserId=" + r['u'] + "(" +
