@@ -125,7 +125,8 @@ std::string render_svg(const std::vector<Series>& series, const ChartOptions& in
   if (o.end <= o.begin) o.end = o.begin + 1;
   const double W = 900, left = 60, right = 20, panel = 110, title = 34, bottom = 30;
   const double plot_w = W - left - right;
-  double H = 40 + static_cast<double>(series.size()) * (panel + title + bottom);
+  std::size_t panels = series.size() > 1 ? series.size() + 1 : series.size();  // + the overlay
+  double H = 40 + static_cast<double>(panels) * (panel + title + bottom);
   auto X = [&](std::int64_t t) {
     t = std::clamp(t, o.begin, o.end);
     return left + plot_w * static_cast<double>(t - o.begin) / static_cast<double>(o.end - o.begin);
@@ -141,6 +142,63 @@ std::string render_svg(const std::vector<Series>& series, const ChartOptions& in
          xml_escape(format_time(o.begin)) + " to " + xml_escape(format_time(o.end)) + "</text>\n";
   bool with_date = o.end - o.begin > 86400;
   double y0 = 40;
+  if (series.size() > 1) {
+    // Every cluster on one panel first, one step line each, so the gaps
+    // they share are seen at a glance; the per-cluster panels follow.
+    static const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                           "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
+    double top = y0 + title, base = top + panel;
+    std::int64_t cap = 1;
+    for (const auto& s : series) cap = std::max(cap, s.capacity);
+    auto Y = [&](std::int64_t v) { return base - panel * static_cast<double>(v) / static_cast<double>(cap); };
+    out += "<g class=\"overlay\" id=\"all-clusters\">\n";
+    out += "<text x=\"" + num(left) + "\" y=\"" + num(y0 + 22) + "\" font-weight=\"bold\">all clusters</text>\n";
+    double lx = left + 110;
+    for (std::size_t k = 0; k < series.size(); ++k) {
+      const auto& s = series[k];
+      const char* colour = kColours[k % (sizeof kColours / sizeof kColours[0])];
+      // The step function as one path: 0 where no step covers the time.
+      std::string d;
+      std::int64_t t = o.begin;
+      auto to = [&](std::int64_t x, std::int64_t v) {
+        d += (d.empty() ? "M" : " L") + num(X(x)) + "," + num(Y(v));
+      };
+      std::int64_t prev = -1;
+      for (const auto& st : s.steps) {
+        if (st.end <= o.begin || st.start >= o.end) continue;
+        std::int64_t a = std::max(st.start, o.begin), b = std::min(st.end, o.end);
+        std::int64_t v = std::max<std::int64_t>(st.free, 0);
+        if (a > t) {  // a hole: nothing published
+          if (prev != 0) to(t, 0);
+          to(a, 0);
+        }
+        to(a, v);
+        to(b, v);
+        prev = v;
+        t = b;
+      }
+      if (t < o.end) {
+        to(t, 0);
+        to(o.end, 0);
+      }
+      out += "<path class=\"free-line\" d=\"" + d + "\" fill=\"none\" stroke=\"" + colour +
+             "\" stroke-width=\"2\"><title>" + xml_escape(s.name) +
+             "</title></path>\n";
+      out += "<rect x=\"" + num(lx) + "\" y=\"" + num(y0 + 12) + "\" width=\"14\" height=\"4\" fill=\"" +
+             colour + "\"/><text x=\"" + num(lx + 18) + "\" y=\"" + num(y0 + 22) + "\">" +
+             xml_escape(s.name) + "</text>\n";
+      lx += 30 + 7.0 * static_cast<double>(s.name.size());
+    }
+    out += "<line x1=\"" + num(left) + "\" y1=\"" + num(base) + "\" x2=\"" + num(left + plot_w) + "\" y2=\"" +
+           num(base) + "\" stroke=\"black\"/>\n";
+    out += "<line x1=\"" + num(left) + "\" y1=\"" + num(top) + "\" x2=\"" + num(left) + "\" y2=\"" +
+           num(base) + "\" stroke=\"black\"/>\n";
+    out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(top + 4) + "\" text-anchor=\"end\">" +
+           std::to_string(cap) + "</text>\n";
+    out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(base + 4) + "\" text-anchor=\"end\">0</text>\n";
+    out += "</g>\n";
+    y0 = base + bottom;
+  }
   for (const auto& s : series) {
     double top = y0 + title, base = top + panel;
     std::int64_t cap = std::max<std::int64_t>(s.capacity, 1);

@@ -42,7 +42,9 @@ std::int64_t min_free(const Series& s, std::int64_t a, std::int64_t b);
 std::string render_chart(const std::vector<Series>& series, const ChartOptions& opt);
 
 // The same data as a standalone SVG document (exact step functions, not
-// sampled).
+// sampled); with several clusters a first panel overlays them all, one
+// coloured line each (<g class="overlay">), above the per-cluster panels
+// (<g class="cluster" id="NAME">).
 std::string render_svg(const std::vector<Series>& series, const ChartOptions& opt);
 
 }  // namespace sreserve

@@ -21,6 +21,7 @@ enum LongOnly {
   kOptBegin, kOptDeadline, kOptMaxParts, kOptMaxOffers, kOptPartition, kOptPolicy,
   kOptOverhead, kOptHorizon, kOptSvg, kOptSteps, kOptWidth, kOptWrap, kOptExport,
   kOptTestOnly, kOptParsable, kOptState, kOptUser, kOptHelpFormat, kOptYaml, kOptHelpFormatLong,
+  kOptChart,  // show --chart (gantt.hpp)
 };
 
 const struct {
@@ -165,6 +166,7 @@ struct Parser {
         return true;
       case kOptSvg: o.svg = arg; return true;
       case kOptSteps: o.steps = true; return true;
+      case kOptChart: o.chart = true; return true;
       case kOptWidth:
         if (!to_int64(arg, 10, 1000, &v)) return fail("--width: not an integer 10-1000: \"" + std::string(arg) + "\"");
         o.width = static_cast<int>(v);
@@ -286,6 +288,10 @@ const struct option kShowLong[] = {
     {"helpformat", no_argument, nullptr, kOptHelpFormat},
     {"helpFormat", no_argument, nullptr, kOptHelpFormatLong},
     {"iterate", required_argument, nullptr, 'i'},
+    // the co-allocation over time (gantt.hpp)
+    {"chart", no_argument, nullptr, kOptChart},
+    {"svg", required_argument, nullptr, kOptSvg},
+    {"width", required_argument, nullptr, kOptWidth},
     {nullptr, 0, nullptr, 0}};
 
 const struct option kUpdateLong[] = {
@@ -652,7 +658,8 @@ std::string usage_text(Command c) {
       return "Usage: sreserve list [--state=STATE] [--user=USER] [-M CLUSTERS] [-i SECONDS]\n"
              "         [-o FORMAT | -O FIELDS] [-h] [--json|--yaml] [-v]\n";
     case Command::kShow:
-      return "Usage: sreserve show ID [-i SECONDS] [-o FORMAT | -O FIELDS] [-h] [--json|--yaml] [-v]\n";
+      return "Usage: sreserve show ID [-i SECONDS] [-o FORMAT | -O FIELDS] [-h] [--json|--yaml] [-v]\n"
+             "         [--chart] [--svg=FILE] [--width=COLUMNS]\n";
     case Command::kUpdate:
       return "Usage: sreserve update ID [--deadline=TIME|none] [-M CLUSTERS] [--json|--yaml] [-v]\n";
     case Command::kCancel:
@@ -754,7 +761,11 @@ std::string help_text(Command c) {
              "  -o, --format=FORMAT       columns of the parts table (see --helpformat)\n"
              "  -O, --Format=FIELDS       columns of the parts table by name (see --helpFormat)\n"
              "  -h, --noheader            no header lines\n"
-             "      --helpformat          the letters of -o;  --helpFormat  the fields of -O\n" +
+             "      --helpformat          the letters of -o;  --helpFormat  the fields of -O\n"
+             "      --chart               also draw it over time: per cluster the free nodes,\n"
+             "                            the reserved windows, the moves and when it ran\n"
+             "      --svg=FILE            write that chart as SVG to FILE\n"
+             "      --width=COLUMNS       chart width (default: the terminal's)\n" +
              common;
     case Command::kUpdate:
       return usage_text(c) +

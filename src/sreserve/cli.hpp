@@ -93,6 +93,7 @@ struct Options {
 
   // show, update, cancel
   std::vector<std::int64_t> ids;
+  bool chart = false;            // show --chart: the Gantt in the terminal
 };
 
 struct ParseResult {

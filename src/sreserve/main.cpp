@@ -31,6 +31,7 @@
 #include "core/flexcod_conf.hpp"
 #include "core/http_client.hpp"
 #include "sreserve/cli.hpp"
+#include "sreserve/gantt.hpp"
 #include "sreserve/timefmt.hpp"
 #include "sreserve/views.hpp"
 
@@ -461,11 +462,34 @@ int main(int argc, char** argv) {
       json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "GET", path, "").release());
       break;
     }
-    case Command::kShow:
-      json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "GET",
-                                                      "/v1/coallocations/" + std::to_string(o.ids[0]), "")
-                                              .release());
+    case Command::kShow: {
+      J got = caller.call("flexcod", daemon_url, "GET", "/v1/coallocations/" + std::to_string(o.ids[0]), "");
+      const json_t* co = json_object_get(got.get(), "answer");
+      json_int_t status = json_integer_value(json_object_get(got.get(), "status"));
+      if ((o.chart || !o.svg.empty()) && status == 200 && conf.ok()) {
+        // The Gantt's free nodes: the profile of every cluster the
+        // co-allocation was placed on (those flexcod.conf names), in
+        // parallel, as profile asks them.
+        std::int64_t horizon = gantt_horizon(co, now);
+        std::vector<flexco::conf::ClusterConf> on;
+        for (const auto& name : gantt_clusters(co))
+          for (const auto& c : conf.value().clusters)
+            if (c.name == name) on.push_back(c);
+        std::vector<J> answers(on.size());
+        std::vector<std::thread> threads;
+        for (std::size_t k = 0; k < on.size(); ++k) {
+          std::string path = "/v1/profile?horizon=" + std::to_string(horizon);
+          if (!on[k].partition.empty()) path += "&partition=" + url_encode(on[k].partition);
+          threads.emplace_back([&caller, &answers, &on, k, path]() {
+            answers[k] = caller.call(on[k].name, on[k].url, "GET", path, "");
+          });
+        }
+        for (auto& th : threads) th.join();
+        for (auto& a : answers) json_array_append_new(clusters.get(), a.release());
+      }
+      json_array_append_new(daemon.get(), got.release());
       break;
+    }
     case Command::kUpdate: {
       J req(json_object());
       if (o.deadline_none) json_object_set_new(req.get(), "deadline", json_null());

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "sreserve/chart.hpp"
+#include "sreserve/gantt.hpp"
 #include "sreserve/timefmt.hpp"
 
 namespace sreserve {
@@ -570,6 +571,8 @@ bool on_clusters(const json_t* c, const std::vector<std::string>& clusters) {
   return false;
 }
 
+void render_show_record(const Options& o, const json_t* c, Output* out, std::int64_t now);
+
 void render_list(const Options& o, const json_t* ex, Output* out) {
   const json_t* a = daemon_answer(ex, 0, out);
   if (!a) return;
@@ -594,11 +597,24 @@ void render_list(const Options& o, const json_t* ex, Output* out) {
 void render_show(const Options& o, const json_t* ex, Output* out) {
   const json_t* c = daemon_answer(ex, 0, out);
   if (!c) return;
+  // --chart, --svg: the co-allocation over time (gantt.hpp), after the
+  // record; the clusters' profiles are the exchange's "clusters" calls.
+  std::string gantt_text;
+  if (o.chart || !o.svg.empty()) {
+    Gantt g = gantt_from_json(c, get(ex, "clusters"), num(ex, "now"));
+    if (!o.svg.empty()) out->svg = render_gantt_svg(g);
+    if (o.chart) gantt_text = render_gantt_chart(g, o.width > 0 ? o.width : 80);
+  }
   if (o.json || o.yaml) {
     emit(o, c, out);
     return;
   }
-  Row r = coalloc_row(c, num(ex, "now"));
+  render_show_record(o, c, out, num(ex, "now"));
+  if (!gantt_text.empty()) out->out += (o.noheader ? "" : "\nCHART\n") + gantt_text;
+}
+
+void render_show_record(const Options& o, const json_t* c, Output* out, std::int64_t now) {
+  Row r = coalloc_row(c, now);
   std::string s;
   s += "CoallocationId=" + r["JobID"] + " Name=" + r["Name"] + " UserId=" + r["UserName"] + "(" +
        r["UserID"] + ")" + " State=" + r["State"] + " Reason=" + r["Reason"] + "\n";

@@ -152,11 +152,16 @@ def main():
              "profile chart: alpha has 1 node free now, not 2 (the job holds 3)", r.stdout)
         try:
             root = ET.parse(svg).getroot()
-            groups = [g.get("id") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+            groups = [(g.get("class"), g.get("id"))
+                      for g in root.iter("{http://www.w3.org/2000/svg}g")]
+            lines = [p.get("stroke") for p in root.iter("{http://www.w3.org/2000/svg}path")
+                     if p.get("class") == "free-line"]
         except (OSError, ET.ParseError) as e:
-            groups = [str(e)]
-        t.ok(groups == ["alpha", "beta"], "profile --svg: a valid SVG with one panel per cluster",
-             repr(groups))
+            groups, lines = [str(e)], []
+        t.ok(groups == [("overlay", "all-clusters"), ("cluster", "alpha"), ("cluster", "beta")]
+             and len(set(lines)) == 2,
+             "profile --svg: a valid SVG, both clusters overlaid (a line each, two colours), "
+             "then one panel per cluster", repr(groups) + repr(lines))
         r = sr("profile", "--horizon", "1:00:00", "-M", "alpha", "--json")
         doc = json.loads(r.stdout) if r.returncode == 0 else {}
         steps = ((doc.get("clusters") or [{}])[0]).get("steps", [])
