@@ -9,7 +9,7 @@ by state, its plugin reservation, a commit, the clusters' links).  The
 text itself is checked strictly (every line a comment or sample, HELP and
 TYPE once per family and before its samples, histogram buckets
 cumulative with +Inf equal to _count) and by `promtool check metrics`.
-Authentication: MUNGE under the /v1/stats policy, the token for GET
+Authentication: MUNGE under the /v1/stats policy (QueryUsers), the token for GET
 /metrics only, 401 JSON errors for a wrong token, no token set, no
 credential; a token file group or others may read is refused."""
 
@@ -29,6 +29,7 @@ from flexcodtest import Flexcod, script
 from flexcohttp import parse_exposition, plugin_client, value
 
 NODES = [4, 4]
+NOBODY = 65534
 TOKEN = "flexco-metrics-test-token-0123456789abcdef"
 TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -142,7 +143,8 @@ def main():
     os.chmod(loose, 0o644)
     prom = None
     try:
-        with t.Grid(nodes=NODES, args=["--plugin-option", "MetricsTokenFile=" + token_file]) as grid:
+        with t.Grid(nodes=NODES, args=["--plugin-option", "MetricsTokenFile=" + token_file,
+                                       "--plugin-option", "QueryUsers=root"]) as grid:
             st = grid.status()
             sock = st["munge_socket"]
             clusters = st["clusters"]
@@ -172,6 +174,10 @@ def main():
             t.ok(s == 401 and error_code(body) == "malformed_credential",
                  "plugin: the token is no credential for GET /v1/stats: 401 malformed_credential",
                  "%s %r" % (s, body))
+            r = plugin_client(clusters[0], sock, uid=NOBODY).get("/metrics")
+            t.ok(r.status == 403 and r.error_code() == "forbidden",
+                 "plugin: QueryUsers=root: uid %d gets 403 forbidden on GET /metrics, as on "
+                 "/v1/stats" % NOBODY, "%s %r" % (r.status, r.raw))
             r = pc.request("POST", "/metrics")
             t.ok(r.status == 405 and r.error_code() == "method_not_allowed",
                  "plugin: POST /metrics: 405 method_not_allowed", "%s %r" % (r.status, r.raw))
