@@ -23,6 +23,7 @@
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
+#include "core/capi_auth.h"
 #include "flexco_conf.h"
 
 extern const char plugin_type[];
@@ -44,6 +45,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "MaxLongPollsPerUser", .type = S_P_UINT32},
 	{.key = "MaxRequestMemory", .type = S_P_UINT32},
 	{.key = "MaxRequestSize", .type = S_P_UINT32},
+	{.key = "MetricsTokenFile", .type = S_P_STRING},
 	{.key = "MinFit", .type = S_P_STRING},
 	{.key = "MinUserUid", .type = S_P_UINT32},
 	{.key = "ActForRoot", .type = S_P_BOOLEAN},
@@ -65,7 +67,7 @@ static s_p_options_t flexco_options[] = {
 	"ConnectionTimeout, DaemonUsers, EventBufferSize, EventsRateLimit, " \
 	"HeaderTimeout, ListenAddress, ListenPort, MaxConnections, " \
 	"MaxConnectionsPerAddress, MaxLongPolls, MaxLongPollsPerUser, " \
-	"MaxRequestMemory, MaxRequestSize, MinFit, MinUserUid, MungeSocket, " \
+	"MaxRequestMemory, MaxRequestSize, MetricsTokenFile, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
 	"ProfileRateLimit, PublishedShare, QueryUsers, ReplayCachePerUser, " \
 	"ReplayCacheSize, SnapshotJobsPerHold, SnapshotMaxAge"
@@ -344,6 +346,21 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	if (!conf->munge_socket)
 		conf->munge_socket = xstrdup(MUNGE_DEFAULT_SOCKET);
 
+	/* read here, with flexco.conf, never while serving a request */
+	if (s_p_get_string(&conf->metrics_token_file, "MetricsTokenFile",
+			   tbl)) {
+		char tok[FLEXCO_METRICS_TOKEN_MAX + 1], err[512];
+
+		if (flexco_token_file_read(conf->metrics_token_file, tok,
+					   sizeof(tok), err, sizeof(err))) {
+			error("%s: %s: MetricsTokenFile: %s", plugin_type,
+			      path, err);
+			goto fail;
+		}
+		conf->metrics_token = xstrdup(tok);
+		memset(tok, 0, sizeof(tok));
+	}
+
 	s_p_hashtbl_destroy(tbl);
 	return conf;
 
@@ -372,6 +389,11 @@ extern void flexco_conf_free(flexco_conf_t *conf)
 	xfree(conf->daemon_users);
 	xfree(conf->daemon_uids);
 	xfree(conf->munge_socket);
+	xfree(conf->metrics_token_file);
+	if (conf->metrics_token) {
+		memset(conf->metrics_token, 0, strlen(conf->metrics_token));
+		xfree(conf->metrics_token);
+	}
 	xfree(conf->query_users);
 	xfree(conf->query_uids);
 	xfree(conf);
@@ -391,7 +413,7 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
 	     conf->auth_max_age, conf->auth_max_skew, conf->body_timeout,
 	     conf->connection_timeout,
@@ -400,7 +422,9 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 	     conf->header_timeout, conf->listen_address, conf->listen_port,
 	     conf->max_connections, conf->max_connections_per_address,
 	     conf->max_long_polls, conf->max_long_polls_per_user,
-	     conf->max_request_memory, conf->max_request_size, conf->min_fit,
+	     conf->max_request_memory, conf->max_request_size,
+	     conf->metrics_token_file ? conf->metrics_token_file : "(none)",
+	     conf->min_fit,
 	     conf->min_user_uid,
 	     conf->munge_socket ? conf->munge_socket : "(default)",
 	     conf->history_interval, conf->history_period,

@@ -85,6 +85,8 @@ typedef struct {
 	bool act_for_root;	/* ActForRoot: act for uid 0 (test grids) */
 	uint32_t replay_cache_size;	/* ReplayCacheSize: nonces remembered */
 	uint32_t replay_cache_per_user;	/* ReplayCachePerUser, 0: size / 4 */
+	char *metrics_token_file;	/* MetricsTokenFile, NULL: none */
+	char *metrics_token;	/* ... its token, read with flexco.conf */
 } flexco_conf_t;
 
 /*

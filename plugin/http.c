@@ -60,6 +60,7 @@
 #include "events.h"
 #include "history.h"
 #include "http.h"
+#include "metrics.h"
 #include "privacy.h"
 #include "resv.h"
 #include "snapshot.h"
@@ -91,6 +92,7 @@ static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static const flexco_conf_t *hconf = NULL;	/* set by http_start() */
 static uint64_t stat_count[EP_COUNT][N_CODES + 1];	/* +1: other codes */
 static uint64_t stat_lat[EP_COUNT][N_LAT];
+static uint64_t stat_lat_sum[EP_COUNT];	/* usec, for GET /metrics */
 static time_t started_at;
 
 static uint64_t _usec_now(void)
@@ -116,6 +118,7 @@ static void _record(int ep, int status, uint64_t usec)
 	slurm_mutex_lock(&stats_lock);
 	stat_count[ep][code]++;
 	stat_lat[ep][bucket]++;
+	stat_lat_sum[ep] += usec;
 	slurm_mutex_unlock(&stats_lock);
 }
 
@@ -717,9 +720,21 @@ static void _mhd_log(void *cls, const char *fmt, va_list ap)
 /* ---------------------------------------------------------------------- */
 /* responses */
 
+static enum MHD_Result _send_as(struct MHD_Connection *c, req_t *req,
+				 int status, char *json, const char *allow,
+				 const char *type);
+
 /* json: malloc'd, ownership passes to microhttpd. */
 static enum MHD_Result _send(struct MHD_Connection *c, req_t *req, int status,
 			     char *json, const char *allow)
+{
+	return _send_as(c, req, status, json, allow, "application/json");
+}
+
+/* The same with another Content-Type (GET /metrics: text). */
+static enum MHD_Result _send_as(struct MHD_Connection *c, req_t *req,
+				 int status, char *json, const char *allow,
+				 const char *type)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result rc;
@@ -735,7 +750,7 @@ static enum MHD_Result _send(struct MHD_Connection *c, req_t *req, int status,
 		free(json);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, "Content-Type", "application/json");
+	MHD_add_response_header(resp, "Content-Type", type);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	if (allow)
 		MHD_add_response_header(resp, "Allow", allow);
@@ -1231,6 +1246,231 @@ static enum MHD_Result _get_stats(struct MHD_Connection *c, req_t *req)
 	return _send(c, req, 200, json, NULL);
 }
 
+/* ---------------------------------------------------------------------- */
+/* GET /metrics: the counters of /v1/stats in Prometheus' text format
+ * (doc/admin.md, "Prometheus").  Everything is copied under the plugin's
+ * own locks (never a slurmctld lock) first, then formatted. */
+
+typedef struct {
+	uint64_t count[EP_COUNT][N_CODES + 1];
+	uint64_t lat[EP_COUNT][N_LAT];
+	uint64_t lat_sum[EP_COUNT];
+	snapshot_lock_stats_t ls;
+	uint64_t lp_waiting, lp_total, lp_refused;
+	uint64_t conn_open, conn_total, cut_headers, cut_body, evicted;
+	uint64_t body_refused;
+	uint64_t rate_refused[FLEXCO_RL_CNT];
+	json_t *events, *resv;
+} metrics_copy_t;
+
+static void _metrics_gather(metrics_copy_t *m)
+{
+	slurm_mutex_lock(&stats_lock);
+	memcpy(m->count, stat_count, sizeof(m->count));
+	memcpy(m->lat, stat_lat, sizeof(m->lat));
+	memcpy(m->lat_sum, stat_lat_sum, sizeof(m->lat_sum));
+	slurm_mutex_unlock(&stats_lock);
+	snapshot_get_lock_stats(&m->ls);
+	slurm_mutex_lock(&wait_lock);
+	m->lp_waiting = n_waiting;
+	m->lp_total = waits_total;
+	m->lp_refused = waits_refused;
+	slurm_mutex_unlock(&wait_lock);
+	slurm_mutex_lock(&conn_lock);
+	m->conn_open = n_conns;
+	m->conn_total = conns_total;
+	m->cut_headers = cut_headers;
+	m->cut_body = cut_body;
+	m->evicted = evicted;
+	slurm_mutex_unlock(&conn_lock);
+	slurm_mutex_lock(&mem_lock);
+	m->body_refused = mem_refused;
+	slurm_mutex_unlock(&mem_lock);
+	slurm_mutex_lock(&rl_lock);
+	memcpy(m->rate_refused, rl_refused, sizeof(m->rate_refused));
+	slurm_mutex_unlock(&rl_lock);
+	m->events = events_stats_json();		/* ring_lock, hook_lock */
+	m->resv = flexco_resv_stats_json();	/* resv_lock */
+}
+
+static double _jnum(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+
+	return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static char *_metrics_text(const metrics_copy_t *m)
+{
+	static const char *const rl_names[FLEXCO_RL_CNT] = {
+		"probe", "profile", "events" };
+	const uint64_t hold_usec[SNAPSHOT_HOLD_BUCKETS] =
+		SNAPSHOT_HOLD_BOUNDS_USEC;
+	double lat_b[N_LAT - 1], hold_b[SNAPSHOT_HOLD_BUCKETS], sum;
+	metrics_buf_t b = { 0 };
+	const char *key;
+	json_t *v, *o;
+	size_t e, i;
+	char code[16];
+
+	for (i = 0; i < N_LAT - 1; i++)
+		lat_b[i] = lat_bounds[i] / 1e6;
+	for (i = 0; i < SNAPSHOT_HOLD_BUCKETS; i++)
+		hold_b[i] = hold_usec[i] / 1e6;
+
+	metrics_family(&b, "flexco_http_requests_total", "counter",
+		       "Requests answered, by endpoint and HTTP status (GET /metrics counts as stats).");
+	for (e = 0; e < EP_COUNT; e++)
+		for (i = 0; i < N_CODES + 1; i++) {
+			if (!m->count[e][i])
+				continue;
+			if (i < N_CODES)
+				snprintf(code, sizeof(code), "%d",
+					 stat_codes[i]);
+			else
+				snprintf(code, sizeof(code), "other");
+			metrics_sample(&b, "flexco_http_requests_total",
+				       (const char *const[]) {
+					       "endpoint", ep_names[e],
+					       "code", code, NULL },
+				       (double) m->count[e][i]);
+		}
+	metrics_family(&b, "flexco_http_request_duration_seconds", "histogram",
+		       "Time from a request's first line to its answer, by endpoint.");
+	for (e = 0; e < EP_COUNT; e++)
+		metrics_histogram(&b, "flexco_http_request_duration_seconds",
+				  (const char *const[]) {
+					  "endpoint", ep_names[e], NULL },
+				  lat_b, m->lat[e], N_LAT - 1,
+				  m->lat_sum[e] / 1e6);
+
+	metrics_family(&b, "flexco_snapshot_lock_hold_seconds", "histogram",
+		       "Each hold of slurmctld's read locks by a snapshot (SnapshotJobsPerHold jobs at most).");
+	sum = m->ls.total_usec / 1e6;
+	metrics_histogram(&b, "flexco_snapshot_lock_hold_seconds", NULL,
+			  hold_b, m->ls.hold_hist, SNAPSHOT_HOLD_BUCKETS, sum);
+	metrics_family(&b, "flexco_snapshot_lock_wait_seconds_total", "counter",
+		       "Time snapshots waited for slurmctld's read locks.");
+	metrics_sample(&b, "flexco_snapshot_lock_wait_seconds_total", NULL,
+		       m->ls.wait_total_usec / 1e6);
+	metrics_family(&b, "flexco_snapshots_total", "counter",
+		       "Snapshots of slurmctld's state taken.");
+	metrics_sample(&b, "flexco_snapshots_total", NULL,
+		       (double) m->ls.count);
+
+	metrics_family(&b, "flexco_reservations", "gauge",
+		       "FlexCo reservation records, by state.");
+	o = json_object_get(m->resv, "by_state");
+	json_object_foreach(o, key, v)
+		metrics_sample(&b, "flexco_reservations",
+			       (const char *const[]) { "state", key, NULL },
+			       json_is_number(v) ? json_number_value(v) : 0);
+	metrics_family(&b, "flexco_admission_refused_total", "counter",
+		       "Reservation requests refused by admission, by reason.");
+	o = json_object_get(m->resv, "refused");
+	json_object_foreach(o, key, v)
+		metrics_sample(&b, "flexco_admission_refused_total",
+			       (const char *const[]) { "reason", key, NULL },
+			       json_is_number(v) ? json_number_value(v) : 0);
+	o = json_object_get(m->resv, "state");
+	metrics_family(&b, "flexco_state_save_errors_total", "counter",
+		       "Failed saves of the reservation state file.");
+	metrics_sample(&b, "flexco_state_save_errors_total", NULL,
+		       _jnum(o, "save_errors"));
+	metrics_family(&b, "flexco_state_saving", "gauge",
+		       "1 if the last save of the reservation state file succeeded.");
+	metrics_sample(&b, "flexco_state_saving", NULL,
+		       json_is_true(json_object_get(o, "saving")) ? 1 : 0);
+
+	metrics_family(&b, "flexco_event_buffer_capacity", "gauge",
+		       "Events the buffer holds at most (EventBufferSize).");
+	metrics_sample(&b, "flexco_event_buffer_capacity", NULL,
+		       _jnum(m->events, "capacity"));
+	metrics_family(&b, "flexco_event_buffer_events", "gauge",
+		       "Events in the buffer now.");
+	metrics_sample(&b, "flexco_event_buffer_events", NULL,
+		       _jnum(m->events, "retained"));
+	metrics_family(&b, "flexco_events_published_total", "counter",
+		       "Events published.");
+	metrics_sample(&b, "flexco_events_published_total", NULL,
+		       _jnum(m->events, "published"));
+	metrics_family(&b, "flexco_events_evicted_total", "counter",
+		       "Events pushed out of a full buffer.");
+	metrics_sample(&b, "flexco_events_evicted_total", NULL,
+		       _jnum(m->events, "evicted"));
+	metrics_family(&b, "flexco_events_dropped_total", "counter",
+		       "Events lost before the buffer, by where (full queues).");
+	metrics_sample(&b, "flexco_events_dropped_total",
+		       (const char *const[]) { "where", "epilog", NULL },
+		       _jnum(m->events, "epilog_dropped"));
+	metrics_sample(&b, "flexco_events_dropped_total",
+		       (const char *const[]) { "where", "publish", NULL },
+		       _jnum(m->events, "publish_dropped"));
+
+	metrics_family(&b, "flexco_long_polls_waiting", "gauge",
+		       "GET /v1/events long polls waiting now.");
+	metrics_sample(&b, "flexco_long_polls_waiting", NULL,
+		       (double) m->lp_waiting);
+	metrics_family(&b, "flexco_long_polls_refused_total", "counter",
+		       "Long polls refused (MaxLongPolls, MaxLongPollsPerUser).");
+	metrics_sample(&b, "flexco_long_polls_refused_total", NULL,
+		       (double) m->lp_refused);
+	metrics_family(&b, "flexco_connections_open", "gauge",
+		       "HTTP connections open now.");
+	metrics_sample(&b, "flexco_connections_open", NULL,
+		       (double) m->conn_open);
+	metrics_family(&b, "flexco_connections_total", "counter",
+		       "HTTP connections accepted.");
+	metrics_sample(&b, "flexco_connections_total", NULL,
+		       (double) m->conn_total);
+	metrics_family(&b, "flexco_connections_closed_total", "counter",
+		       "Connections closed by FlexCo, by reason.");
+	metrics_sample(&b, "flexco_connections_closed_total",
+		       (const char *const[]) { "reason", "header_timeout",
+					       NULL }, (double) m->cut_headers);
+	metrics_sample(&b, "flexco_connections_closed_total",
+		       (const char *const[]) { "reason", "body_timeout",
+					       NULL }, (double) m->cut_body);
+	metrics_sample(&b, "flexco_connections_closed_total",
+		       (const char *const[]) { "reason", "make_room", NULL },
+		       (double) m->evicted);
+	metrics_family(&b, "flexco_request_memory_refused_total", "counter",
+		       "Requests refused for MaxRequestMemory.");
+	metrics_sample(&b, "flexco_request_memory_refused_total", NULL,
+		       (double) m->body_refused);
+	metrics_family(&b, "flexco_rate_limited_total", "counter",
+		       "Requests refused by the per-uid rate limits, by endpoint.");
+	for (i = 0; i < FLEXCO_RL_CNT; i++)
+		metrics_sample(&b, "flexco_rate_limited_total",
+			       (const char *const[]) { "endpoint",
+						       rl_names[i], NULL },
+			       (double) m->rate_refused[i]);
+	metrics_family(&b, "flexco_start_time_seconds", "gauge",
+		       "When the HTTP service started, seconds since the epoch.");
+	metrics_sample(&b, "flexco_start_time_seconds", NULL,
+		       (double) started_at);
+	return metrics_take(&b);
+}
+
+static enum MHD_Result _get_metrics(struct MHD_Connection *c, req_t *req)
+{
+	static const char *const allowed[] = { NULL };
+	metrics_copy_t m = { 0 };
+	char *json = NULL, *text;
+	int status;
+
+	if ((status = _query_args(c, allowed, NULL,
+				  "metrics takes no query parameters", &json)))
+		return _send(c, req, status, json, NULL);
+	_metrics_gather(&m);
+	text = _metrics_text(&m);	/* no lock held */
+	json_decref(m.events);
+	json_decref(m.resv);
+	if (!text)
+		return _send(c, req, 500, NULL, NULL);	/* out of memory */
+	return _send_as(c, req, 200, text, NULL, METRICS_CONTENT_TYPE);
+}
+
 /*
  * /v1/reservations                 GET list, POST create
  * /v1/reservations/{id}            GET, PATCH, DELETE
@@ -1345,6 +1585,7 @@ static const route_t routes[] = {
 	{ FLEXCO_RT_PROFILE, _get_profile },
 	{ FLEXCO_RT_STATS, _get_stats },
 	{ FLEXCO_RT_EVENTS, _get_events },
+	{ FLEXCO_RT_METRICS, _get_metrics },
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -1392,6 +1633,24 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 					   MHD_HTTP_HEADER_AUTHORIZATION);
 	req->idem_key = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						    "Idempotency-Key");
+	/* GET /metrics also takes MetricsTokenFile's bearer token (a
+	 * Prometheus server cannot make MUNGE credentials); valid there
+	 * only: anywhere else a bearer token is no credential. */
+	if ((rt.kind == FLEXCO_RT_METRICS) && route && flexco_is_bearer(auth)) {
+		if (hconf && hconf->metrics_token &&
+		    flexco_bearer_matches(auth, hconf->metrics_token)) {
+			debug2("%s: %s %s with the metrics token", plugin_type,
+			       method, req->uri);
+			return route->fn(c, req);
+		}
+		debug("%s: %s %s: %s", plugin_type, method, req->uri,
+		      hconf && hconf->metrics_token ?
+		      "wrong metrics token" : "no MetricsTokenFile is set");
+		return _error(c, req, 401, "invalid_token",
+			      (hconf && hconf->metrics_token) ?
+			      "the bearer token is not MetricsTokenFile's" :
+			      "no MetricsTokenFile is set: use MUNGE");
+	}
 	status = flexco_verifier_verify(verifier, method, req->uri,
 					req->body, req->body_len, auth,
 					req->idem_key, &uid, &gid, req->digest,

@@ -528,6 +528,21 @@ static void _walk_reset(walk_t *w)
 	priv->pub.job_count = 0;
 }
 
+static const uint64_t snapshot_hold_bounds_usec[SNAPSHOT_HOLD_BUCKETS] =
+	SNAPSHOT_HOLD_BOUNDS_USEC;
+
+/* One hold of the read locks of usec, into its histogram bucket (not
+ * cumulative; the last is over the largest bound). */
+static void _hold_count(uint64_t *hist, uint64_t usec)
+{
+	int i;
+
+	for (i = 0; i < SNAPSHOT_HOLD_BUCKETS; i++)
+		if (usec <= snapshot_hold_bounds_usec[i])
+			break;
+	hist[i]++;
+}
+
 extern flexco_snapshot_t *snapshot_take(void)
 {
 	slurmctld_lock_t read_locks = { .conf = READ_LOCK, .job = READ_LOCK,
@@ -545,6 +560,7 @@ extern flexco_snapshot_t *snapshot_take(void)
 	const uint32_t per_hold = jobs_per_hold;
 	uint64_t t0, t_locked, t_jobs, t_now, t_end, hold_start;
 	uint64_t held = 0, held_total = 0, wait;
+	uint64_t hold_hist[SNAPSHOT_HOLD_BUCKETS + 1] = { 0 };
 	uint32_t i;
 
 	/*
@@ -628,6 +644,7 @@ extern flexco_snapshot_t *snapshot_take(void)
 		in_hold = 0;
 		unlock_slurmctld(read_locks);
 		t_now = _usec_now();
+		_hold_count(hold_hist, t_now - hold_start);
 		if (t_now - hold_start > held)
 			held = t_now - hold_start;
 		held_total += t_now - hold_start;
@@ -655,6 +672,7 @@ extern flexco_snapshot_t *snapshot_take(void)
 
 	unlock_slurmctld(read_locks);
 	t_end = _usec_now();
+	_hold_count(hold_hist, t_end - hold_start);
 	if (t_end - hold_start > held)
 		held = t_end - hold_start;
 	held_total += t_end - hold_start;
@@ -687,6 +705,8 @@ extern flexco_snapshot_t *snapshot_take(void)
 	lock_stats.last_holds = holds;
 	if (held > lock_stats.max_usec)
 		lock_stats.max_usec = held;
+	for (i = 0; i <= SNAPSHOT_HOLD_BUCKETS; i++)
+		lock_stats.hold_hist[i] += hold_hist[i];
 	slurm_mutex_unlock(&stats_lock);
 	debug2("flexco: snapshot: %u jobs, %u planned, %u holds of the read locks (longest %"PRIu64" us, %"PRIu64" us in all, %"PRIu64" us walking the jobs, %u restarts), waited %"PRIu64" us for them",
 	       snap->job_count, w.plan_n, holds, held, held_total,

@@ -19,6 +19,10 @@
  * get them, summed over a snapshot's holds (a writer such as backfill or an
  * RPC held them; the probe waits, slurmctld does not).
  */
+#define SNAPSHOT_HOLD_BUCKETS 5
+/* their upper bounds, microseconds */
+#define SNAPSHOT_HOLD_BOUNDS_USEC { 100, 1000, 10000, 100000, 1000000 }
+
 typedef struct {
 	uint64_t count;		/* snapshots */
 	uint64_t holds;		/* holds of the locks (SnapshotJobsPerHold jobs each) */
@@ -32,6 +36,10 @@ typedef struct {
 	uint64_t wait_max_usec;
 	uint64_t wait_last_usec;
 	uint64_t shared;	/* requests served from a shared snapshot */
+	/* every hold by its length: hold_hist[i] holds of at most
+	 * snapshot_hold_bounds_usec[i] (and over the one before), the last
+	 * one those over the largest bound; not cumulative */
+	uint64_t hold_hist[SNAPSHOT_HOLD_BUCKETS + 1];
 } snapshot_lock_stats_t;
 
 /*

@@ -3,7 +3,14 @@
 
 #include "core/capi_auth.h"
 
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <optional>
@@ -13,6 +20,7 @@
 
 #include "core/auth.hpp"
 #include "core/capi_util.hpp"
+#include "core/sha256.hpp"
 
 struct flexco_verifier {
   flexco::auth::Verifier verifier;
@@ -97,4 +105,86 @@ extern "C" int flexco_verifier_verify(flexco_verifier_t* v, const char* method,
 extern "C" int flexco_idempotency_key_valid(const char* key) {
   if (key == nullptr) return 0;
   return flexco::auth::validate_idempotency_key(key).ok() ? 1 : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Metrics bearer tokens (capi_auth.h)
+
+extern "C" int flexco_token_file_read(const char* path, char* out, size_t outlen, char* err,
+                                      size_t errlen) {
+  auto fail = [&](const std::string& why) {
+    put(err, errlen, std::string(path ? path : "(null)") + ": " + why);
+    return -1;
+  };
+  if (path == nullptr || path[0] != '/') return fail("not an absolute path");
+  if (out == nullptr || outlen <= FLEXCO_METRICS_TOKEN_MAX) return fail("no room for the token");
+  const int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return fail(std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return fail(std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  if (st.st_uid != ::geteuid()) {
+    ::close(fd);
+    return fail("owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+                std::to_string(::geteuid()) + " that reads it");
+  }
+  if (st.st_mode & 077) {
+    ::close(fd);
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return fail(std::string("mode ") + mode + ": group or others may access it (chmod 0600)");
+  }
+  char buf[FLEXCO_METRICS_TOKEN_MAX + 64];
+  std::size_t n = 0;
+  while (n < sizeof buf) {
+    const ssize_t r = ::read(fd, buf + n, sizeof buf - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      const int e = errno;
+      ::close(fd);
+      return fail(std::strerror(e));
+    }
+    if (r == 0) break;
+    n += static_cast<std::size_t>(r);
+  }
+  ::close(fd);
+  std::string_view s(buf, n);
+  const std::size_t eol = s.find('\n');
+  if (eol != std::string_view::npos) s = s.substr(0, eol);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  if (s.size() < FLEXCO_METRICS_TOKEN_MIN || s.size() > FLEXCO_METRICS_TOKEN_MAX) {
+    return fail("the token must be " + std::to_string(FLEXCO_METRICS_TOKEN_MIN) + " to " +
+                std::to_string(FLEXCO_METRICS_TOKEN_MAX) + " characters on the first line");
+  }
+  for (char c : s) {
+    if (c < 0x21 || c > 0x7e) return fail("the token must be visible ASCII");
+  }
+  std::memcpy(out, s.data(), s.size());
+  out[s.size()] = '\0';
+  return 0;
+}
+
+extern "C" int flexco_is_bearer(const char* header) {
+  return header != nullptr && strncasecmp(header, "Bearer ", 7) == 0;
+}
+
+extern "C" int flexco_bearer_matches(const char* header, const char* token) {
+  if (!flexco_is_bearer(header) || token == nullptr || token[0] == '\0') return 0;
+  const char* given = header + 7;
+  while (*given == ' ') given++;
+  // Compare digests: the time taken depends on neither token's content
+  // nor on where they differ.
+  const auto a = flexco::sha256(std::string_view(given, strnlen(given, 4096)));
+  const auto b = flexco::sha256(std::string_view(token));
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0 ? 1 : 0;
 }

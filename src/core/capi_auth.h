@@ -72,6 +72,33 @@ int flexco_verifier_verify(flexco_verifier_t *v, const char *method,
 			   uid_t *uid, gid_t *gid, char *digest,
 			   char *code, size_t codelen, char *err, size_t errlen);
 
+/*
+ * Bearer tokens for GET /metrics (MetricsTokenFile=, doc/auth.md "Metrics
+ * tokens"): Prometheus cannot make MUNGE credentials.
+ *
+ * flexco_token_file_read: the token in path, which must be a regular file
+ * (not a symbolic link) owned by this process's effective uid and not
+ * readable or writable by group or others (mode 0600 or 0400).  The token
+ * is the file's first line without surrounding white space: 16 to
+ * FLEXCO_METRICS_TOKEN_MAX bytes of visible ASCII.  Returns 0 and writes
+ * the token and its NUL to out (outlen > FLEXCO_METRICS_TOKEN_MAX), else
+ * -1 with the reason in err.
+ */
+#define FLEXCO_METRICS_TOKEN_MIN 16
+#define FLEXCO_METRICS_TOKEN_MAX 512
+int flexco_token_file_read(const char *path, char *out, size_t outlen,
+			   char *err, size_t errlen);
+
+/*
+ * Does the Authorization header value header hold "Bearer <token>" with
+ * exactly this token?  Compared in time that depends only on the lengths,
+ * never on where the first difference is.  token "" never matches.
+ */
+int flexco_bearer_matches(const char *header, const char *token);
+
+/* Does the header use the Bearer scheme at all (case-insensitive)? */
+int flexco_is_bearer(const char *header);
+
 /* Is key a valid Idempotency-Key (1..128 bytes of 0x21-0x7e, not "-")? */
 int flexco_idempotency_key_valid(const char *key);
 

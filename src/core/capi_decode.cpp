@@ -379,6 +379,7 @@ constexpr Fixed kFixed[] = {
     {"/v1/profile", "GET", FLEXCO_RT_PROFILE, FLEXCO_EP_PROFILE},
     {"/v1/stats", "GET", FLEXCO_RT_STATS, FLEXCO_EP_STATS},
     {"/v1/events", "GET", FLEXCO_RT_EVENTS, FLEXCO_EP_EVENTS},
+    {"/metrics", "GET", FLEXCO_RT_METRICS, FLEXCO_EP_STATS},
 };
 
 void not_found(flexco_route_t* r) {

@@ -151,6 +151,7 @@ typedef enum {
 	FLEXCO_RT_RESV_CONFIRM,		/* POST /v1/reservations/{id}/confirm */
 	FLEXCO_RT_JOB_SUBMIT,		/* POST /v1/reservations/{id}/jobs */
 	FLEXCO_RT_JOB_GET,		/* GET /v1/reservations/{id}/jobs/{job} */
+	FLEXCO_RT_METRICS,		/* GET /metrics (counted as stats) */
 } flexco_route_kind_t;
 
 enum { FLEXCO_EP_PROFILE, FLEXCO_EP_STATS, FLEXCO_EP_EVENTS, FLEXCO_EP_RESV,

@@ -239,8 +239,10 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "listenport") {
         if (!need_int(1, 65535)) return range(1, 65535);
         c.listen_port = static_cast<int>(n);
-      } else if (k == "statefile" || k == "logfile" || k == "pidfile" || k == "mungesocket") {
+      } else if (k == "statefile" || k == "logfile" || k == "pidfile" || k == "mungesocket" ||
+                 k == "metricstokenfile") {
         if (!valid_path(v)) return parser.err(line, p.shown + ": '" + v + "' is not an absolute path");
+        if (k == "metricstokenfile") c.metrics_token_file = v;
         if (k == "statefile") c.state_file = v;
         if (k == "logfile") c.log_file = v;
         if (k == "pidfile") c.pid_file = v;

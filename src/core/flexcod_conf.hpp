@@ -85,6 +85,7 @@ struct FlexcodConf {
   int part_start_skew = 60;     // s, 5 .. 3600: a part may start this late
   std::string part_start_policy = "fail";  // fail | warn: a part later than that
   bool public_stats = false;    // GET /v1/stats and /v1/clusters without a credential
+  std::string metrics_token_file;  // "" none: GET /metrics's bearer token (doc/auth.md)
   std::int64_t plan_horizon = 7 * 86400;  // s, 60 .. 31622400
   int debug_level = 3;          // 0 quiet .. 3 info .. 9 debug5
   std::vector<ClusterConf> clusters;  // in file order, at least one

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <strings.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -272,7 +273,17 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
       curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
     }
 
+    const auto t0 = std::chrono::steady_clock::now();
     const CURLcode rc = curl_easy_perform(c);
+    if (config_.observer) {
+      long st = 0;
+      if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+      try {
+        config_.observer(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                         rc == CURLE_OK, static_cast<int>(st), total_timeout_ms > 0);
+      } catch (...) {
+      }
+    }
     const std::string where = meth + " " + url;
     if (rc != CURLE_OK) {
       const std::string why = errbuf[0] != '\0' ? std::string(errbuf) : curl_easy_strerror(rc);

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +100,10 @@ struct ClientConfig {
   long connect_timeout_ms = 2000;      // 1 .. 600000
   long total_timeout_ms = 10000;       // 1 .. 3600000, whole request
   std::size_t max_response_bytes = std::size_t{16} << 20;  // 1 .. 1 GiB
+  // Told of every request that was sent: its duration, whether an answer
+  // came (and its status), and whether the call set its own timeout (a
+  // long poll, which waits on purpose).  For metrics; must not throw.
+  std::function<void(double seconds, bool answered, int status, bool long_poll)> observer;
 };
 
 struct Header {

@@ -356,6 +356,7 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
     commit_count_++;
     commit_ms_sum_ += ms;
     commit_ms_max_ = std::max<std::int64_t>(commit_ms_max_, ms);
+    commit_hist_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   auto fresh = store_.get_coalloc(co.id);
   return Answer{201, co_json(fresh ? *fresh : co, true)};
@@ -536,6 +537,105 @@ ApiResult Engine::stats() {
   set_int(cm, "max", commit_ms_max_);
   set(o, "commit_ms", cm);
   return Answer{200, std::move(j)};
+}
+
+}  // namespace flexcod
+
+namespace flexcod {
+
+std::string Engine::metrics_text() {
+  // The database and each cluster's state first, then stats_mutex_ once:
+  // everything is copied, then written.
+  static const char* const kStates[] = {"planning", "committing", "scheduled", "running", "completed",
+                                        "failed", "cancelling", "cancelled"};
+  std::map<std::string, std::int64_t> by_state;
+  for (const char* st : kStates) by_state[st] = 0;
+  for (const auto& kv : store_.count_by_state()) by_state[kv.first] = kv.second;
+  const std::int64_t moves = store_.count_moves();
+  struct Link {
+    std::string name;
+    bool reachable, reconciled;
+    std::int64_t last_contact;
+  };
+  std::vector<Link> links;
+  for (auto& c : clusters_) {
+    std::lock_guard<std::mutex> lock(c->m);
+    links.push_back({c->conf.name, c->reachable, c->reconciled.load(), c->last_contact});
+  }
+  std::map<std::string, std::int64_t> counters, failed;
+  std::map<int, std::int64_t> requests;
+  std::map<std::string, Histogram> per_cluster;
+  Histogram commit, move, resched;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    counters = counters_;
+    requests = requests_;
+    per_cluster = cluster_hist_;
+    failed = cluster_failed_;
+    commit = commit_hist_;
+    move = move_hist_;
+    resched = resched_hist_;
+  }
+  auto counter = [&](const char* k) {
+    auto it = counters.find(k);
+    return it == counters.end() ? 0.0 : static_cast<double>(it->second);
+  };
+
+  Exposition x;
+  x.family("flexcod_coallocations", "gauge", "Co-allocations in the state database, by state.");
+  for (const auto& kv : by_state) x.sample("flexcod_coallocations", {{"state", kv.first}}, kv.second);
+  x.family("flexcod_commit_duration_seconds", "histogram",
+           "Placing and committing a submitted co-allocation (201 answers).");
+  x.histogram("flexcod_commit_duration_seconds", {}, commit);
+  x.family("flexcod_move_duration_seconds", "histogram",
+           "Moving a scheduled co-allocation (make-before-break), until the switch.");
+  x.histogram("flexcod_move_duration_seconds", {}, move);
+  x.family("flexcod_moves_total", "counter", "Moves of co-allocations, as recorded in the state database.");
+  x.sample("flexcod_moves_total", {}, static_cast<double>(moves));
+  x.family("flexcod_resched_passes_total", "counter", "Rescheduling passes.");
+  x.sample("flexcod_resched_passes_total", {}, counter("resched_passes"));
+  x.family("flexcod_resched_pass_duration_seconds", "histogram", "Rescheduling passes' durations.");
+  x.histogram("flexcod_resched_pass_duration_seconds", {}, resched);
+  x.family("flexcod_cluster_request_duration_seconds", "histogram",
+           "Requests to each cluster's plugin that were sent (long polls apart), by cluster.");
+  for (const auto& l : links) {
+    auto it = per_cluster.find(l.name);
+    x.histogram("flexcod_cluster_request_duration_seconds", {{"cluster", l.name}},
+                it == per_cluster.end() ? Histogram({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})
+                                        : it->second);
+  }
+  x.family("flexcod_cluster_request_failures_total", "counter",
+           "Requests to a cluster's plugin that got no answer or a 5xx, by cluster.");
+  for (const auto& l : links) {
+    auto it = failed.find(l.name);
+    x.sample("flexcod_cluster_request_failures_total", {{"cluster", l.name}},
+             it == failed.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  x.family("flexcod_cluster_reachable", "gauge",
+           "1 if the cluster's plugin answered the last call, else 0 (the link is down).");
+  for (const auto& l : links) x.sample("flexcod_cluster_reachable", {{"cluster", l.name}}, l.reachable ? 1 : 0);
+  x.family("flexcod_cluster_reconciled", "gauge",
+           "1 once the cluster was reconciled with the database since flexcod started; until then it is not planned on.");
+  for (const auto& l : links) x.sample("flexcod_cluster_reconciled", {{"cluster", l.name}}, l.reconciled ? 1 : 0);
+  x.family("flexcod_cluster_last_contact_seconds", "gauge",
+           "When the cluster's plugin last answered, seconds since the epoch (0: never).");
+  for (const auto& l : links) {
+    x.sample("flexcod_cluster_last_contact_seconds", {{"cluster", l.name}}, static_cast<double>(l.last_contact));
+  }
+  x.family("flexcod_errors_total", "counter",
+           "Things that went wrong and were handled, by kind (as in GET /v1/stats).");
+  for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations",
+                        "release_retries", "moves_abandoned", "late_parts"}) {
+    x.sample("flexcod_errors_total", {{"kind", k}}, counter(k));
+  }
+  x.sample("flexcod_errors_total", {{"kind", "illegal_transitions"}}, static_cast<double>(illegal_transitions()));
+  x.family("flexcod_http_requests_total", "counter", "Requests answered by flexcod, by HTTP status.");
+  for (const auto& kv : requests) {
+    x.sample("flexcod_http_requests_total", {{"code", std::to_string(kv.first)}}, static_cast<double>(kv.second));
+  }
+  x.family("flexcod_start_time_seconds", "gauge", "When flexcod started, seconds since the epoch.");
+  x.sample("flexcod_start_time_seconds", {}, static_cast<double>(started_));
+  return x.text();
 }
 
 }  // namespace flexcod

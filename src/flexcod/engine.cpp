@@ -41,6 +41,9 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     hc.audience = cc.name;  // must be the cluster's ClusterName (doc/auth.md)
     hc.connect_timeout_ms = 1000L * conf.connect_timeout;
     hc.total_timeout_ms = 1000L * conf.request_timeout;
+    hc.observer = [this, name = cc.name](double s, bool answered, int status, bool long_poll) {
+      observe_cluster(name, s, answered, status, long_poll);
+    };
     auto client = http::Client::create(hc, signer);
     if (client.ok()) {
       c->client = std::make_unique<http::PluginClient>(std::move(client).value());
@@ -120,6 +123,19 @@ std::string Engine::key(const CoRecord& co, int attempt, int idx, const char* wh
 void Engine::bump(const std::string& what, std::int64_t n) {
   std::lock_guard<std::mutex> lock(stats_mutex_);
   counters_[what] += n;
+}
+
+void Engine::observe_cluster(const std::string& name, double seconds, bool answered, int status,
+                             bool long_poll) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  if (!answered || status >= 500) cluster_failed_[name]++;
+  if (long_poll) return;  // waits on purpose
+  auto it = cluster_hist_.find(name);
+  if (it == cluster_hist_.end()) {
+    it = cluster_hist_.emplace(name, Histogram({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}))
+             .first;
+  }
+  it->second.observe(seconds);
 }
 
 void Engine::count_request(int status) {

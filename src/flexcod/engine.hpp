@@ -28,6 +28,7 @@
 #include "core/coalloc.hpp"
 #include "core/flexcod_conf.hpp"
 #include "core/http_client.hpp"
+#include "flexcod/metrics.hpp"
 #include "flexcod/states.hpp"
 #include "flexcod/store.hpp"
 
@@ -79,6 +80,9 @@ class Engine {
   ApiResult modify(const Caller& who, std::int64_t id, const json_t* body);
   ApiResult clusters();
   ApiResult stats();
+  // GET /metrics: the counters of stats() and more, in Prometheus' text
+  // format (doc/flexcod.md, "Metrics").
+  std::string metrics_text();
 
   void count_request(int status);
 
@@ -203,6 +207,15 @@ class Engine {
   std::map<std::string, std::int64_t> counters_;
   std::map<int, std::int64_t> requests_;
   std::int64_t commit_count_ = 0, commit_ms_sum_ = 0, commit_ms_max_ = 0;
+  // GET /metrics (stats_mutex_): seconds of commits, moves, rescheduling
+  // passes; every request to each cluster's plugin (long polls apart)
+  Histogram commit_hist_{{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
+  Histogram move_hist_{{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
+  Histogram resched_hist_{{0.01, 0.1, 0.5, 1, 5, 10, 30, 60}};
+  std::map<std::string, Histogram> cluster_hist_;
+  std::map<std::string, std::int64_t> cluster_failed_;  // no answer, or 5xx
+  void observe_cluster(const std::string& name, double seconds, bool answered, int status,
+                       bool long_poll);
   std::int64_t started_ = 0;
   // The reaper's retries of parts it could not release (reap_loop only):
   // (co, attempt, part) -> attempts so far and the time of the next one.

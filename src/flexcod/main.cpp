@@ -23,6 +23,7 @@
 #include <string>
 
 #include "core/auth.hpp"
+#include "core/capi_auth.h"
 #include "core/flexcod_conf.hpp"
 #include "flexco_config.h"
 #include "flexcod/engine.hpp"
@@ -57,6 +58,22 @@ void usage(FILE* out) {
                "  -V, --version print the version and exit\n"
                "  -h, --help    this help\n",
                flexco::conf::kDefaultPath);
+}
+
+// MetricsTokenFile's token ("" without one); false and why if the file is
+// not fit (capi_auth.h: owner-only, 16..512 visible characters).
+bool read_metrics_token(const flexco::conf::FlexcodConf& conf, std::string* token, std::string* why) {
+  token->clear();
+  if (conf.metrics_token_file.empty()) return true;
+  char buf[FLEXCO_METRICS_TOKEN_MAX + 1];
+  char err[512];
+  if (flexco_token_file_read(conf.metrics_token_file.c_str(), buf, sizeof buf, err, sizeof err) != 0) {
+    *why = std::string("MetricsTokenFile ") + err;
+    return false;
+  }
+  *token = buf;
+  std::memset(buf, 0, sizeof buf);
+  return true;
 }
 
 flexco::conf::Result<flexco::conf::FlexcodConf> load(const Options& o, const std::string& path) {
@@ -217,6 +234,14 @@ int main(int argc, char** argv) {
   engine->start();
   auto server = std::make_unique<flexcod::Server>(*engine, std::move(verifier).value(), conf.admin_users);
   server->set_public_stats(conf.public_stats);
+  {
+    std::string token;
+    if (!read_metrics_token(conf, &token, &why)) {
+      engine->stop();
+      return fail(why);
+    }
+    server->set_metrics_token(token);
+  }
   why = server->start(conf.listen_address, conf.listen_port);
   if (!why.empty()) {
     engine->stop();
@@ -241,7 +266,13 @@ int main(int argc, char** argv) {
         fc_error("reconfigure: %s; keeping the running configuration", again.error().message.c_str());
         continue;
       }
+      std::string token, terr;
+      if (!read_metrics_token(again.value(), &token, &terr)) {
+        fc_error("reconfigure: %s; keeping the running configuration", terr.c_str());
+        continue;
+      }
       conf = again.value();
+      server->set_metrics_token(token);
       flexcod::log_set_level(conf.debug_level);
       engine->reload(conf);
       server->set_admins(conf.admin_users);

@@ -219,6 +219,15 @@ bool Engine::resched_pass(const std::string& trigger) {
   });
   bump("resched_passes");
   fc_verbose("rescheduling pass (%s): %zu scheduled co-allocations", trigger.c_str(), cos.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Timed {  // the pass's duration, however it ends
+    Engine* e;
+    std::chrono::steady_clock::time_point t0;
+    ~Timed() {
+      std::lock_guard<std::mutex> lock(e->stats_mutex_);
+      e->resched_hist_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  } timed{this, t0};
   bool abandoned = false;
   for (const auto& candidate : cos) {
     if (stopping_) return false;
@@ -398,6 +407,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
                   const flexco::CoallocPlan& plan, const std::string& kind,
                   const std::string& reason, std::string* why,
                   std::unique_lock<std::mutex>* claim) {
+  const auto move_t0 = std::chrono::steady_clock::now();  // GET /metrics: until the switch
   flexco::conf::FlexcodConf conf;
   {
     std::lock_guard<std::mutex> lock(conf_mutex_);
@@ -554,6 +564,10 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   }
   co = after;
   bump("moves");
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    move_hist_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - move_t0).count());
+  }
   fc_info("co-%ld: moved (%s): %s -> %s, start %ld -> %ld, end %ld -> %ld", (long)co.id,
           kind.c_str(), parts_text(old_parts).c_str(), parts_text(parts).c_str(),
           (long)mv.from_start, (long)mv.to_start, (long)mv.from_end, (long)mv.to_end);

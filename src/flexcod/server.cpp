@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/auth.hpp"
+#include "core/capi_auth.h"
 #include "core/wire_profile.hpp"
 #include "flexcod/log.hpp"
 
@@ -162,11 +163,11 @@ bool Server::is_admin(uid_t uid) {
 }
 
 MHD_Result Server::respond(MHD_Connection* c, int status, const std::string& body,
-                           bool auth_challenge, bool retry_after) {
+                           bool auth_challenge, bool retry_after, const char* type) {
   MHD_Response* resp = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()),
                                                        MHD_RESPMEM_MUST_COPY);
   if (resp == nullptr) return MHD_NO;
-  MHD_add_response_header(resp, "Content-Type", "application/json");
+  MHD_add_response_header(resp, "Content-Type", type);
   MHD_add_response_header(resp, "Cache-Control", "no-store");
   if (auth_challenge) MHD_add_response_header(resp, "WWW-Authenticate", "MUNGE");
   if (retry_after) MHD_add_response_header(resp, "Retry-After", "1");
@@ -211,7 +212,23 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
   const std::size_t qpos = r.target.find('?');
   const std::string path = r.target.substr(0, qpos);
   Caller who;
-  if (public_stats_ && method == "GET" && (path == "/v1/stats" || path == "/v1/clusters")) {
+  const char* auth_header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  const bool metrics = path == "/metrics" && method == "GET";
+  if (metrics && flexco_is_bearer(auth_header)) {
+    // MetricsTokenFile's token: for GET /metrics only (doc/auth.md).
+    std::string token;
+    {
+      std::lock_guard<std::mutex> lock(admins_mutex_);
+      token = metrics_token_;
+    }
+    if (token.empty()) return error(c, 401, "invalid_token", "no MetricsTokenFile is set: use MUNGE");
+    if (!flexco_bearer_matches(auth_header, token.c_str())) {
+      fc_verbose("%s %s: wrong metrics token", method.c_str(), r.target.c_str());
+      return error(c, 401, "invalid_token", "the bearer token is not MetricsTokenFile's");
+    }
+    who.user = "(metrics token)";
+  } else if (public_stats_ && method == "GET" &&
+             (path == "/v1/stats" || path == "/v1/clusters" || path == "/metrics")) {
     // PublicStats=yes: answered without a credential (who stays uid -1).
     who.user = "(public)";
   } else {
@@ -304,6 +321,13 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
   } else if (path == "/v1/stats" && method == "GET") {
     if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
     result = engine_.stats();
+  } else if (metrics) {
+    if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
+    fc_debug("%s %s by %s: 200", method.c_str(), r.target.c_str(), who.user.c_str());
+    return respond(c, 200, engine_.metrics_text(), false, false,
+                   "text/plain; version=0.0.4; charset=utf-8");
+  } else if (path == "/metrics") {
+    result = ApiError{405, "bad_request", method + " is not allowed on " + path};
   }
   if (!result.ok()) {
     const ApiError& e = result.error();

@@ -32,6 +32,11 @@ class Server {
   void set_admins(std::vector<std::string> admin_users);
   // PublicStats: GET /v1/stats and /v1/clusters without a credential.
   void set_public_stats(bool yes) { public_stats_ = yes; }
+  // MetricsTokenFile's token ("" none): a bearer credential for GET /metrics only.
+  void set_metrics_token(const std::string& token) {
+    std::lock_guard<std::mutex> lock(admins_mutex_);
+    metrics_token_ = token;
+  }
 
   // libmicrohttpd callbacks (public for the C trampolines).
   MHD_Result handle(MHD_Connection* c, const char* method, const char* upload, size_t* upload_size,
@@ -42,7 +47,7 @@ class Server {
  private:
   struct Request;
   MHD_Result respond(MHD_Connection* c, int status, const std::string& body, bool auth_challenge,
-                     bool retry_after);
+                     bool retry_after, const char* type = "application/json");
   MHD_Result error(MHD_Connection* c, int status, const std::string& code, const std::string& msg);
   MHD_Result dispatch(MHD_Connection* c, const std::string& method, Request& r);
   bool is_admin(uid_t uid);
@@ -52,6 +57,7 @@ class Server {
   std::mutex admins_mutex_;
   std::vector<std::string> admin_users_;
   std::atomic<bool> public_stats_{false};
+  std::string metrics_token_;  // admins_mutex_
   MHD_Daemon* daemon_ = nullptr;
 };
 

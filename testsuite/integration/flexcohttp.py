@@ -21,6 +21,7 @@ specification and the server agree.
 import hashlib
 import http.client
 import json
+import math
 import os
 import re
 import subprocess
@@ -238,3 +239,108 @@ def plugin_client(cluster, munge_socket, **kw):
     """A Client of a cluster's plugin from its `localgrid status --json`
     record: its plugin_url, signed for its name (localgrid's ClusterName)."""
     return Client(cluster["plugin_url"], munge_socket, cluster["name"], **kw)
+
+
+# ---------------------------------------------------------------------------
+# GET /metrics: Prometheus' text exposition format 0.0.4, parsed strictly
+# (test_metrics.py; test_flexcod_resched.py reads flexcod's histograms).
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)')
+
+
+def parse_exposition(text):
+    """Strictly parse Prometheus text format 0.0.4.  Returns (families,
+    problems): families {name: {"type", "help", "samples": [(name,
+    labels, value)]}}."""
+    fams, problems, current = {}, [], None
+    if not text.endswith("\n"):
+        problems.append("the text does not end with a newline")
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("# HELP ") or line.startswith("# TYPE "):
+            parts = line.split(" ", 3)
+            if len(parts) < 4:
+                problems.append("line %d: short %s" % (n, line))
+                continue
+            kind, name, rest = parts[1], parts[2], parts[3]
+            f = fams.setdefault(name, {"type": None, "help": None, "samples": []})
+            key = "help" if kind == "HELP" else "type"
+            if f[key] is not None:
+                problems.append("line %d: a second %s for %s" % (n, kind, name))
+            if f["samples"]:
+                problems.append("line %d: %s of %s after its samples" % (n, kind, name))
+            if kind == "TYPE" and rest not in ("counter", "gauge", "histogram", "summary", "untyped"):
+                problems.append("line %d: unknown type %r" % (n, rest))
+            f[key] = rest
+            current = name
+            continue
+        if line.startswith("#") or not line:
+            problems.append("line %d: neither a sample nor HELP/TYPE: %r" % (n, line))
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            problems.append("line %d: not a sample: %r" % (n, line))
+            continue
+        sname, labels_text, value = m.group(1), m.group(3), m.group(4)
+        labels = {}
+        if labels_text:
+            pos = 0
+            for lm in LABEL.finditer(labels_text):
+                if lm.start() != pos:
+                    break
+                labels[lm.group(1)] = lm.group(2)
+                pos = lm.end()
+            if pos != len(labels_text):
+                problems.append("line %d: bad labels %r" % (n, labels_text))
+        try:
+            v = float(value)
+        except ValueError:
+            problems.append("line %d: bad value %r" % (n, value))
+            continue
+        base = sname
+        f = fams.get(current)
+        if f and f["type"] == "histogram":
+            for suffix in ("_bucket", "_sum", "_count"):
+                if sname == current + suffix:
+                    base = current
+        if base != current or fams[current]["type"] is None:
+            problems.append("line %d: sample %s outside its family (%s)" % (n, sname, current))
+            continue
+        fams[current]["samples"].append((sname, labels, v))
+    for name, f in fams.items():
+        if f["type"] is None or f["help"] is None:
+            problems.append("%s: HELP and TYPE both once" % name)
+        if f["type"] == "counter" and not name.endswith("_total"):
+            problems.append("%s: a counter's name ends in _total" % name)
+        if f["type"] != "histogram":
+            continue
+        series = {}
+        for sname, labels, v in f["samples"]:
+            key = tuple(sorted((k, x) for k, x in labels.items() if k != "le"))
+            s = series.setdefault(key, {"buckets": [], "sum": None, "count": None})
+            if sname.endswith("_bucket"):
+                le = labels.get("le")
+                s["buckets"].append((math.inf if le == "+Inf" else float(le), v))
+            elif sname.endswith("_sum"):
+                s["sum"] = v
+            else:
+                s["count"] = v
+        for key, s in series.items():
+            b = s["buckets"]
+            what = "%s%r" % (name, dict(key))
+            if not b or b[-1][0] != math.inf:
+                problems.append(what + ": no le=\"+Inf\" bucket last")
+                continue
+            if any(b[i][0] >= b[i + 1][0] or b[i][1] > b[i + 1][1] for i in range(len(b) - 1)):
+                problems.append(what + ": buckets not increasing and cumulative: %r" % b)
+            if s["count"] != b[-1][1] or s["sum"] is None:
+                problems.append(what + ": _count %r is not the +Inf bucket %r (or no _sum)"
+                                % (s["count"], b[-1][1]))
+    return fams, problems
+
+
+def value(fams, family, sample=None, **labels):
+    for sname, lab, v in (fams.get(family) or {}).get("samples", []):
+        if sname == (sample or family) and all(lab.get(k) == x for k, x in labels.items()):
+            return v
+    return None

@@ -17,6 +17,7 @@ import tempfile
 import time
 
 import flexcotest as t
+from flexcohttp import parse_exposition, value
 from flexcodtest import HOLD_ENV, Flexcod, Hold, nothing_left, script, slurm_jobs, \
     slurm_reservations
 
@@ -269,6 +270,26 @@ def main():
         t.ok(s.get("moves") == 6 and s.get("early_ends_seen", 0) >= 1,
              "GET /v1/stats: 6 moves (from the database, across restarts), early ends seen",
              "%r" % s)
+        # GET /metrics (issue 17 §4): the same counts, and the durations
+        # of the moves and passes since the restart
+        def metrics():
+            r = fc.client().get("/metrics")
+            fams, problems = parse_exposition(r.raw.decode())
+            passes = (fc.client().get("/v1/stats").json or {}).get("resched_passes")
+            got = (r.status, problems[:5], value(fams, "flexcod_moves_total"),
+                   value(fams, "flexcod_move_duration_seconds", "flexcod_move_duration_seconds_count"),
+                   value(fams, "flexcod_resched_passes_total"),
+                   value(fams, "flexcod_resched_pass_duration_seconds",
+                         "flexcod_resched_pass_duration_seconds_count"), passes)
+            seen.append(got)
+            st, bad, total, moved, n, timed, passes = got
+            return (st == 200 and not bad and total == 6 and moved is not None and 1 <= moved <= 6
+                    and n == timed == passes and passes >= 1 and got)
+        seen = []
+        got = t.wait_for(metrics, 30, "GET /metrics to agree with /v1/stats")
+        t.ok(got, "GET /metrics: flexcod_moves_total 6; the moves since the restart (%s) and every "
+             "rescheduling pass (%s, as /v1/stats) in their duration histograms"
+             % ((got or [None] * 7)[3], (got or [None] * 7)[6]), "%r" % seen[-3:])
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"), "nothing left at the end",
              "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
         fc.no_illegal_transitions()

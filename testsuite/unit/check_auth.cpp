@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/auth.hpp"
+#include "core/capi_auth.h"
 #include "core/sha256.hpp"
 
 // Last: check.h defines macros (fail, ...) that clash with <ios>.
@@ -1528,6 +1529,71 @@ END_TEST
 
 // ===========================================================================
 
+// MetricsTokenFile (capi_auth.h): owner-only regular files, one token line;
+// the bearer comparison takes only that exact token.
+START_TEST(metrics_token_file) {
+  char dir[] = "/tmp/check_auth_token.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  const std::string good = std::string(dir) + "/good";
+  auto put_file = [](const std::string& path, const std::string& text, mode_t mode) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ck_assert_int_eq(fchmod(fd, mode), 0);
+    close(fd);
+  };
+  char tok[FLEXCO_METRICS_TOKEN_MAX + 1];
+  char err[512];
+  put_file(good, "  0123456789abcdef0123  \nsecond line\n", 0600);
+  ck_assert_int_eq(flexco_token_file_read(good.c_str(), tok, sizeof tok, err, sizeof err), 0);
+  ck_assert_str_eq(tok, "0123456789abcdef0123");
+  put_file(good, "0123456789abcdef0123", 0400);  // no newline, read-only
+  ck_assert_int_eq(flexco_token_file_read(good.c_str(), tok, sizeof tok, err, sizeof err), 0);
+  ck_assert_str_eq(tok, "0123456789abcdef0123");
+
+  const std::string loose = std::string(dir) + "/loose";
+  for (mode_t m : {0640, 0604, 0660}) {
+    put_file(loose, "0123456789abcdef0123\n", m);
+    ck_assert_int_eq(flexco_token_file_read(loose.c_str(), tok, sizeof tok, err, sizeof err), -1);
+    ck_assert_msg(std::strstr(err, "group or others"), "%s", err);
+  }
+  const std::string shortf = std::string(dir) + "/short";
+  put_file(shortf, "0123456789abcde\n", 0600);  // 15 characters
+  ck_assert_int_eq(flexco_token_file_read(shortf.c_str(), tok, sizeof tok, err, sizeof err), -1);
+  put_file(shortf, "0123456789 abcdef\n", 0600);  // a blank inside
+  ck_assert_int_eq(flexco_token_file_read(shortf.c_str(), tok, sizeof tok, err, sizeof err), -1);
+  put_file(shortf, std::string(FLEXCO_METRICS_TOKEN_MAX + 1, 'x'), 0600);
+  ck_assert_int_eq(flexco_token_file_read(shortf.c_str(), tok, sizeof tok, err, sizeof err), -1);
+  const std::string link = std::string(dir) + "/link";
+  ck_assert_int_eq(symlink(good.c_str(), link.c_str()), 0);
+  ck_assert_int_eq(flexco_token_file_read(link.c_str(), tok, sizeof tok, err, sizeof err), -1);
+  ck_assert_int_eq(flexco_token_file_read(dir, tok, sizeof tok, err, sizeof err), -1);
+  ck_assert_int_eq(flexco_token_file_read("relative", tok, sizeof tok, err, sizeof err), -1);
+  ck_assert_int_eq(flexco_token_file_read((std::string(dir) + "/none").c_str(), tok, sizeof tok, err,
+                                          sizeof err), -1);
+  if (geteuid() == 0) {  // owned by another uid
+    put_file(shortf, "0123456789abcdef0123\n", 0600);
+    ck_assert_int_eq(chown(shortf.c_str(), 65534, 65534), 0);
+    ck_assert_int_eq(flexco_token_file_read(shortf.c_str(), tok, sizeof tok, err, sizeof err), -1);
+    ck_assert_msg(std::strstr(err, "owned by uid 65534"), "%s", err);
+  }
+  for (const char* f : {"good", "loose", "short", "link"}) unlink((std::string(dir) + "/" + f).c_str());
+  rmdir(dir);
+
+  ck_assert_int_eq(flexco_bearer_matches("Bearer 0123456789abcdef0123", "0123456789abcdef0123"), 1);
+  ck_assert_int_eq(flexco_bearer_matches("bearer 0123456789abcdef0123", "0123456789abcdef0123"), 1);
+  ck_assert_int_eq(flexco_bearer_matches("Bearer 0123456789abcdef012", "0123456789abcdef0123"), 0);
+  ck_assert_int_eq(flexco_bearer_matches("Bearer 0123456789abcdef01234", "0123456789abcdef0123"), 0);
+  ck_assert_int_eq(flexco_bearer_matches("Bearer 1123456789abcdef0123", "0123456789abcdef0123"), 0);
+  ck_assert_int_eq(flexco_bearer_matches("MUNGE 0123456789abcdef0123", "0123456789abcdef0123"), 0);
+  ck_assert_int_eq(flexco_bearer_matches("Bearer ", ""), 0);
+  ck_assert_int_eq(flexco_bearer_matches(nullptr, "0123456789abcdef0123"), 0);
+  ck_assert_int_eq(flexco_is_bearer("Bearer x"), 1);
+  ck_assert_int_eq(flexco_is_bearer("MUNGE x"), 0);
+  ck_assert_int_eq(flexco_is_bearer(nullptr), 0);
+}
+END_TEST
+
 namespace {
 
 Suite* make_suite() {
@@ -1556,6 +1622,7 @@ Suite* make_suite() {
   tcase_add_test(format, replay_cache_per_uid);
   tcase_add_test(format, replay_cache_one_uid_cannot_lock_out);
   tcase_add_test(format, replay_cache_uid_share);
+  tcase_add_test(format, metrics_token_file);
   suite_add_tcase(s, format);
 
   TCase* munge = tcase_create("munge");
