@@ -279,6 +279,16 @@ def run(grid, fc, alpha, beta, d, ca, other_ca, p_plugin, p_flexcod, fakes):
             f.write(conf.replace(plain_beta, "Cluster=%s URL=%s" % (beta["name"], beta_https))
                     + "TLSCAFile=%s\nFlexcodURL=%s\n" % (ca_file, flexcod_https))
 
+    # -- an unreadable TLSCAFile: flexcod refuses to start -----------------------
+    write_conf("/nonexistent/ca.pem")
+    r = subprocess.run([fc.info["program"], "-D", "-f", conf_path], capture_output=True,
+                       text=True, timeout=60, stdin=subprocess.DEVNULL)
+    t.ok(r.returncode == 1 and r.stderr.strip() == "flexcod: fatal: %s: TLSCAFile "
+         "/nonexistent/ca.pem is not readable: No such file or directory (cluster %s is https)"
+         % (conf_path, beta["name"]),
+         "flexcod with an unreadable TLSCAFile and an https cluster: exit 1, one fatal line",
+         "exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+
     # -- flexcod reaches beta through the proxy ---------------------------------
     write_conf(ca)
     fc.restart(kill9=False)  # waits until every cluster is reconciled, beta over TLS
