@@ -104,7 +104,7 @@ bool valid_cluster_name(const std::string& s) {
 }
 
 bool valid_url(const std::string& u) {
-  const std::string p = "http://";
+  const std::string p = u.compare(0, 8, "https://") == 0 ? "https://" : "http://";
   if (u.size() <= p.size() || u.compare(0, p.size(), p) != 0) return false;
   const std::string rest = u.substr(p.size());
   if (rest.empty()) return false;
@@ -197,7 +197,7 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
         const Pair& p = pairs[i];
         if (p.key == "url" && !have_url) {
           if (!valid_url(p.value)) {
-            return parser.err(line, "URL: '" + p.value + "' is not http://host:port");
+            return parser.err(line, "URL: '" + p.value + "' is not http://host:port or https://host:port");
           }
           cl.url = p.value;
           have_url = true;
@@ -236,13 +236,19 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
           return parser.err(line, "ListenAddress: '" + v + "' is not an address");
         }
         c.listen_address = v;
+      } else if (k == "flexcodurl") {
+        if (!valid_url(v)) {
+          return parser.err(line, "FlexcodURL: '" + v + "' is not http://host:port or https://host:port");
+        }
+        c.flexcod_url = v;
       } else if (k == "listenport") {
         if (!need_int(1, 65535)) return range(1, 65535);
         c.listen_port = static_cast<int>(n);
       } else if (k == "statefile" || k == "logfile" || k == "pidfile" || k == "mungesocket" ||
-                 k == "metricstokenfile") {
+                 k == "metricstokenfile" || k == "tlscafile") {
         if (!valid_path(v)) return parser.err(line, p.shown + ": '" + v + "' is not an absolute path");
         if (k == "metricstokenfile") c.metrics_token_file = v;
+        if (k == "tlscafile") c.tls_ca_file = v;
         if (k == "statefile") c.state_file = v;
         if (k == "logfile") c.log_file = v;
         if (k == "pidfile") c.pid_file = v;

@@ -21,7 +21,9 @@
 //     RescheduleWait=60
 //     MaxMoves=5
 //     Cluster=alpha URL=http://127.0.0.1:26001 [Partition=batch]
-//     Cluster=beta  URL=http://127.0.0.1:26101
+//     Cluster=beta  URL=https://beta-mgmt.example.org:26443
+//     TLSCAFile=/etc/flexco/tls/ca.pem        (https URLs; absent: the system's CAs)
+//     FlexcodURL=https://flexcod.example.org:26991   (sreserve's way to flexcod)
 //
 // Also accepted (tuning, all optional): ConnectTimeout (s, default 2),
 // RequestTimeout (s, 10), ConfirmWithin (s, tentative reservation lifetime
@@ -58,7 +60,7 @@ using Result = BasicResult<T, Error>;
 
 struct ClusterConf {
   std::string name;       // [A-Za-z0-9_-]{1,64}, unique
-  std::string url;        // http://host:port of its slurmctld/flexco plugin
+  std::string url;        // http(s)://host:port of its slurmctld/flexco plugin (or its TLS proxy)
   std::string partition;  // "" = the cluster's default partition
 };
 
@@ -69,6 +71,9 @@ struct FlexcodConf {
   std::string log_file;   // "" = syslog (stderr with -D)
   std::string pid_file = "/run/flexcod.pid";
   std::string munge_socket;  // "" = libmunge's default
+  std::string tls_ca_file;   // CA certificates for https URLs; "" = the system's
+  std::string flexcod_url;   // where sreserve reaches flexcod (e.g. its TLS
+                             // proxy); "" = http://ListenAddress:ListenPort
   std::vector<std::string> admin_users = {"root"};
   std::string default_policy = "flexco";     // flexco | coarp | hpcm | cores
   std::string availability_mode = "probe";   // probe | publish

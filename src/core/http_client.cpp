@@ -6,6 +6,9 @@
 
 #include <curl/curl.h>
 #include <strings.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstdio>
@@ -60,8 +63,10 @@ extern "C" int progress_cb(void* user, curl_off_t, curl_off_t, curl_off_t, curl_
   return cancel != nullptr && cancel->load() ? 1 : 0;
 }
 
+bool is_https(const std::string& url) { return url.compare(0, 8, "https://") == 0; }
+
 bool valid_base_url(const std::string& url) {
-  const std::string_view p = "http://";
+  const std::string_view p = is_https(url) ? "https://" : "http://";
   if (url.size() <= p.size() || url.compare(0, p.size(), p) != 0) return false;
   for (std::size_t i = p.size(); i < url.size(); ++i) {
     const char c = url[i];
@@ -137,6 +142,7 @@ const char* errc_name(Errc code) noexcept {
     case Errc::kBadResponse: return "bad_response";
     case Errc::kHttp: return "http_error";
     case Errc::kInternal: return "internal_error";
+    case Errc::kTls: return "tls_failed";
   }
   return "internal_error";
 }
@@ -156,7 +162,13 @@ Result<Client> Client::create(ClientConfig config, std::optional<auth::Signer> s
   try {
     if (!valid_base_url(config.base_url)) {
       return make_error(Errc::kInvalidArgument,
-                        "base_url must be http://host[:port], got '" + config.base_url + "'");
+                        "base_url must be http://host[:port] or https://host[:port], got '" +
+                            config.base_url + "'");
+    }
+    if (is_https(config.base_url) && !config.ca_file.empty() &&
+        access(config.ca_file.c_str(), R_OK) != 0) {
+      return make_error(Errc::kInvalidArgument, "CA file " + config.ca_file +
+                                                    " is not readable: " + std::strerror(errno));
     }
     if (config.connect_timeout_ms < 1 || config.connect_timeout_ms > 600000) {
       return make_error(Errc::kInvalidArgument, "connect_timeout_ms outside 1..600000");
@@ -249,7 +261,16 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, config_.connect_timeout_ms);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    const bool tls = is_https(config_.base_url);
+    // Only the URL's own scheme: never a redirect or a downgrade to another.
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, tls ? "https" : "http");
+    if (tls) {
+      // Always verified, chain and host name (no option turns this off).
+      curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+      curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+      curl_easy_setopt(c, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+      if (!config_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, config_.ca_file.c_str());
+    }
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c, CURLOPT_PROXY, "");  // never through an environment proxy
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, list.get());
@@ -307,6 +328,22 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
           return make_error(Errc::kInternal, where + ": out of memory");
         case CURLE_OUT_OF_MEMORY:
           return make_error(Errc::kInternal, where + ": out of memory");
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CIPHER:
+        case CURLE_SSL_ISSUER_ERROR:
+        case CURLE_SSL_CRL_BADFILE:
+        case CURLE_SSL_INVALIDCERTSTATUS:
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+          // The TLS connection failed or its certificate did not verify:
+          // the request, and its credential, were never sent.
+          return make_error(Errc::kTls,
+                            where + ": " + why + " (CA certificates: " +
+                                (config_.ca_file.empty() ? std::string("the system's")
+                                                         : config_.ca_file) +
+                                "); the request was not sent");
         default:
           return make_error(Errc::kTransport, where + ": " + why);
       }

@@ -1,6 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A small HTTP+JSON client for FlexCo's MUNGE-signed APIs (libcurl, jansson).
 //
+// base_url is http://host[:port] or https://host[:port].  Over https the
+// server's certificate is always verified, chain and host name, against
+// ClientConfig::ca_file (or the system's CA certificates); there is no way
+// to turn that off.  libcurl verifies it as it makes the TLS connection,
+// before any byte of the request is sent, so a request (and its MUNGE credential)
+// never reaches a server whose certificate fails: the call ends with
+// kTls.  doc/admin.md, "Network and TLS", has the tested setup (a TLS
+// proxy in front of the plugin and flexcod).
+//
 // Every request is signed exactly as doc/auth.md specifies (core/auth.hpp's
 // Signer: the audience (the service behind base_url: a cluster's
 // ClusterName or "flexcod"), method, request-target as sent, SHA-256 of the
@@ -69,6 +78,8 @@ enum class Errc {
   kBadResponse,          // "bad_response": 2xx answer that is not the expected JSON
   kHttp,                 // "http_error": the server answered with an error status
   kInternal,             // "internal_error": out of memory, curl init failed
+  kTls,                  // "tls_failed": the TLS connection failed, above all a
+                         // server certificate that does not verify; nothing was sent
 };
 
 // The stable code: "connect_failed", "timeout", ...
@@ -92,7 +103,12 @@ struct Response {
 };
 
 struct ClientConfig {
-  std::string base_url;                // "http://127.0.0.1:26001", no trailing path
+  std::string base_url;                // "http://127.0.0.1:26001", no trailing path,
+                                       // or "https://flexco.example.org:26443"
+  // https only: the PEM file of the CA certificates that the server's
+  // certificate must chain to; "" = the system's (/etc/ssl/certs).  Read by
+  // libcurl at every connection, so a renewed file is used at once.
+  std::string ca_file;
   // Whom every request is signed for (doc/auth.md, "Audience"): the
   // ClusterName of the cluster whose plugin listens at base_url, or
   // auth::kFlexcodAudience.  Required when the client signs.
@@ -113,8 +129,9 @@ struct Header {
 
 class Client {
  public:
-  // kInvalidArgument if base_url is not http://host[:port] (no path, query
-  // or fragment), a bound is out of range, or a signer is given and the
+  // kInvalidArgument if base_url is not http://host[:port] or
+  // https://host[:port] (no path, query or fragment), ca_file is given for
+  // an https URL and is not a readable file, a bound is out of range, or a signer is given and the
   // audience is not one (auth::validate_audience).  With signer == nullopt
   // the requests go unsigned (only for tests of servers' 401 answers).
   static Result<Client> create(ClientConfig config,

@@ -15,6 +15,21 @@ using namespace engine_detail;
 // fixed, so say exactly that, once, rather than "unreachable".
 void Engine::Cluster::note_error(const http::Error& e) {
   note(answered(e), e.message);
+  if (e.code == http::Errc::kTls) {
+    // An https URL whose certificate does not verify (or a TLS handshake
+    // that fails): nothing is sent to it, the MUNGE credential included.
+    // Said once until the cluster answers again.
+    {
+      std::lock_guard<std::mutex> lock(m);
+      if (tls_refused) return;
+      tls_refused = true;
+    }
+    fc_error("cluster %s: TLS with %s failed, no request is sent to it until it verifies "
+             "(%s); its certificate must be signed by a CA of TLSCAFile in flexcod.conf and "
+             "name the host of URL=",
+             conf.name.c_str(), conf.url.c_str(), e.message.c_str());
+    return;
+  }
   if (e.code != http::Errc::kHttp || e.api_code != "wrong_audience") return;
   {
     std::lock_guard<std::mutex> lock(m);
@@ -39,6 +54,7 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     http::ClientConfig hc;
     hc.base_url = cc.url;
     hc.audience = cc.name;  // must be the cluster's ClusterName (doc/auth.md)
+    hc.ca_file = conf.tls_ca_file;  // https URLs only
     hc.connect_timeout_ms = 1000L * conf.connect_timeout;
     hc.total_timeout_ms = 1000L * conf.request_timeout;
     hc.observer = [this, name = cc.name](double s, bool answered, int status, bool long_poll) {
@@ -90,10 +106,17 @@ void Engine::reload(const flexco::conf::FlexcodConf& conf) {
   auto clusters = conf_.clusters;
   auto listen_address = conf_.listen_address;
   const int port = conf_.listen_port;
+  const std::string tls_ca_file = conf_.tls_ca_file;
   conf_ = conf;
   if (conf.clusters.size() != clusters.size()) {
     fc_error("reconfigure: the cluster list changed; restart flexcod to apply it");
   }
+  if (conf.tls_ca_file != tls_ca_file) {
+    // The clients were made with the old path (a renewed file at the same
+    // path is read at every connection).
+    fc_error("reconfigure: TLSCAFile changed; restart flexcod to apply it");
+  }
+  conf_.tls_ca_file = tls_ca_file;
   conf_.clusters = clusters;
   conf_.listen_address = listen_address;
   conf_.listen_port = port;

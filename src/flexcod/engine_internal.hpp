@@ -61,6 +61,7 @@ struct Engine::Cluster {
     }
     last_error = error;
     if (answered && error.empty()) audience_refused = false;
+    if (answered) tls_refused = false;
   }
 
   // note() for a failed call; says loudly when the plugin refuses our
@@ -70,6 +71,9 @@ struct Engine::Cluster {
   // The plugin answered wrong_audience and that was logged; cleared by the
   // next successful call, so that a recurrence is logged again.
   bool audience_refused = false;
+  // Its TLS certificate failed verification and that was logged; cleared by
+  // the next answer, as audience_refused.
+  bool tls_refused = false;
 };
 
 // A parsed submission.
@@ -161,6 +165,7 @@ inline bool maybe_done(const http::Error& e) {
     case http::Errc::kInvalidArgument:
     case http::Errc::kSignFailed:
     case http::Errc::kConnect:
+    case http::Errc::kTls:  // TLS failed before anything was sent
       return false;  // never sent
     case http::Errc::kHttp:
       return e.http_status >= 500;  // 4xx: refused, nothing done

@@ -86,6 +86,15 @@ flexco::conf::Result<flexco::conf::FlexcodConf> load(const Options& o, const std
   if (o.port > 0) c.listen_port = o.port;
   if (!o.listen.empty()) c.listen_address = o.listen;
   c.debug_level = std::min(9, c.debug_level + o.verbose);
+  // An https cluster with an unreadable CA file could never be reached:
+  // refuse the configuration rather than run without that cluster.
+  for (const auto& cl : c.clusters) {
+    if (cl.url.compare(0, 8, "https://") == 0 && !c.tls_ca_file.empty() &&
+        access(c.tls_ca_file.c_str(), R_OK) != 0) {
+      return flexco::conf::Error{0, path + ": TLSCAFile " + c.tls_ca_file + " is not readable: " +
+                                        std::strerror(errno) + " (cluster " + cl.name + " is https)"};
+    }
+  }
   return c;
 }
 

@@ -95,6 +95,7 @@ struct Caller {
   std::optional<flexco::auth::Signer> signer;
   int verbose = 0;
   long timeout_ms = 10000;
+  std::string ca_file;  // for https URLs: FLEXCO_TLS_CA_FILE, else TLSCAFile
 
   // One call, recorded as a CALL of the exchange (views.hpp).
   // With an `idempotency_key` the request carries it as Idempotency-Key and
@@ -116,6 +117,7 @@ struct Caller {
     // name from flexcod.conf (its ClusterName), or "flexcod".
     cc.audience = target;
     cc.total_timeout_ms = timeout_ms > 0 ? timeout_ms : this->timeout_ms;
+    cc.ca_file = ca_file;
     auto client = http::Client::create(cc, signer);
     if (!client.ok()) {
       json_object_set_new(rec.get(), "code", json_string(http::errc_name(client.error().code)));
@@ -293,6 +295,7 @@ int main(int argc, char** argv) {
   if (!conf.ok() && (need_clusters || daemon_url.empty()))
     return fail(kExitConfig, "cannot use " + conf_path + ": " + conf.error().message +
                                  (need_clusters ? "" : " (or give --url / FLEXCO_URL)"));
+  if (daemon_url.empty() && conf.ok()) daemon_url = conf.value().flexcod_url;
   if (daemon_url.empty() && conf.ok()) {
     std::string host = conf.value().listen_address;
     if (host == "0.0.0.0") host = "127.0.0.1";
@@ -313,6 +316,7 @@ int main(int argc, char** argv) {
   caller.signer = signer.value();
   caller.verbose = o.verbose;
   if (conf.ok()) caller.timeout_ms = conf.value().request_timeout * 1000L;
+  caller.ca_file = env_or("FLEXCO_TLS_CA_FILE", conf.ok() ? conf.value().tls_ca_file : "");
 
   // The clusters asked, in -M order (default: flexcod.conf's order).
   std::vector<flexco::conf::ClusterConf> chosen;

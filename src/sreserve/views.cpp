@@ -882,6 +882,13 @@ std::string call_error(const json_t* call, int* exit_code) {
     return "cannot sign requests, is munged running? (" + error + ")";
   }
   *exit_code = daemon ? kExitNoDaemon : kExitNoCluster;
+  if (code == "tls_failed") {
+    // Its certificate did not verify (or no TLS there): the request was
+    // not sent (core/http_client.hpp).
+    return (daemon ? std::string("flexcod") : "cluster " + target) + ": TLS with " +
+           str(call, "url") + " failed (" + error +
+           "); check TLSCAFile in flexcod.conf or FLEXCO_TLS_CA_FILE";
+  }
   return daemon ? "flexcod is not reachable at " + str(call, "url") + " (" + error + ")"
                 : "cluster " + target + ": its flexco plugin is not reachable at " +
                       str(call, "url") + " (" + error + ")";

@@ -15,7 +15,8 @@ import flexcotest as t
 TAG = "SPDX-License-Identifier: GPL-2.0-or-later"
 NAMED = ("autogen.sh", ".ci/run", "contrib/flexcod.service.in", "contrib/flexco.sysusers",
          "contrib/sreserve.bash-completion",
-         "contrib/flexcod.conf.example", "contrib/prometheus/flexco-rules.yml")
+         "contrib/flexcod.conf.example", "contrib/prometheus/flexco-rules.yml",
+         "contrib/tls/stunnel-plugin.conf", "contrib/tls/stunnel-flexcod.conf")
 
 
 def sources(root):

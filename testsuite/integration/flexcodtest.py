@@ -10,6 +10,8 @@ holds on each cluster, and kill or restart flexcod by pid.
     fc.submit(body) / fc.get(id)       shortcuts, return (status, doc)
     fc.restart(kill9=True, env=None)   kill it and start it again exactly
                                        as localgrid did (argv, env, cwd)
+                                       (ready=pred: wait for pred, not for
+                                       every cluster to be reconciled)
     fc.reconfigure(Key=value, ...)     set flexcod.conf keys, SIGHUP, await
     fc.conf_copy(dir, port)            flexcod.conf for a second flexcod
     fc.no_illegal_transitions()        TAP result: no state change outside
@@ -57,10 +59,11 @@ class Flexcod:
         except (OSError, KeyError, TypeError):
             return False
 
-    def restart(self, kill9=True, env=None, while_down=None):
+    def restart(self, kill9=True, env=None, while_down=None, ready=None):
         """Kill flexcod (SIGKILL, or SIGTERM) by pid and start it again with
         the same argv, environment (updated with `env`; None values
-        removed), cwd and output file; wait until it answers."""
+        removed), cwd and output file; wait until it answers (or until
+        `ready()` is true, when given)."""
         pid = self.pid
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             argv = [a.decode() for a in f.read().split(b"\0") if a]
@@ -85,7 +88,7 @@ class Flexcod:
             out.close()
         self.grid._restarted = getattr(self.grid, "_restarted", []) + [proc]
         self.pid = proc.pid
-        if not t.wait_for(self.listening, 30, "restarted flexcod to answer"):
+        if not t.wait_for(ready or self.listening, 30, "restarted flexcod to answer"):
             raise t.GridError("restarted flexcod does not answer")
         return proc.pid
 

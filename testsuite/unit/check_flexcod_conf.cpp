@@ -95,6 +95,17 @@ START_TEST(defaults_and_case) {
   ck_assert(ps.ok() && ps.value().public_stats);
   ps = conf::parse("Cluster=a URL=http://h:1\npublicstats=no\n", "t");
   ck_assert(ps.ok() && !ps.value().public_stats);
+  // https URLs (a TLS proxy in front of the plugin) and their CA file.
+  ck_assert(c.tls_ca_file.empty());
+  auto tls = conf::parse("Cluster=a URL=https://a-mgmt.example.org:26443\n"
+                         "Cluster=b URL=http://h:1\ntlscafile=/etc/flexco/tls/ca.pem\n", "t");
+  ck_assert_msg(tls.ok(), "%s", tls.ok() ? "" : tls.error().message.c_str());
+  ck_assert(tls.value().clusters[0].url == "https://a-mgmt.example.org:26443");
+  ck_assert(tls.value().clusters[1].url == "http://h:1");
+  ck_assert(tls.value().tls_ca_file == "/etc/flexco/tls/ca.pem");
+  ck_assert(tls.value().flexcod_url.empty());
+  auto fu = conf::parse("Cluster=a URL=http://h:1\nFlexcodURL=https://fc.example.org:26991\n", "t");
+  ck_assert(fu.ok() && fu.value().flexcod_url == "https://fc.example.org:26991");
 }
 END_TEST
 
@@ -128,7 +139,10 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\n=5\n", 2, "missing key"},
     {"Cluster=a URL=http://h:1\nLogFile=\"/x\n", 2, "unterminated"},
     {"Cluster=a\n", 1, "URL= is required"},
-    {"Cluster=a URL=https://h:1\n", 1, "not http://host:port"},
+    {"Cluster=a URL=https://h:1/v1\n", 1, "not http://host:port or https://host:port"},
+    {"Cluster=a URL=https://\n", 1, "not http://host:port or https://host:port"},
+    {"Cluster=a URL=http://h:1\nTLSCAFile=ca.pem\n", 2, "TLSCAFile: 'ca.pem' is not an absolute path"},
+    {"Cluster=a URL=http://h:1\nFlexcodURL=ftp://h:1\n", 2, "FlexcodURL: 'ftp://h:1' is not http"},
     {"Cluster=a URL=http://h:1/v1\n", 1, "not http://host:port"},
     {"Cluster=a URL=http://h:1 Colour=x\n", 1, "unknown key 'Colour' on a Cluster line"},
     {"Cluster=a URL=http://h:1 URL=http://h:2\n", 1, "given twice"},

@@ -231,7 +231,9 @@ struct BadArg {
   const char* target;
 };
 const BadArg kBadArgs[] = {
-    {"https://127.0.0.1:1", "GET", "/"},
+    {"https://127.0.0.1:1/v1", "GET", "/"},
+    {"https://", "GET", "/"},
+    {"HTTPS://127.0.0.1:1", "GET", "/"},
     {"http://127.0.0.1:1/v1", "GET", "/"},
     {"http://", "GET", "/"},
     {"ftp://x", "GET", "/"},
@@ -266,6 +268,34 @@ START_TEST(bad_config_bounds) {
   cfg.total_timeout_ms = 1000;
   cfg.max_response_bytes = 0;
   ck_assert(!http::Client::create(cfg, std::nullopt).ok());
+}
+END_TEST
+
+// https URLs are accepted (a TLS proxy in front of the plugin or flexcod:
+// doc/admin.md); their CA file must be readable; the TLS handshake itself
+// is tested on a real proxy (integration/test_tls.py).
+START_TEST(https_url_and_ca_file) {
+  http::ClientConfig cfg;
+  cfg.base_url = "https://127.0.0.1:" + std::to_string(closed_port());
+  cfg.connect_timeout_ms = 1000;
+  auto c = http::Client::create(cfg, std::nullopt);
+  ck_assert_msg(c.ok(), "%s", c.ok() ? "" : c.error().message.c_str());
+  auto r = c.value().request("GET", "/v1/profile");
+  ck_assert(!r.ok());
+  ck_assert_msg(r.error().code == Errc::kConnect, "%s", r.error().message.c_str());
+  ck_assert(r.error().message.rfind("connect_failed: GET https://127.0.0.1:", 0) == 0);
+  cfg.ca_file = "/nonexistent/ca.pem";
+  auto bad = http::Client::create(cfg, std::nullopt);
+  ck_assert(!bad.ok());
+  ck_assert_msg(bad.error().code == Errc::kInvalidArgument &&
+                    bad.error().message ==
+                        "invalid_argument: CA file /nonexistent/ca.pem is not readable: "
+                        "No such file or directory",
+                "%s", bad.error().message.c_str());
+  // An http URL never uses it.
+  cfg.base_url = "http://127.0.0.1:1";
+  ck_assert(http::Client::create(cfg, std::nullopt).ok());
+  ck_assert_str_eq(http::errc_name(Errc::kTls), "tls_failed");
 }
 END_TEST
 
@@ -390,6 +420,7 @@ Suite* make_suite() {
   tcase_add_test(tc, cancelled_by_caller);
   tcase_add_loop_test(tc, bad_arguments, 0, static_cast<int>(sizeof(kBadArgs) / sizeof(kBadArgs[0])));
   tcase_add_test(tc, bad_config_bounds);
+  tcase_add_test(tc, https_url_and_ca_file);
   tcase_add_test(tc, sign_failed_when_munged_absent);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
