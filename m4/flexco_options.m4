@@ -18,9 +18,8 @@ AC_DEFUN([FLEXCO_ENABLE_INTEGRATION], [
   AM_CONDITIONAL([INTEGRATION_TESTS], [test "x$enable_integration_tests" = xyes])
   # --disable-package-tests: leave out testsuite/contrib/test_packages.py
   # (builds the Debian packages for two releases and installs them into
-  # fresh roots: about 8 minutes).  make distcheck passes it, because the
-  # packages come from the same sources make check has just tested them
-  # from; everything else runs again from distcheck's copy.
+  # fresh roots: about 8 minutes), for a quick make check.  (make
+  # distcheck leaves out every integration test, this one with them.)
   AC_ARG_ENABLE([package-tests],
     [AS_HELP_STRING([--disable-package-tests], [do not build, install and run the Debian packages in make check])],
     [], [enable_package_tests=yes])
