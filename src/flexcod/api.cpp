@@ -546,6 +546,7 @@ ApiResult Engine::stats() {
   set_int(pm, "last", pass_ms_last_);
   set_int(pm, "max", pass_ms_max_);
   set_int(pm, "tried", pass_tried_last_);
+  set_int(pm, "count", pass_count_);
   set(o, "resched_pass_ms", pm);
   {
     std::lock_guard<std::mutex> lock(locks_mutex_);

@@ -50,6 +50,7 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     c->event_seq = store_.event_seq(cc.name);
     c->breaker_failures = conf.breaker_failures;
     c->breaker_backoff = conf.breaker_backoff;
+    cluster_index_.emplace(cc.name, clusters_.size());
     clusters_.push_back(std::move(c));
   }
 }

@@ -195,6 +195,7 @@ class Engine {
   std::mutex conf_mutex_;
   Store& store_;
   std::vector<std::unique_ptr<Cluster>> clusters_;
+  std::map<std::string, std::size_t> cluster_index_;  // name -> index in clusters_
 
   std::mutex locks_mutex_;
   std::map<std::int64_t, std::shared_ptr<std::mutex>> locks_;
@@ -217,7 +218,7 @@ class Engine {
   std::map<std::string, std::int64_t> counters_;
   std::map<int, std::int64_t> requests_;
   std::int64_t commit_count_ = 0, commit_ms_sum_ = 0, commit_ms_max_ = 0;
-  std::int64_t pass_ms_last_ = 0, pass_ms_max_ = 0, pass_tried_last_ = 0;
+  std::int64_t pass_ms_last_ = 0, pass_ms_max_ = 0, pass_tried_last_ = 0, pass_count_ = 0;
   std::int64_t started_ = 0;
   // The reaper's retries of parts it could not release (reap_loop only):
   // (co, attempt, part) -> attempts so far and the time of the next one.

@@ -267,6 +267,7 @@ bool Engine::resched_pass(const std::string& trigger) {
     pass_ms_last_ = ms;
     pass_ms_max_ = std::max(pass_ms_max_, ms);
     pass_tried_last_ = tried;
+    ++pass_count_;
   }
   std::string failed;
   for (const auto& [ci, w] : profiles.failed)
@@ -297,17 +298,21 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     }
   }
   Spec spec = spec_from(co);
-  auto allowed = [&](const std::string& n) {
-    return std::find(co.clusters.begin(), co.clusters.end(), n) != co.clusters.end();
-  };
-  auto holds_part = [&](const std::string& n) {
-    return std::any_of(parts.begin(), parts.end(), [&](const PartRecord& p) { return p.cluster == n; });
-  };
+  // By cluster index (a pass asks this for every cluster of every
+  // co-allocation: one name lookup per allowed cluster, not a scan each).
+  std::vector<char> allowed_ci(clusters_.size(), 0), holds_ci(clusters_.size(), 0);
+  for (const auto& n : co.clusters) {
+    auto it = cluster_index_.find(n);
+    if (it != cluster_index_.end()) allowed_ci[it->second] = 1;
+  }
+  for (const auto& p : parts) {
+    auto it = cluster_index_.find(p.cluster);
+    if (it != cluster_index_.end()) holds_ci[it->second] = 1;
+  }
   std::vector<std::size_t> which;
   for (std::size_t i = 0; i < clusters_.size(); ++i) {
-    const std::string& n = clusters_[i]->conf.name;
     if (!clusters_[i]->client || !clusters_[i]->reconciled) continue;
-    if (allowed(n) || (!constraints && holds_part(n))) which.push_back(i);
+    if (allowed_ci[i] || (!constraints && holds_ci[i])) which.push_back(i);
   }
   if (which.empty()) {
     *why = "no allowed cluster is reachable";
@@ -397,7 +402,7 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     }
     req.overhead = co.overhead;
     req.max_parts = static_cast<std::size_t>(co.max_parts);
-    for (std::size_t k = 0; k < g.idx.size(); ++k) req.allowed.push_back(allowed(clusters_[g.idx[k]]->conf.name));
+    for (std::size_t k = 0; k < g.idx.size(); ++k) req.allowed.push_back(allowed_ci[g.idx[k]] != 0);
     flexco::RescheduleOptions opts;
     // A request with fixed parts keeps its layout: Shift only.
     opts.mode = (mode == "shift" || !spec.fixed.empty()) ? flexco::RescheduleMode::kShift
