@@ -298,6 +298,15 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "requesttimeout") {
         if (!need_int(1, 3600)) return range(1, 3600);
         c.request_timeout = static_cast<int>(n);
+      } else if (k == "clustertimeout") {
+        if (!need_int(1, 600)) return range(1, 600);
+        c.cluster_timeout = static_cast<int>(n);
+      } else if (k == "breakerfailures") {
+        if (!need_int(1, 1000)) return range(1, 1000);
+        c.breaker_failures = static_cast<int>(n);
+      } else if (k == "breakerbackoff") {
+        if (!need_int(1, 3600)) return range(1, 3600);
+        c.breaker_backoff = static_cast<int>(n);
       } else if (k == "confirmwithin") {
         if (!need_int(1, 3600)) return range(1, 3600);
         c.confirm_within = static_cast<int>(n);

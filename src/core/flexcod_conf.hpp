@@ -26,7 +26,8 @@
 //     FlexcodURL=https://flexcod.example.org:26991   (sreserve's way to flexcod)
 //
 // Also accepted (tuning, all optional): ConnectTimeout (s, default 2),
-// RequestTimeout (s, 10), ConfirmWithin (s, tentative reservation lifetime
+// RequestTimeout (s, 10), ClusterTimeout (s, 2: a profile or probe while
+// planning), BreakerFailures (3), BreakerBackoff (s, 30), ConfirmWithin (s, tentative reservation lifetime
 // given to the plugin, 120), MaxReplans (3), MaxParts (default cap on the
 // parts of one request, 8), PlanHorizon (s, 7 days), DebugLevel
 // (quiet|fatal|error|info|verbose|debug|debug2..5, default info).
@@ -84,6 +85,9 @@ struct FlexcodConf {
   int max_moves = 5;            // 0 .. 1000
   int connect_timeout = 2;      // s, 1 .. 600
   int request_timeout = 10;     // s, 1 .. 3600
+  int cluster_timeout = 2;      // s, 1 .. 600: a profile or probe while planning
+  int breaker_failures = 3;     // 1 .. 1000: consecutive failures that open a cluster
+  int breaker_backoff = 30;     // s, 1 .. 3600: how long an open cluster is left alone
   int confirm_within = 120;     // s, 1 .. 3600
   int max_replans = 3;          // 0 .. 100
   int max_parts = 8;            // 1 .. 64

@@ -473,15 +473,16 @@ Result<JsonPtr> PluginClient::call(std::string_view method, std::string_view tar
   return std::move(resp.json);
 }
 
-Result<JsonPtr> PluginClient::profile(std::int64_t horizon, std::string_view partition) const {
+Result<JsonPtr> PluginClient::profile(std::int64_t horizon, std::string_view partition,
+                                      long timeout_ms) const {
   std::string t = "/v1/profile?horizon=" + std::to_string(horizon);
   if (!partition.empty()) t += "&partition=" + uri_escape(partition);
-  return call("GET", t, nullptr, {});
+  return call("GET", t, nullptr, {}, timeout_ms);
 }
 
-Result<JsonPtr> PluginClient::probe(const json_t* request) const {
+Result<JsonPtr> PluginClient::probe(const json_t* request, long timeout_ms) const {
   if (request == nullptr) return make_error(Errc::kInvalidArgument, "probe: no request");
-  return call("POST", "/v1/probe", request, {});
+  return call("POST", "/v1/probe", request, {}, timeout_ms);
 }
 
 namespace {

@@ -236,9 +236,11 @@ class PluginClient {
 
   // GET /v1/profile?horizon=H[&partition=P]; the raw profile document
   // (core/wire_profile.hpp's availability_from_json reads it).
-  Result<JsonPtr> profile(std::int64_t horizon, std::string_view partition = {}) const;
+  // `timeout_ms` > 0: this call's total timeout instead of the client's.
+  Result<JsonPtr> profile(std::int64_t horizon, std::string_view partition = {},
+                          long timeout_ms = 0) const;
   // POST /v1/probe with `request` (a ProbeRequest document); the answer.
-  Result<JsonPtr> probe(const json_t* request) const;
+  Result<JsonPtr> probe(const json_t* request, long timeout_ms = 0) const;
 
   Result<Reservation> create_reservation(const ReservationRequest& r,
                                          std::string_view idempotency_key,

@@ -500,6 +500,13 @@ ApiResult Engine::clusters() {
     set_int(o, "event_seq", c->event_seq);
     set(o, "reconciled", json_boolean(c->reconciled.load()));
     set_opt_int(o, "nodes", c->nodes, -1);
+    json_t* b = json_object();
+    const std::int64_t now = now_seconds();
+    set_str(b, "state", c->open_until == 0 ? "closed" : c->open_until > now ? "open" : "half_open");
+    set_int(b, "failures", c->failures);
+    set_opt_int(b, "open_until", c->open_until);
+    set_int(b, "opened", c->opened);
+    set(o, "breaker", b);
     json_array_append_new(a, o);
   }
   set(j.get(), "clusters", a);
@@ -536,6 +543,16 @@ ApiResult Engine::stats() {
   set_int(cm, "mean", commit_count_ ? commit_ms_sum_ / commit_count_ : 0);
   set_int(cm, "max", commit_ms_max_);
   set(o, "commit_ms", cm);
+  json_t* pm = json_object();
+  set_int(pm, "last", pass_ms_last_);
+  set_int(pm, "max", pass_ms_max_);
+  set_int(pm, "tried", pass_tried_last_);
+  set_int(pm, "count", pass_count_);
+  set(o, "resched_pass_ms", pm);
+  {
+    std::lock_guard<std::mutex> lock(locks_mutex_);
+    set_int(o, "co_locks", static_cast<std::int64_t>(locks_.size()));
+  }
   return Answer{200, std::move(j)};
 }
 

@@ -152,11 +152,7 @@ bool Engine::reconcile_cluster(std::size_t ci) {
   // running), as finish_if_done does after a live event.  This also covers
   // a part whose end was written just before a crash that came before its
   // co-allocation's transition.
-  for (const auto& co : store_.in_states({"scheduled", "running"})) {
-    for (const auto& p : store_.parts(co.id, true)) {
-      if (p.cluster == c.conf.name) touched.insert(co.id);
-    }
-  }
+  for (std::int64_t id : store_.with_part_on(c.conf.name, {"scheduled", "running"})) touched.insert(id);
   for (std::int64_t id : touched) finish_if_done(id, true);
   c.reconciled = true;
   fc_info("cluster %s: reconciled", c.conf.name.c_str());
@@ -247,13 +243,15 @@ void Engine::publish_loop(std::size_t ci) {
   while (!stopping_) {
     int interval;
     std::int64_t horizon;
+    long timeout_ms;
     {
       std::lock_guard<std::mutex> lock(conf_mutex_);
       interval = conf_.publish_interval;
       horizon = conf_.plan_horizon;
+      timeout_ms = 1000L * conf_.cluster_timeout;
     }
     bump("messages.profile");
-    auto r = c.client->profile(horizon, c.conf.partition);
+    auto r = c.client->profile(horizon, c.conf.partition, timeout_ms);
     if (r.ok()) {
       c.note(true, "");
       std::lock_guard<std::mutex> lock(c.m);

@@ -67,6 +67,9 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
       fc_error("cluster %s: %s", cc.name.c_str(), client.error().message.c_str());
     }
     c->event_seq = store_.event_seq(cc.name);
+    c->breaker_failures = conf.breaker_failures;
+    c->breaker_backoff = conf.breaker_backoff;
+    cluster_index_.emplace(cc.name, clusters_.size());
     clusters_.push_back(std::move(c));
   }
 }
@@ -120,10 +123,30 @@ void Engine::reload(const flexco::conf::FlexcodConf& conf) {
   conf_.clusters = clusters;
   conf_.listen_address = listen_address;
   conf_.listen_port = port;
+  for (auto& c : clusters_) {
+    std::lock_guard<std::mutex> cl(c->m);
+    c->breaker_failures = conf.breaker_failures;
+    c->breaker_backoff = conf.breaker_backoff;
+  }
 }
 
 std::shared_ptr<std::mutex> Engine::co_mutex(std::int64_t id) {
   std::lock_guard<std::mutex> lock(locks_mutex_);
+  if (locks_.size() >= locks_prune_at_) {
+    // A lock that only this map refers to is held by no one and about to
+    // be taken by no one (a taker gets its copy here, under locks_mutex_):
+    // dropping it is safe, the next co_mutex makes a new one.  So the map
+    // holds the locks in use, not one per co-allocation ever seen.
+    for (auto it = locks_.begin(); it != locks_.end();) {
+      if (it->second.use_count() == 1) {
+        it = locks_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    constexpr std::size_t kMinLockPrune = 1024;
+    locks_prune_at_ = std::max(kMinLockPrune, 2 * locks_.size());
+  }
   auto& m = locks_[id];
   if (!m) m = std::make_shared<std::mutex>();
   return m;

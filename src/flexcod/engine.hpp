@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/availability.hpp"
 #include "core/coalloc.hpp"
 #include "core/flexcod_conf.hpp"
 #include "core/http_client.hpp"
@@ -91,11 +92,19 @@ class Engine {
   struct Cluster;
   struct Spec;
   struct Gathered;
+  struct PassProfiles;
 
   // Locks of co-allocations.
   std::shared_ptr<std::mutex> co_mutex(std::int64_t id);
 
-  // Planning.
+  // Planning.  read_profile: one cluster's availability (its cached
+  // published profile, or GET /v1/profile bounded by ClusterTimeout);
+  // nothing, with *why, when it did not answer or its circuit is open.
+  std::optional<flexco::Availability> read_profile(std::size_t ci,
+                                                   const flexco::conf::FlexcodConf& conf,
+                                                   std::string* why);
+  // The profiles of `which` that pp lacks or holds stale, read in parallel.
+  void pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& which);
   Gathered gather(const std::vector<std::size_t>& which, const Spec& spec);
   // dry_run: plan on a copy of the planners' state (the next-fit pointer,
   // HPCM's random state), so that asking changes nothing.
@@ -144,8 +153,10 @@ class Engine {
   // On a locked, scheduled co-allocation.  constraints=false: move only if
   // the end comes `margin` s earlier; true (PATCH): to any placement that
   // satisfies co's deadline and clusters.  true when moved (co updated).
+  // `pass`: the rescheduling pass's profiles (read once per pass).
   bool try_move(CoRecord& co, const std::string& mode, std::int64_t margin,
-                const std::string& trigger, bool constraints, std::string* why);
+                const std::string& trigger, bool constraints, std::string* why,
+                PassProfiles* pass = nullptr);
   // Make-before-break: the new set reserved, confirmed and given its part
   // jobs, then the switch (one transaction, with the move record), then
   // the old set released.  plan's clusters are our indices.
@@ -188,9 +199,13 @@ class Engine {
   std::mutex conf_mutex_;
   Store& store_;
   std::vector<std::unique_ptr<Cluster>> clusters_;
+  std::map<std::string, std::size_t> cluster_index_;  // name -> index in clusters_
 
   std::mutex locks_mutex_;
   std::map<std::int64_t, std::shared_ptr<std::mutex>> locks_;
+  // co_mutex drops the locks nobody holds when locks_ reaches this size,
+  // then sets it to twice what is left (at least kMinLockPrune).
+  std::size_t locks_prune_at_ = 1024;
 
   std::mutex planner_mutex_;
   flexco::PlannerState planner_state_;
@@ -216,6 +231,7 @@ class Engine {
   std::map<std::string, std::int64_t> cluster_failed_;  // no answer, or 5xx
   void observe_cluster(const std::string& name, double seconds, bool answered, int status,
                        bool long_poll);
+  std::int64_t pass_ms_last_ = 0, pass_ms_max_ = 0, pass_tried_last_ = 0, pass_count_ = 0;
   std::int64_t started_ = 0;
   // The reaper's retries of parts it could not release (reap_loop only):
   // (co, attempt, part) -> attempts so far and the time of the next one.

@@ -51,17 +51,50 @@ struct Engine::Cluster {
   // the cluster is not planned on (its orphans are not known yet).
   std::atomic<bool> reconciled{false};
 
+  // Every call's outcome: answered (any HTTP answer) or not (no
+  // connection, timeout, cut).  Feeds the circuit breaker below.
   void note(bool answered, const std::string& error) {
-    std::lock_guard<std::mutex> lock(m);
-    if (answered) {
-      reachable = true;
-      last_contact = now_seconds();
-    } else {
-      reachable = false;
+    const std::int64_t now = now_seconds();
+    int opened_for = 0, after = 0;
+    bool closed = false;
+    {
+      std::lock_guard<std::mutex> lock(m);
+      if (answered) {
+        reachable = true;
+        last_contact = now;
+        closed = open_until != 0;
+        failures = 0;
+        open_until = 0;
+      } else {
+        reachable = false;
+        ++failures;
+        // Opened, or opened again after its trial call failed; a failure
+        // while open (another thread's call) does not extend it.
+        if (failures >= breaker_failures && now >= open_until) {
+          opened_for = breaker_backoff;
+          open_until = now + opened_for;
+          after = failures;
+          ++opened;
+        }
+      }
+      last_error = error;
+      if (answered && error.empty()) audience_refused = false;
+      if (answered) tls_refused = false;
     }
-    last_error = error;
-    if (answered && error.empty()) audience_refused = false;
-    if (answered) tls_refused = false;
+    if (opened_for > 0) {
+      fc_error("cluster %s: circuit open for %d s after %d consecutive failed calls (%s): "
+               "its co-allocations wait, the other clusters' proceed",
+               conf.name.c_str(), opened_for, after, error.c_str());
+    } else if (closed) {
+      fc_info("cluster %s: answers again; circuit closed", conf.name.c_str());
+    }
+  }
+
+  // Open: planning and rescheduling leave the cluster out until `until`.
+  bool is_open(std::int64_t now, std::int64_t* until = nullptr) {
+    std::lock_guard<std::mutex> lock(m);
+    if (until) *until = open_until;
+    return open_until > now;
   }
 
   // note() for a failed call; says loudly when the plugin refuses our
@@ -74,6 +107,24 @@ struct Engine::Cluster {
   // Its TLS certificate failed verification and that was logged; cleared by
   // the next answer, as audience_refused.
   bool tls_refused = false;
+
+  // Circuit breaker (doc/flexcod.md, "Many clusters"), under m: after
+  // breaker_failures consecutive calls without an answer the cluster is
+  // open until open_until; then one call is let through (half-open): an
+  // answer closes it, a failure opens it again.
+  int failures = 0;
+  std::int64_t open_until = 0;  // 0: closed
+  std::int64_t opened = 0;      // times opened
+  int breaker_failures = 3;     // BreakerFailures
+  int breaker_backoff = 30;     // BreakerBackoff (s)
+};
+
+// The pass's profiles (Engine::resched_pass): every cluster's read once,
+// a cluster read again only after a move there changed it.
+struct Engine::PassProfiles {
+  std::map<std::size_t, flexco::Availability> avail;  // by cluster index
+  std::map<std::size_t, std::string> failed;          // why, by cluster index
+  std::set<std::size_t> stale;                        // changed by a move
 };
 
 // A parsed submission.

@@ -13,6 +13,79 @@ using namespace engine_detail;
 // ---------------------------------------------------------------------------
 // Availability and planning
 
+std::optional<flexco::Availability> Engine::read_profile(std::size_t ci,
+                                                        const flexco::conf::FlexcodConf& conf,
+                                                        std::string* why) {
+  Cluster& c = *clusters_[ci];
+  std::int64_t until = 0;
+  if (c.is_open(now_seconds(), &until)) {
+    *why = "circuit open until " + slurm_time(until) + " (no answer to its last calls)";
+    return std::nullopt;
+  }
+  std::string text;
+  if (conf.availability_mode == "publish") {
+    std::lock_guard<std::mutex> lock(c.m);
+    if (!c.cached_profile.empty() &&
+        now_seconds() - c.cached_at <= 2L * conf.publish_interval + 5) {
+      text = c.cached_profile;
+    }
+  }
+  if (text.empty()) {
+    bump("messages.profile");
+    auto r = c.client->profile(conf.plan_horizon, c.conf.partition, 1000L * conf.cluster_timeout);
+    if (!r.ok()) {
+      c.note_error(r.error());
+      *why = r.error().message;
+      return std::nullopt;
+    }
+    c.note(true, "");
+    text = http::json_text(r.value().get());
+  }
+  auto a = flexco::availability_from_json(text);
+  if (!a.ok()) {
+    *why = "bad profile: " + a.error().message;
+    return std::nullopt;
+  }
+  {
+    std::lock_guard<std::mutex> lock(c.m);
+    c.nodes = a.value().nodes_total;
+  }
+  return std::move(a).value();
+}
+
+void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& which) {
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  std::vector<std::size_t> need;
+  for (std::size_t ci : which) {
+    if (pp.stale.count(ci) || (!pp.avail.count(ci) && !pp.failed.count(ci))) need.push_back(ci);
+  }
+  if (need.empty()) return;
+  // In parallel, each bounded by ClusterTimeout.
+  std::vector<std::future<std::pair<std::optional<flexco::Availability>, std::string>>> futs;
+  for (std::size_t ci : need) {
+    futs.push_back(std::async(std::launch::async, [this, ci, &conf]() {
+      std::string why;
+      auto a = read_profile(ci, conf, &why);
+      return std::make_pair(std::move(a), why);
+    }));
+  }
+  for (std::size_t i = 0; i < need.size(); ++i) {
+    auto r = futs[i].get();
+    pp.stale.erase(need[i]);
+    if (r.first) {
+      pp.avail.insert_or_assign(need[i], std::move(*r.first));
+      pp.failed.erase(need[i]);
+    } else {
+      pp.avail.erase(need[i]);
+      pp.failed[need[i]] = r.second;
+    }
+  }
+}
+
 Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spec& spec) {
   flexco::conf::FlexcodConf conf;
   {
@@ -31,35 +104,8 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
     futs.push_back(std::async(std::launch::async, [this, ci, &spec, &conf]() {
       One one;
       Cluster& c = *clusters_[ci];
-      std::string text;
-      if (conf.availability_mode == "publish") {
-        std::lock_guard<std::mutex> lock(c.m);
-        if (!c.cached_profile.empty() &&
-            now_seconds() - c.cached_at <= 2L * conf.publish_interval + 5) {
-          text = c.cached_profile;
-        }
-      }
-      if (text.empty()) {
-        bump("messages.profile");
-        auto r = c.client->profile(conf.plan_horizon, c.conf.partition);
-        if (!r.ok()) {
-          c.note_error(r.error());
-          one.why = r.error().message;
-          return one;
-        }
-        c.note(true, "");
-        text = http::json_text(r.value().get());
-      }
-      auto a = flexco::availability_from_json(text);
-      if (!a.ok()) {
-        one.why = "bad profile: " + a.error().message;
-        return one;
-      }
-      {
-        std::lock_guard<std::mutex> lock(c.m);
-        c.nodes = a.value().nodes_total;
-      }
-      one.avail = std::move(a).value();
+      one.avail = read_profile(ci, conf, &one.why);
+      if (!one.avail) return one;
       if (spec.policy == "cores") {
         bump("messages.probe");
         JsonPtr q(json_object());
@@ -76,7 +122,7 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
         if (spec.deadline > 0) set_int(q.get(), "latest_end", spec.deadline);
         set_int(q.get(), "max_offers", 16);
         if (!c.conf.partition.empty()) set_str(q.get(), "partition", c.conf.partition);
-        auto p = c.client->probe(q.get());
+        auto p = c.client->probe(q.get(), 1000L * conf.cluster_timeout);
         if (p.ok()) {
           const json_t* offers = json_object_get(p.value().get(), "offers");
           std::size_t i;

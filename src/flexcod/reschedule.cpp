@@ -140,10 +140,12 @@ void Engine::resched_loop() {
     if (pending.empty()) continue;
     std::string mode;
     int wait;
+    long timeout_ms;
     {
       std::lock_guard<std::mutex> lock(conf_mutex_);
       mode = conf_.reschedule_mode;
       wait = conf_.reschedule_wait;
+      timeout_ms = 1000L * conf_.cluster_timeout;
     }
     if (mode == "off") {
       std::lock_guard<std::mutex> lock(resched_mutex_);
@@ -157,15 +159,21 @@ void Engine::resched_loop() {
     for (const auto& [ci, t] : pending) {
       Cluster& c = *clusters_[ci];
       bool go = now_seconds() - t.seen >= wait;
-      if (!go) {
+      const bool open = c.is_open(now_seconds());
+      if (!go && !open) {
         bump("messages.profile");
-        auto r = c.client->profile(60, c.conf.partition);
+        auto r = c.client->profile(60, c.conf.partition, timeout_ms);
+        if (r.ok()) {
+          c.note(true, "");
+        } else {
+          c.note_error(r.error());
+        }
         if (r.ok()) {
           const json_t* lc = json_object_get(json_object_get(r.value().get(), "backfill"), "last_cycle");
           go = json_is_integer(lc) && json_integer_value(lc) > t.event_time;
         }
       }
-      if (!go) {
+      if (!go && !open) {
         // Slurm's backfill runs no cycle while nothing is pending: then no
         // local job is waiting for the freed nodes, and there is nothing to
         // wait for.  A minimal probe says how many are pending.
@@ -175,7 +183,8 @@ void Engine::resched_loop() {
         set_int(q.get(), "max_offers", 1);
         if (!c.conf.partition.empty()) set_str(q.get(), "partition", c.conf.partition);
         bump("messages.probe");
-        auto r = c.client->probe(q.get());
+        auto r = c.client->probe(q.get(), timeout_ms);
+        if (!r.ok()) c.note_error(r.error());
         if (r.ok()) {
           const json_t* n = json_object_get(json_object_get(r.value().get(), "queue"), "considered");
           go = json_is_integer(n) && json_integer_value(n) == 0;
@@ -228,7 +237,19 @@ bool Engine::resched_pass(const std::string& trigger) {
       e->resched_hist_.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   } timed{this, t0};
+  // Every cluster's profile once, read in parallel (each bounded by
+  // ClusterTimeout; an open cluster is not asked): a co-allocation with a
+  // part on a cluster that did not answer waits for the next pass.
+  PassProfiles profiles;
+  {
+    std::vector<std::size_t> all;
+    for (std::size_t i = 0; i < clusters_.size(); ++i) {
+      if (clusters_[i]->client && clusters_[i]->reconciled) all.push_back(i);
+    }
+    if (!cos.empty()) pass_profiles(profiles, all);
+  }
   bool abandoned = false;
+  std::int64_t tried = 0, moved = 0;
   for (const auto& candidate : cos) {
     if (stopping_) return false;
     if (candidate.moves >= max_moves) continue;
@@ -239,16 +260,35 @@ bool Engine::resched_pass(const std::string& trigger) {
     auto co = store_.get_coalloc(candidate.id);
     if (!co || co->state != "scheduled") continue;
     std::string why;
-    if (!try_move(*co, mode, margin, trigger, false, &why)) {
+    ++tried;
+    if (!try_move(*co, mode, margin, trigger, false, &why, &profiles)) {
       fc_verbose("co-%ld: not moved: %s", (long)co->id, why.c_str());
       abandoned |= why.rfind("move abandoned", 0) == 0;
+    } else {
+      ++moved;
     }
   }
+  const std::int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    pass_ms_last_ = ms;
+    pass_ms_max_ = std::max(pass_ms_max_, ms);
+    pass_tried_last_ = tried;
+    ++pass_count_;
+  }
+  std::string failed;
+  for (const auto& [ci, w] : profiles.failed)
+    failed += (failed.empty() ? "" : ", ") + clusters_[ci]->conf.name;
+  fc_verbose("rescheduling pass done in %ld ms: %ld co-allocations tried, %ld moved%s%s",
+             (long)ms, (long)tried, (long)moved,
+             failed.empty() ? "" : "; left waiting (cluster unanswered): ", failed.c_str());
   return abandoned;
 }
 
 bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin,
-                      const std::string& trigger, bool constraints, std::string* why) {
+                      const std::string& trigger, bool constraints, std::string* why,
+                      PassProfiles* pass) {
   const std::int64_t now = now_seconds();
   if (co.planned_start <= now + kMoveLead) {
     *why = "it starts within " + std::to_string(kMoveLead) + " s";
@@ -266,42 +306,64 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     }
   }
   Spec spec = spec_from(co);
-  auto allowed = [&](const std::string& n) {
-    return std::find(co.clusters.begin(), co.clusters.end(), n) != co.clusters.end();
-  };
-  auto holds_part = [&](const std::string& n) {
-    return std::any_of(parts.begin(), parts.end(), [&](const PartRecord& p) { return p.cluster == n; });
-  };
+  // By cluster index (a pass asks this for every cluster of every
+  // co-allocation: one name lookup per allowed cluster, not a scan each).
+  std::vector<char> allowed_ci(clusters_.size(), 0), holds_ci(clusters_.size(), 0);
+  for (const auto& n : co.clusters) {
+    auto it = cluster_index_.find(n);
+    if (it != cluster_index_.end()) allowed_ci[it->second] = 1;
+  }
+  for (const auto& p : parts) {
+    auto it = cluster_index_.find(p.cluster);
+    if (it != cluster_index_.end()) holds_ci[it->second] = 1;
+  }
   std::vector<std::size_t> which;
   for (std::size_t i = 0; i < clusters_.size(); ++i) {
-    const std::string& n = clusters_[i]->conf.name;
     if (!clusters_[i]->client || !clusters_[i]->reconciled) continue;
-    if (allowed(n) || (!constraints && holds_part(n))) which.push_back(i);
+    if (allowed_ci[i] || (!constraints && holds_ci[i])) which.push_back(i);
   }
   if (which.empty()) {
     *why = "no allowed cluster is reachable";
     return false;
   }
   std::unique_lock<std::mutex> claim(claim_mutex_);  // see claim_mutex_
-  Gathered g = gather(which, spec);
-  // The same profiles with this co-allocation's own reservations given back.
-  Gathered adj;
-  adj.idx = g.idx;
+  // A pass reads each cluster's profile once (PassProfiles) and plans
+  // every co-allocation on it; a PATCH reads the allowed clusters' now.
+  // av[k]: the profile of cluster g.idx[k].
+  Gathered g;
+  std::vector<const flexco::Availability*> av;
+  if (pass) {
+    pass_profiles(*pass, which);
+    for (std::size_t ci : which) {
+      auto it = pass->avail.find(ci);
+      if (it == pass->avail.end()) continue;
+      g.idx.push_back(ci);
+      av.push_back(&it->second);
+    }
+  } else {
+    g = gather(which, spec);
+    for (const auto& a : g.avail) av.push_back(&a);
+  }
+  // The same profiles with this co-allocation's own reservations given
+  // back (a copy only of the clusters that hold a part of it).
+  std::vector<flexco::Availability> freed_copies;
+  freed_copies.reserve(g.idx.size());
+  std::vector<const flexco::Availability*> adj_av = av;
   for (std::size_t k = 0; k < g.idx.size(); ++k) {
     std::vector<PartRecord> own;
     for (const auto& p : parts) {
       if (p.cluster == clusters_[g.idx[k]]->conf.name) own.push_back(p);
     }
-    flexco::Availability a = g.avail[k];
+    if (own.empty()) continue;
+    flexco::Availability a = *av[k];
     auto freed = without_own(a, own);
     if (!freed.ok()) {
       *why = "profile of " + clusters_[g.idx[k]]->conf.name + ": " + freed.error().message;
       return false;
     }
     a.nodes = std::move(freed).value();
-    adj.avail.push_back(std::move(a));
-    adj.offers.emplace_back();
-    adj.raw_offers.emplace_back();
+    freed_copies.push_back(std::move(a));
+    adj_av[k] = &freed_copies.back();
   }
   auto gi = [&](const std::string& n) {
     for (std::size_t k = 0; k < g.idx.size(); ++k) {
@@ -314,7 +376,7 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
   auto coexists = [&](const flexco::CoallocPlan& p) {
     const std::int64_t s = std::max<std::int64_t>(p.start, now);
     for (const auto& part : p.parts) {
-      auto m = g.avail[part.cluster].nodes.min_over(s, round_up_minutes(p.duration));
+      auto m = av[part.cluster]->nodes.min_over(s, round_up_minutes(p.duration));
       if (!m.ok() || m.value() < part.nodes) return false;
     }
     return true;
@@ -348,28 +410,28 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     }
     req.overhead = co.overhead;
     req.max_parts = static_cast<std::size_t>(co.max_parts);
-    for (std::size_t k = 0; k < g.idx.size(); ++k) req.allowed.push_back(allowed(clusters_[g.idx[k]]->conf.name));
+    for (std::size_t k = 0; k < g.idx.size(); ++k) req.allowed.push_back(allowed_ci[g.idx[k]] != 0);
     flexco::RescheduleOptions opts;
     // A request with fixed parts keeps its layout: Shift only.
     opts.mode = (mode == "shift" || !spec.fixed.empty()) ? flexco::RescheduleMode::kShift
                                                          : flexco::RescheduleMode::kShiftRemap;
     opts.margin = std::max<std::int64_t>(margin, 1);
-    auto views_of = [&](Gathered& from) {
+    auto views_of = [&](const std::vector<const flexco::Availability*>& from) {
       std::vector<flexco::ClusterView> views;
-      for (std::size_t k = 0; k < from.idx.size(); ++k) {
+      for (std::size_t k = 0; k < g.idx.size(); ++k) {
         flexco::ClusterView v;
-        v.name = clusters_[from.idx[k]]->conf.name;
-        v.capacity = from.avail[k].nodes_published;
-        v.free = &from.avail[k].nodes;
+        v.name = clusters_[g.idx[k]]->conf.name;
+        v.capacity = from[k]->nodes_published;
+        v.free = &from[k]->nodes;
         views.push_back(std::move(v));
       }
       return views;
     };
-    auto d = flexco::reschedule_coalloc(req, current, views_of(adj), now, opts);
+    auto d = flexco::reschedule_coalloc(req, current, views_of(adj_av), now, opts);
     if (d.ok() && d.value().kind != flexco::RescheduleKind::kNone && !coexists(d.value().plan)) {
       fc_debug("co-%ld: the best %s overlaps its own reservations; planning beside them",
                (long)co.id, flexco::reschedule_kind_name(d.value().kind));
-      d = flexco::reschedule_coalloc(req, current, views_of(g), now, opts);
+      d = flexco::reschedule_coalloc(req, current, views_of(av), now, opts);
     }
     if (!d.ok()) {
       *why = d.error().message;
@@ -382,6 +444,13 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     next = d.value().plan;
     kind = flexco::reschedule_kind_name(d.value().kind);
   } else {
+    Gathered adj;
+    adj.idx = g.idx;
+    for (std::size_t k = 0; k < g.idx.size(); ++k) {
+      adj.avail.push_back(*adj_av[k]);
+      adj.offers.emplace_back();
+      adj.raw_offers.emplace_back();
+    }
     std::string pwhy;
     if (!plan(spec, which, adj, &next, &pwhy)) {
       *why = pwhy;
@@ -400,6 +469,17 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     kind = same ? "shift" : "remap";
   }
   for (auto& part : next.parts) part.cluster = g.idx[part.cluster];
+  if (pass) {
+    // The move changes the profiles of the clusters it leaves and enters
+    // (whether it succeeds or is abandoned half-way): read them again
+    // before the next co-allocation is planned.
+    for (const auto& part : next.parts) pass->stale.insert(part.cluster);
+    for (const auto& p : parts) {
+      for (std::size_t i = 0; i < clusters_.size(); ++i) {
+        if (clusters_[i]->conf.name == p.cluster) pass->stale.insert(i);
+      }
+    }
+  }
   return move(co, spec, parts, next, kind, trigger, why, &claim);
 }
 

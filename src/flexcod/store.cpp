@@ -53,6 +53,7 @@ const char* kSchema =
     " exit_code INTEGER NOT NULL DEFAULT -1, current INTEGER NOT NULL DEFAULT 1,"
     " PRIMARY KEY(co_id, attempt, idx));"
     "CREATE INDEX IF NOT EXISTS parts_state ON parts(state);"
+    "CREATE INDEX IF NOT EXISTS coallocations_state ON coallocations(state);"
     "CREATE TABLE IF NOT EXISTS transitions("
     " id INTEGER PRIMARY KEY AUTOINCREMENT, co_id INTEGER NOT NULL, time INTEGER NOT NULL,"
     " what TEXT NOT NULL, from_state TEXT NOT NULL, to_state TEXT NOT NULL, reason TEXT NOT NULL);"
@@ -541,6 +542,19 @@ std::vector<PartRecord> Store::parts_in_states(const std::vector<std::string>& s
   for (const auto& st : states) s.bind(st);
   std::vector<PartRecord> out;
   while (s.step() == SQLITE_ROW) out.push_back(read_part(s));
+  return out;
+}
+
+std::vector<std::int64_t> Store::with_part_on(const std::string& cluster,
+                                             const std::vector<std::string>& states) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, (std::string("SELECT DISTINCT p.co_id FROM parts p JOIN coallocations c"
+                           " ON c.id = p.co_id WHERE p.current=1 AND p.cluster=? AND c.state IN ") +
+               in_list(states) + " ORDER BY p.co_id").c_str());
+  s.bind(cluster);
+  for (const auto& st : states) s.bind(st);
+  std::vector<std::int64_t> out;
+  while (s.step() == SQLITE_ROW) out.push_back(s.i64(0));
   return out;
 }
 

@@ -145,6 +145,10 @@ class Store {
   std::vector<PartRecord> parts(std::int64_t co_id, bool current_only);
   // Parts in any of `states` (every co-allocation, every attempt).
   std::vector<PartRecord> parts_in_states(const std::vector<std::string>& states);
+  // The co-allocations in any of `states` whose current placement has a
+  // part on `cluster` (one query, not one per co-allocation).
+  std::vector<std::int64_t> with_part_on(const std::string& cluster,
+                                         const std::vector<std::string>& states);
   std::vector<Transition> transitions(std::int64_t co_id);
   bool add_move(std::int64_t co_id, const MoveRecord& m, std::string* error);
   std::vector<MoveRecord> moves(std::int64_t co_id);

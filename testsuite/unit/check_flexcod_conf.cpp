@@ -106,6 +106,13 @@ START_TEST(defaults_and_case) {
   ck_assert(tls.value().flexcod_url.empty());
   auto fu = conf::parse("Cluster=a URL=http://h:1\nFlexcodURL=https://fc.example.org:26991\n", "t");
   ck_assert(fu.ok() && fu.value().flexcod_url == "https://fc.example.org:26991");
+  ck_assert_int_eq(c.cluster_timeout, 2);
+  ck_assert_int_eq(c.breaker_failures, 3);
+  ck_assert_int_eq(c.breaker_backoff, 30);
+  auto cb = conf::parse("Cluster=a URL=http://h:1\nclustertimeout=5\nBreakerFailures=1\n"
+                        "BreakerBackoff=3600\n", "t");
+  ck_assert(cb.ok() && cb.value().cluster_timeout == 5 && cb.value().breaker_failures == 1 &&
+            cb.value().breaker_backoff == 3600);
 }
 END_TEST
 
@@ -134,6 +141,9 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\nRescheduleWait=3601\n", 2, "RescheduleWait"},
     {"Cluster=a URL=http://h:1\nPublishInterval=0\n", 2, "PublishInterval"},
     {"Cluster=a URL=http://h:1\nPublicStats=1\n", 2, "PublicStats"},
+    {"Cluster=a URL=http://h:1\nClusterTimeout=0\n", 2, "ClusterTimeout"},
+    {"Cluster=a URL=http://h:1\nBreakerFailures=0\n", 2, "BreakerFailures"},
+    {"Cluster=a URL=http://h:1\nBreakerBackoff=3601\n", 2, "BreakerBackoff"},
     {"Cluster=a URL=http://h:1\nDebugLevel=loud\n", 2, "DebugLevel"},
     {"Cluster=a URL=http://h:1\nListenPort\n", 2, "expected Key=Value"},
     {"Cluster=a URL=http://h:1\n=5\n", 2, "missing key"},

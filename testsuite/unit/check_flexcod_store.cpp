@@ -281,6 +281,12 @@ START_TEST(switch_with_move_is_one_transaction) {
   ck_assert(!s->write(gone, {}, "x", &err, &m));
   ck_assert_int_eq(s->count_moves(), 1);
   ck_assert_int_eq(s->moves(99).size(), 0);
+  // Only the current placement counts: the co-allocation is on beta now.
+  auto on_beta = s->with_part_on("beta", {"scheduled", "running"});
+  ck_assert_int_eq(on_beta.size(), 1);
+  ck_assert_int_eq(on_beta[0], c.id);
+  ck_assert_int_eq(s->with_part_on("alpha", {"scheduled", "running"}).size(), 0);
+  ck_assert_int_eq(s->with_part_on("beta", {"running"}).size(), 0);
 }
 END_TEST
 
