@@ -52,6 +52,9 @@ struct Caller {
   std::int64_t uid = -1;
   std::string user;
   bool admin = false;
+  // A web view session token with UiReadAll=yes: reads every
+  // co-allocation, as an admin does (the token never changes anything).
+  bool read_all = false;
 };
 
 class Engine {
@@ -167,7 +170,8 @@ class Engine {
   bool wait_stop(int ms);
 
   JsonPtr co_json(const CoRecord& co, bool full);
-  std::optional<CoRecord> visible(const Caller& who, std::int64_t id);
+  // for_read: GET, where Caller::read_all counts too.
+  std::optional<CoRecord> visible(const Caller& who, std::int64_t id, bool for_read = false);
   Cluster* cluster(const std::string& name);
   // The tag on every reservation this flexcod makes ("flexcod-<instance>"):
   // its orphan sweep deletes only reservations with this owner.

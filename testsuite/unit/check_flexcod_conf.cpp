@@ -95,6 +95,13 @@ START_TEST(defaults_and_case) {
   ck_assert(ps.ok() && ps.value().public_stats);
   ps = conf::parse("Cluster=a URL=http://h:1\npublicstats=no\n", "t");
   ck_assert(ps.ok() && !ps.value().public_stats);
+  // the web view: UiDir, UiTokenLifetime, UiReadAll
+  ck_assert(c.ui_dir == conf::kDefaultUiDir && c.ui_dir.size() > 1 && c.ui_dir[0] == '/');
+  ck_assert_int_eq(c.ui_token_lifetime, 28800);
+  ck_assert(!c.ui_read_all);
+  auto u = conf::parse("Cluster=a URL=http://h:1\nUiDir=/srv/ui\nuitokenlifetime=0\nUiReadAll=Yes\n", "t");
+  ck_assert(u.ok() && u.value().ui_dir == "/srv/ui" && u.value().ui_token_lifetime == 0 &&
+            u.value().ui_read_all);
 }
 END_TEST
 
@@ -124,6 +131,10 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\nPublishInterval=0\n", 2, "PublishInterval"},
     {"Cluster=a URL=http://h:1\nPublicStats=1\n", 2, "PublicStats"},
     {"Cluster=a URL=http://h:1\nDebugLevel=loud\n", 2, "DebugLevel"},
+    {"Cluster=a URL=http://h:1\nUiDir=ui\n", 2, "UiDir: 'ui' is not an absolute path"},
+    {"Cluster=a URL=http://h:1\nUiTokenLifetime=604801\n", 2, "0..604800"},
+    {"Cluster=a URL=http://h:1\nUiTokenLifetime=-1\n", 2, "UiTokenLifetime"},
+    {"Cluster=a URL=http://h:1\nUiReadAll=all\n", 2, "UiReadAll"},
     {"Cluster=a URL=http://h:1\nListenPort\n", 2, "expected Key=Value"},
     {"Cluster=a URL=http://h:1\n=5\n", 2, "missing key"},
     {"Cluster=a URL=http://h:1\nLogFile=\"/x\n", 2, "unterminated"},
