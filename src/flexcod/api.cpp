@@ -505,6 +505,37 @@ ApiResult Engine::clusters() {
   return Answer{200, std::move(j)};
 }
 
+ApiResult Engine::cluster_profile(const std::string& name) {
+  Cluster* c = cluster(name);
+  if (c == nullptr) return api_error(404, "not_found", "no cluster " + name);
+  if (!c->client) return api_error(503, "unavailable", "cluster " + name + " has no client");
+  std::lock_guard<std::mutex> fetch(c->view_fetch_m);
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(c->m);
+    if (!c->view_profile.empty() && now_seconds() - c->view_profile_at < kViewProfileMaxAge) {
+      text = c->view_profile;
+    }
+  }
+  if (text.empty()) {
+    bump("messages.profile");
+    auto r = c->client->profile(kViewProfileHorizon, c->conf.partition);
+    if (!r.ok()) {
+      c->note_error(r.error());
+      return api_error(503, "unavailable", "cluster " + name + ": " + r.error().message);
+    }
+    c->note(true, "");
+    text = http::json_text(r.value().get());
+    std::lock_guard<std::mutex> lock(c->m);
+    c->view_profile = text;
+    c->view_profile_at = now_seconds();
+  }
+  json_error_t je;
+  JsonPtr doc(json_loads(text.c_str(), 0, &je));
+  if (!doc) return api_error(500, "internal_error", "cached profile is not JSON");
+  return Answer{200, std::move(doc)};
+}
+
 ApiResult Engine::stats() {
   JsonPtr j = obj();
   json_t* o = j.get();

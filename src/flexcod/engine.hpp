@@ -81,6 +81,11 @@ class Engine {
   ApiResult cancel(const Caller& who, std::int64_t id);
   ApiResult modify(const Caller& who, std::int64_t id, const json_t* body);
   ApiResult clusters();
+  // The cluster's availability profile for the next day (its plugin's GET
+  // /v1/profile), cached for kViewProfileMaxAge seconds: the web view's.
+  ApiResult cluster_profile(const std::string& name);
+  static constexpr std::int64_t kViewProfileMaxAge = 30;
+  static constexpr std::int64_t kViewProfileHorizon = 86400;
   ApiResult stats();
 
   void count_request(int status);

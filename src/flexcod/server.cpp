@@ -440,6 +440,19 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
     if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
     if (who.uid < 0) return error(c, 401, "missing_credential", "missing_credential: sign the request");
     return issue_token(c, who, r.body);
+  } else if (path.rfind("/v1/clusters/", 0) == 0 && path.size() > 21 &&
+             path.compare(path.size() - 8, 8, "/profile") == 0) {
+    // GET /v1/clusters/{name}/profile: the web view's free-node chart.
+    const std::string name = path.substr(13, path.size() - 13 - 8);
+    if (method != "GET") return error(c, 405, "bad_request", method + " is not allowed on " + path);
+    if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
+    bool good = !name.empty() && name.size() <= 64;
+    for (char ch : name) {
+      good = good && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                      ch == '_' || ch == '-');
+    }
+    result = good ? engine_.cluster_profile(name)
+                  : ApiResult{ApiError{404, "not_found", "no such resource: " + path}};
   } else if (path == "/v1/clusters" && method == "GET") {
     if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
     result = engine_.clusters();

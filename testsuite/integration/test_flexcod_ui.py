@@ -174,6 +174,14 @@ def main():
         rr = bearer(fc, token, target="/v1/coallocations/%d" % coid)
         t.ok(rr.status == 200 and len(rr.json.get("history", [])) > 0,
              "GET /v1/coallocations/%d with the token: 200 with its history" % coid, repr(rr.json)[:300])
+        for n in names:
+            rr = bearer(fc, token, target="/v1/clusters/%s/profile" % n)
+            t.ok(rr.status == 200 and rr.json.get("cluster") == n and len(rr.json.get("steps", [])) > 0,
+                 "GET /v1/clusters/%s/profile with the token: 200, its profile's steps" % n,
+                 "%s %r" % (rr.status, rr.json))
+        rr = bearer(fc, token, target="/v1/clusters/nosuch/profile")
+        t.ok(rr.status == 404 and rr.error_code() == "not_found",
+             "GET /v1/clusters/nosuch/profile: 404 not_found", "%s %r" % (rr.status, rr.json))
         forged = os.urandom(32).hex()
         for what, tok in (("a forged token", forged), ("a malformed token", "abc"),
                           ("the token in capitals", token.upper()),
@@ -246,6 +254,8 @@ def main():
             t.ok(re.search(r'<tr data-cluster="%s"><td>%s</td><td><span class="ok">up</span>'
                            % (n, n), dom) is not None,
                  "the DOM lists cluster %s, up" % n, dom[:2000])
+            t.ok(re.search(r'<svg [^>]*class="profile" data-cluster="%s"[^>]*><path d="M0' % n, dom)
+                 is not None, "the DOM has cluster %s's free-node chart (SVG)" % n)
         row = re.search(r'<tr data-id="%d" data-state="scheduled"><td>co-%d</td>(.*?)</tr>'
                         % (coid, coid), dom)
         parts_text = " ".join("%s:%d" % (p["cluster"], p["nodes"]) for p in parts)

@@ -96,7 +96,31 @@
       state === "running" || state === "cancelling";
   }
 
-  function drawClusters(clusters, coallocs) {
+  // A cluster's availability profile as a step chart: free nodes (height)
+  // over the next 24 hours, from its plugin's GET /v1/profile via flexcod.
+  function profileChart(name, prof) {
+    if (!prof || !prof.steps) return el("span", "unavailable", "bad");
+    var w = 240, h = 36;
+    var total = Math.max(1, (prof.nodes && (prof.nodes.published || prof.nodes.total)) || 1);
+    var t0 = prof.snapshot_time, t1 = Math.max(t0 + 1, prof.horizon_end);
+    var s = svg("svg", { width: w, height: h + 2, "class": "profile", "data-cluster": name,
+                         role: "img", "aria-label": "free nodes of " + name + " over the next day" });
+    var d = "M0," + (h + 1);
+    prof.steps.forEach(function (st) {
+      var x0 = Math.max(0, (st.start - t0) / (t1 - t0) * w);
+      var x1 = Math.min(w, (st.end - t0) / (t1 - t0) * w);
+      var y = 1 + h - Math.min(1, st.free_nodes / total) * h;
+      if (x1 > x0) d += " L" + x0.toFixed(1) + "," + y.toFixed(1) + " L" + x1.toFixed(1) + "," + y.toFixed(1);
+    });
+    d += " L" + w + "," + (h + 1) + " Z";
+    s.appendChild(svg("path", { d: d, "class": "profile-area" }));
+    var min = Math.min.apply(null, prof.steps.map(function (st) { return st.free_nodes; }));
+    s.appendChild(svg("title", {}, name + ": " + total + " nodes, at least " + min +
+                                   " free in the next 24 hours"));
+    return s;
+  }
+
+  function drawClusters(clusters, coallocs, profiles) {
     var booked = {};
     coallocs.forEach(function (co) {
       if (!active(co.state)) return;
@@ -108,7 +132,7 @@
         "unreachable" + (c.last_error ? ": " + c.last_error : "");
       row(tb, [c.name, el("span", health, c.reachable ? "ok" : "bad"),
                c.nodes === null ? "?" : c.nodes, c.partition || "(default)", when(c.last_contact),
-               c.event_seq, (booked[c.name] || 0) + " nodes"],
+               c.event_seq, (booked[c.name] || 0) + " nodes", profileChart(c.name, profiles[c.name])],
           { "data-cluster": c.name });
     });
   }
@@ -196,10 +220,16 @@
     Promise.all([get("/v1/clusters"), get("/v1/coallocations?limit=50")])
       .then(function (res) {
         var clusters = res[0].clusters || [], coallocs = res[1].coallocations || [];
+        var profiles = {};
+        var asked = clusters.map(function (c) {
+          return get("/v1/clusters/" + encodeURIComponent(c.name) + "/profile")
+            .then(function (p) { profiles[c.name] = p; }, function () { profiles[c.name] = null; });
+        });
         return Promise.all(coallocs.slice(0, DETAILS).map(function (co) {
           return get("/v1/coallocations/" + co.id);
-        })).then(function (details) {
-          drawClusters(clusters, coallocs);
+        }).concat(asked)).then(function (all) {
+          var details = all.slice(0, Math.min(DETAILS, coallocs.length));
+          drawClusters(clusters, coallocs, profiles);
           drawGantt(coallocs);
           drawCoallocs(coallocs);
           drawHistory(details);
