@@ -330,6 +330,12 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
     std::string_view tok = auth_sv.substr(7);
     while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t')) tok.remove_prefix(1);
     while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t')) tok.remove_suffix(1);
+    {
+      std::lock_guard<std::mutex> lock(ui_mutex_);
+      if (ui_token_lifetime_ <= 0) {
+        return error(c, 403, "ui_disabled", "the web view is off here (UiTokenLifetime=0)");
+      }
+    }
     uid_t uid = 0;
     const auto verdict = tokens_.check(tok, flexcod::now_seconds(), &uid);
     if (verdict != ui::TokenStore::Verdict::kValid) {

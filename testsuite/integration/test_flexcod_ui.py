@@ -7,7 +7,8 @@ Content-Type and 404 for path traversal, unknown files and directories;
 `sreserve ui` prints http://host:port/ui/#token=...; a data call without a
 token, with a forged, malformed or expired one is 401 invalid_token; a
 mutation with a token is 403 read_only and changes nothing; another user's
-token sees nothing of ours, unless UiReadAll=yes.  Then headless Chromium
+token sees nothing of ours, unless UiReadAll=yes; UiTokenLifetime=0 turns
+logins and tokens off (403 ui_disabled).  Then headless Chromium
 loads the printed address: the DOM holds both clusters, the
 co-allocation's id, its parts (table and Gantt chart) and its history; its
 screenshot is kept as an artefact in
@@ -243,6 +244,19 @@ def main():
              "UiReadAll=yes: nobody's token reads root's co-allocation, still cannot cancel it",
              "%s %r; %s; %s" % (a.status, a.json, b2.status, c2.status))
         t.ok(fc.reconfigure(UiReadAll="no"), "UiReadAll=no again")
+
+        # -- UiTokenLifetime=0: the web view's logins and tokens are off ------
+        t.ok(fc.reconfigure(UiTokenLifetime="0"), "UiTokenLifetime=0, SIGHUP")
+        rr = fc.client().request("POST", "/v1/ui/tokens")
+        r0 = bearer(fc, token)
+        t.ok(rr.status == 403 and rr.error_code() == "ui_disabled"
+             and r0.status == 403 and r0.error_code() == "ui_disabled",
+             "UiTokenLifetime=0: POST /v1/ui/tokens and a GET with a token are 403 ui_disabled",
+             "%s %r; %s %r" % (rr.status, rr.json, r0.status, r0.json))
+        t.ok(fc.reconfigure(UiTokenLifetime="28800"), "UiTokenLifetime=28800 again")
+        r0 = bearer(fc, token)
+        t.ok(r0.status == 200, "the token works again (tokens are not forgotten by a reload)",
+             "%s %r" % (r0.status, r0.json))
 
         # -- a real browser --------------------------------------------------
         r = chromium(["--dump-dom", url])
