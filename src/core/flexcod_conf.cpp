@@ -150,6 +150,11 @@ int debug_level_from_name(std::string_view name) noexcept {
 #endif
 const char* const kDefaultPath = FLEXCOD_CONF_DEFAULT;
 
+#ifndef FLEXCO_UI_DIR_DEFAULT
+#define FLEXCO_UI_DIR_DEFAULT "/usr/local/share/flexco/ui"
+#endif
+const char* const kDefaultUiDir = FLEXCO_UI_DIR_DEFAULT;
+
 std::string choose_path(const std::string& cli, const char* env) {
   if (!cli.empty()) return cli;
   if (env != nullptr && env[0] != '\0') return env;
@@ -329,6 +334,16 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
         const std::string l = lower(v);
         if (l != "yes" && l != "no") return parser.err(line, "PublicStats: '" + v + "' is not yes or no");
         c.public_stats = l == "yes";
+      } else if (k == "uidir") {
+        if (!valid_path(v)) return parser.err(line, "UiDir: '" + v + "' is not an absolute path");
+        c.ui_dir = v;
+      } else if (k == "uitokenlifetime") {
+        if (!need_int(0, 604800)) return range(0, 604800);
+        c.ui_token_lifetime = static_cast<int>(n);
+      } else if (k == "uireadall") {
+        const std::string l = lower(v);
+        if (l != "yes" && l != "no") return parser.err(line, "UiReadAll: '" + v + "' is not yes or no");
+        c.ui_read_all = l == "yes";
       } else if (k == "planhorizon") {
         if (!need_int(60, 31622400)) return range(60, 31622400);
         c.plan_horizon = n;

@@ -31,6 +31,10 @@
 // given to the plugin, 120), MaxReplans (3), MaxParts (default cap on the
 // parts of one request, 8), PlanHorizon (s, 7 days), DebugLevel
 // (quiet|fatal|error|info|verbose|debug|debug2..5, default info).
+// The web view (doc/flexcod.md, "Web view"): UiDir (its static files,
+// default $(datadir)/flexco/ui), UiTokenLifetime (s a session token lives,
+// default 28800; 0: no tokens, the view is off), UiReadAll (yes: a token
+// of any user reads every co-allocation; default no, as the API).
 //
 // The default path is configure's --with-flexcod-conf (/etc/slurm/flexcod.conf
 // unless given; the Debian packages use /etc/flexco/flexcod.conf); the daemon
@@ -49,6 +53,7 @@
 namespace flexco::conf {
 
 extern const char* const kDefaultPath;
+extern const char* const kDefaultUiDir;  // configure's $(datadir)/flexco/ui
 inline constexpr const char* kPathEnv = "FLEXCOD_CONF";
 
 struct Error {
@@ -95,6 +100,9 @@ struct FlexcodConf {
   std::string part_start_policy = "fail";  // fail | warn: a part later than that
   bool public_stats = false;    // GET /v1/stats and /v1/clusters without a credential
   std::string metrics_token_file;  // "" none: GET /metrics's bearer token (doc/auth.md)
+  std::string ui_dir = kDefaultUiDir;  // the web view's static files
+  int ui_token_lifetime = 28800;  // s, 0 (no tokens) .. 604800
+  bool ui_read_all = false;     // a UI token reads every co-allocation
   std::int64_t plan_horizon = 7 * 86400;  // s, 60 .. 31622400
   int debug_level = 3;          // 0 quiet .. 3 info .. 9 debug5
   std::vector<ClusterConf> clusters;  // in file order, at least one

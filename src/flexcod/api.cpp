@@ -118,10 +118,10 @@ JsonPtr Engine::co_json(const CoRecord& co, bool full) {
   return j;
 }
 
-std::optional<CoRecord> Engine::visible(const Caller& who, std::int64_t id) {
+std::optional<CoRecord> Engine::visible(const Caller& who, std::int64_t id, bool for_read) {
   auto co = store_.get_coalloc(id);
   if (!co) return std::nullopt;
-  if (!who.admin && co->uid != who.uid) return std::nullopt;
+  if (!who.admin && !(for_read && who.read_all) && co->uid != who.uid) return std::nullopt;
   return co;
 }
 
@@ -363,9 +363,9 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
 }
 
 ApiResult Engine::list(const Caller& who, const std::string& state, const std::string& user, int limit) {
-  std::int64_t uid = who.admin ? -1 : who.uid;
+  std::int64_t uid = (who.admin || who.read_all) ? -1 : who.uid;
   if (!user.empty()) {
-    if (!who.admin) return api_error(403, "forbidden", "user=: only AdminUsers may list other users");
+    if (!who.admin && !who.read_all) return api_error(403, "forbidden", "user=: only AdminUsers may list other users");
     passwd pw;
     passwd* res = nullptr;
     char buf[4096];
@@ -385,7 +385,7 @@ ApiResult Engine::list(const Caller& who, const std::string& state, const std::s
 }
 
 ApiResult Engine::show(const Caller& who, std::int64_t id) {
-  auto co = visible(who, id);
+  auto co = visible(who, id, true);
   if (!co) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
   return Answer{200, co_json(*co, true)};
 }
@@ -511,6 +511,37 @@ ApiResult Engine::clusters() {
   }
   set(j.get(), "clusters", a);
   return Answer{200, std::move(j)};
+}
+
+ApiResult Engine::cluster_profile(const std::string& name) {
+  Cluster* c = cluster(name);
+  if (c == nullptr) return api_error(404, "not_found", "no cluster " + name);
+  if (!c->client) return api_error(503, "unavailable", "cluster " + name + " has no client");
+  std::lock_guard<std::mutex> fetch(c->view_fetch_m);
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(c->m);
+    if (!c->view_profile.empty() && now_seconds() - c->view_profile_at < kViewProfileMaxAge) {
+      text = c->view_profile;
+    }
+  }
+  if (text.empty()) {
+    bump("messages.profile");
+    auto r = c->client->profile(kViewProfileHorizon, c->conf.partition);
+    if (!r.ok()) {
+      c->note_error(r.error());
+      return api_error(503, "unavailable", "cluster " + name + ": " + r.error().message);
+    }
+    c->note(true, "");
+    text = http::json_text(r.value().get());
+    std::lock_guard<std::mutex> lock(c->m);
+    c->view_profile = text;
+    c->view_profile_at = now_seconds();
+  }
+  json_error_t je;
+  JsonPtr doc(json_loads(text.c_str(), 0, &je));
+  if (!doc) return api_error(500, "internal_error", "cached profile is not JSON");
+  return Answer{200, std::move(doc)};
 }
 
 ApiResult Engine::stats() {

@@ -54,6 +54,9 @@ struct Caller {
   std::int64_t uid = -1;
   std::string user;
   bool admin = false;
+  // A web view session token with UiReadAll=yes: reads every
+  // co-allocation, as an admin does (the token never changes anything).
+  bool read_all = false;
 };
 
 class Engine {
@@ -80,6 +83,11 @@ class Engine {
   ApiResult cancel(const Caller& who, std::int64_t id);
   ApiResult modify(const Caller& who, std::int64_t id, const json_t* body);
   ApiResult clusters();
+  // The cluster's availability profile for the next day (its plugin's GET
+  // /v1/profile), cached for kViewProfileMaxAge seconds: the web view's.
+  ApiResult cluster_profile(const std::string& name);
+  static constexpr std::int64_t kViewProfileMaxAge = 30;
+  static constexpr std::int64_t kViewProfileHorizon = 86400;
   ApiResult stats();
   // GET /metrics: the counters of stats() and more, in Prometheus' text
   // format (doc/flexcod.md, "Metrics").
@@ -182,7 +190,8 @@ class Engine {
   bool wait_stop(int ms);
 
   JsonPtr co_json(const CoRecord& co, bool full);
-  std::optional<CoRecord> visible(const Caller& who, std::int64_t id);
+  // for_read: GET, where Caller::read_all counts too.
+  std::optional<CoRecord> visible(const Caller& who, std::int64_t id, bool for_read = false);
   Cluster* cluster(const std::string& name);
   // The tag on every reservation this flexcod makes ("flexcod-<instance>"):
   // its orphan sweep deletes only reservations with this owner.

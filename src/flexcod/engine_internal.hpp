@@ -46,6 +46,13 @@ struct Engine::Cluster {
   std::int64_t nodes = -1;
   std::string cached_profile;  // publish mode
   std::int64_t cached_at = 0;
+  // GET /v1/clusters/{name}/profile (the web view): the last answer, reused
+  // for kViewProfileMaxAge s so that any number of open pages costs the
+  // plugin one profile call per cluster per that time.  view_fetch_m is
+  // held across the call (never with m), so viewers wait for one fetch.
+  std::mutex view_fetch_m;
+  std::string view_profile;  // under m
+  std::int64_t view_profile_at = 0;
   std::int64_t event_seq = 0;
   // Reconciled with the database since this flexcod started; until then
   // the cluster is not planned on (its orphans are not known yet).

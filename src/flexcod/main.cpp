@@ -251,6 +251,10 @@ int main(int argc, char** argv) {
     }
     server->set_metrics_token(token);
   }
+  server->set_ui(conf.ui_dir, conf.ui_token_lifetime, conf.ui_read_all);
+  if (conf.ui_token_lifetime > 0 && access((conf.ui_dir + "/index.html").c_str(), R_OK) != 0) {
+    fc_error("UiDir %s has no readable index.html: the web view (/ui/) answers 404", conf.ui_dir.c_str());
+  }
   why = server->start(conf.listen_address, conf.listen_port);
   if (!why.empty()) {
     engine->stop();
@@ -286,6 +290,7 @@ int main(int argc, char** argv) {
       engine->reload(conf);
       server->set_admins(conf.admin_users);
       server->set_public_stats(conf.public_stats);
+      server->set_ui(conf.ui_dir, conf.ui_token_lifetime, conf.ui_read_all);
       continue;
     }
     fc_info("Terminate signal (%s) received", sig == SIGTERM ? "SIGTERM" : "SIGINT");

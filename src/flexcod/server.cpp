@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <strings.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -162,14 +163,23 @@ bool Server::is_admin(uid_t uid) {
   return false;
 }
 
+void Server::set_ui(const std::string& dir, int token_lifetime, bool read_all) {
+  std::lock_guard<std::mutex> lock(ui_mutex_);
+  ui_dir_ = dir;
+  ui_token_lifetime_ = token_lifetime;
+  ui_read_all_ = read_all;
+}
+
 MHD_Result Server::respond(MHD_Connection* c, int status, const std::string& body,
-                           bool auth_challenge, bool retry_after, const char* type) {
+                           const char* challenge, bool retry_after, const char* type) {
   MHD_Response* resp = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()),
                                                        MHD_RESPMEM_MUST_COPY);
   if (resp == nullptr) return MHD_NO;
   MHD_add_response_header(resp, "Content-Type", type);
   MHD_add_response_header(resp, "Cache-Control", "no-store");
-  if (auth_challenge) MHD_add_response_header(resp, "WWW-Authenticate", "MUNGE");
+  if (challenge != nullptr && *challenge != '\0') {
+    MHD_add_response_header(resp, "WWW-Authenticate", challenge);
+  }
   if (retry_after) MHD_add_response_header(resp, "Retry-After", "1");
   const MHD_Result rc = MHD_queue_response(c, static_cast<unsigned int>(status), resp);
   MHD_destroy_response(resp);
@@ -179,7 +189,105 @@ MHD_Result Server::respond(MHD_Connection* c, int status, const std::string& bod
 
 MHD_Result Server::error(MHD_Connection* c, int status, const std::string& code,
                          const std::string& msg) {
-  return respond(c, status, flexco::error_json(code, msg), status == 401, status == 503);
+  return respond(c, status, flexco::error_json(code, msg), status == 401 ? "MUNGE" : nullptr,
+                 status == 503);
+}
+
+MHD_Result Server::error(MHD_Connection* c, int status, const std::string& code,
+                         const std::string& msg, const char* challenge) {
+  return respond(c, status, flexco::error_json(code, msg), challenge, status == 503);
+}
+
+// GET /ui/ and /ui/<file>: the web view's static files, without a
+// credential (they hold no data).  Anything ui::static_file() does not
+// accept, or that is not a regular file in UiDir, is 404: no directory
+// listing, no way out of the directory.
+MHD_Result Server::serve_static(MHD_Connection* c, const std::string& method, const std::string& path) {
+  if (method != "GET" && method != "HEAD") {
+    return error(c, 405, "bad_request", method + " is not allowed on " + path);
+  }
+  std::string name;
+  const char* type = nullptr;
+  if (path.rfind("/ui/", 0) != 0 || !ui::static_file(std::string_view(path).substr(4), &name, &type)) {
+    fc_verbose("%s %s: no such file of the web view", method.c_str(), path.c_str());
+    return error(c, 404, "not_found", "no such resource");
+  }
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(ui_mutex_);
+    dir = ui_dir_;
+  }
+  std::string body;
+  if (!ui::read_static(dir, name, &body)) {
+    fc_verbose("%s %s: %s/%s is not a readable regular file", method.c_str(), path.c_str(), dir.c_str(),
+               name.c_str());
+    return error(c, 404, "not_found", "no such resource");
+  }
+  MHD_Response* resp = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()),
+                                                       MHD_RESPMEM_MUST_COPY);
+  if (resp == nullptr) return MHD_NO;
+  MHD_add_response_header(resp, "Content-Type", type);
+  MHD_add_response_header(resp, "Cache-Control", "no-cache");
+  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+  MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+  MHD_add_response_header(resp, "Content-Security-Policy",
+                          "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                          "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+  const MHD_Result rc = MHD_queue_response(c, 200, resp);
+  MHD_destroy_response(resp);
+  engine_.count_request(200);
+  return rc;
+}
+
+// POST /v1/ui/tokens (MUNGE-signed only): a web view session token for the
+// caller (doc/auth.md, "Session tokens").
+MHD_Result Server::issue_token(MHD_Connection* c, const Caller& who, const std::string& body) {
+  int max_lifetime = 0;
+  {
+    std::lock_guard<std::mutex> lock(ui_mutex_);
+    max_lifetime = ui_token_lifetime_;
+  }
+  if (max_lifetime <= 0) {
+    return error(c, 403, "ui_disabled", "the web view is off here (UiTokenLifetime=0)");
+  }
+  std::int64_t lifetime = max_lifetime;
+  if (!body.empty()) {
+    json_error_t je;
+    JsonPtr b(json_loadb(body.data(), body.size(), 0, &je));
+    if (b == nullptr || !json_is_object(b.get())) {
+      return error(c, 400, "bad_request", "the body must be a JSON object");
+    }
+    const char* k;
+    json_t* v;
+    json_object_foreach(b.get(), k, v) {
+      if (std::string(k) != "lifetime") {
+        return error(c, 400, "bad_request", std::string("unknown member '") + k + "'");
+      }
+      if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max_lifetime) {
+        return error(c, 400, "bad_request", "lifetime: seconds in 1.." + std::to_string(max_lifetime) +
+                                                " (UiTokenLifetime)");
+      }
+      lifetime = json_integer_value(v);
+    }
+  }
+  const std::int64_t now = flexcod::now_seconds();
+  auto t = tokens_.issue(static_cast<uid_t>(who.uid), lifetime, now);
+  if (!t) {
+    fc_error("web view token for %s: none issued (%zu tokens held, or no randomness)", who.user.c_str(),
+             tokens_.size());
+    return error(c, 503, "too_many_tokens", "no session token can be issued now; try again later");
+  }
+  fc_info("web view session token for %s (uid %ld), valid for %ld s", who.user.c_str(), (long)who.uid,
+          (long)lifetime);
+  JsonPtr j(json_object());
+  json_object_set_new(j.get(), "token", json_string(t->token.c_str()));
+  json_object_set_new(j.get(), "user", json_string(who.user.c_str()));
+  json_object_set_new(j.get(), "uid", json_integer(who.uid));
+  json_object_set_new(j.get(), "expires", json_integer(t->expires));
+  json_object_set_new(j.get(), "lifetime", json_integer(lifetime));
+  json_object_set_new(j.get(), "path", json_string(("/ui/#token=" + t->token).c_str()));
+  return respond(c, 201, flexco::http::json_text(j.get()), nullptr, false);
 }
 
 MHD_Result Server::handle(MHD_Connection* c, const char* method, const char* upload,
@@ -211,8 +319,10 @@ MHD_Result Server::handle(MHD_Connection* c, const char* method, const char* upl
 MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Request& r) {
   const std::size_t qpos = r.target.find('?');
   const std::string path = r.target.substr(0, qpos);
+  if (path == "/ui" || path.rfind("/ui/", 0) == 0) return serve_static(c, method, path);
   Caller who;
   const char* auth_header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  const std::string_view auth_sv = auth_header != nullptr ? auth_header : "";
   const bool metrics = path == "/metrics" && method == "GET";
   if (metrics && flexco_is_bearer(auth_header)) {
     // MetricsTokenFile's token: for GET /metrics only (doc/auth.md).
@@ -231,8 +341,40 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
              (path == "/v1/stats" || path == "/v1/clusters" || path == "/metrics")) {
     // PublicStats=yes: answered without a credential (who stays uid -1).
     who.user = "(public)";
+  } else if (auth_sv.size() >= 7 && strncasecmp(auth_sv.data(), "Bearer ", 7) == 0) {
+    // A web view session token (doc/auth.md, "Session tokens"): reads only.
+    std::string_view tok = auth_sv.substr(7);
+    while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t')) tok.remove_prefix(1);
+    while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t')) tok.remove_suffix(1);
+    {
+      std::lock_guard<std::mutex> lock(ui_mutex_);
+      if (ui_token_lifetime_ <= 0) {
+        return error(c, 403, "ui_disabled", "the web view is off here (UiTokenLifetime=0)");
+      }
+    }
+    uid_t uid = 0;
+    const auto verdict = tokens_.check(tok, flexcod::now_seconds(), &uid);
+    if (verdict != ui::TokenStore::Verdict::kValid) {
+      const bool malformed = verdict == ui::TokenStore::Verdict::kMalformed;
+      fc_verbose("%s %s: %s session token", method.c_str(), path.c_str(),
+                 malformed ? "malformed" : "unknown or expired");
+      return error(c, 401, "invalid_token",
+                   malformed ? "invalid_token: a session token is 64 lowercase hex digits"
+                             : "invalid_token: unknown or expired session token (run sreserve ui again)",
+                   "Bearer realm=\"flexcod\"");
+    }
+    who.uid = uid;
+    who.user = user_name(uid);
+    if (method != "GET") {
+      fc_verbose("%s %s by %s: refused, a session token only reads", method.c_str(), path.c_str(),
+                 who.user.c_str());
+      return error(c, 403, "read_only", "a web view session token only reads (GET); use sreserve");
+    }
+    who.admin = is_admin(uid);
+    std::lock_guard<std::mutex> lock(ui_mutex_);
+    who.read_all = ui_read_all_;
   } else {
-    const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char* auth = auth_header;
     // The Idempotency-Key, if any, must be the signed one (flexco-auth-v3).
     const char* idem = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Idempotency-Key");
     std::optional<std::string_view> idem_key;
@@ -315,6 +457,24 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
     } else {
       result = ApiError{405, "bad_request", method + " is not allowed on " + path};
     }
+  } else if (path == "/v1/ui/tokens") {
+    if (method != "POST") return error(c, 405, "bad_request", method + " is not allowed on " + path);
+    if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
+    if (who.uid < 0) return error(c, 401, "missing_credential", "missing_credential: sign the request");
+    return issue_token(c, who, r.body);
+  } else if (path.rfind("/v1/clusters/", 0) == 0 && path.size() > 21 &&
+             path.compare(path.size() - 8, 8, "/profile") == 0) {
+    // GET /v1/clusters/{name}/profile: the web view's free-node chart.
+    const std::string name = path.substr(13, path.size() - 13 - 8);
+    if (method != "GET") return error(c, 405, "bad_request", method + " is not allowed on " + path);
+    if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
+    bool good = !name.empty() && name.size() <= 64;
+    for (char ch : name) {
+      good = good && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                      ch == '_' || ch == '-');
+    }
+    result = good ? engine_.cluster_profile(name)
+                  : ApiResult{ApiError{404, "not_found", "no such resource: " + path}};
   } else if (path == "/v1/clusters" && method == "GET") {
     if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
     result = engine_.clusters();
@@ -324,7 +484,7 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
   } else if (metrics) {
     if (!no_query()) return error(c, 400, "bad_request", "no query parameters are accepted here");
     fc_debug("%s %s by %s: 200", method.c_str(), r.target.c_str(), who.user.c_str());
-    return respond(c, 200, engine_.metrics_text(), false, false,
+    return respond(c, 200, engine_.metrics_text(), nullptr, false,
                    "text/plain; version=0.0.4; charset=utf-8");
   } else if (path == "/metrics") {
     result = ApiError{405, "bad_request", method + " is not allowed on " + path};
@@ -336,7 +496,7 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
     return error(c, e.status, e.code, e.message);
   }
   fc_debug("%s %s by %s: %d", method.c_str(), r.target.c_str(), who.user.c_str(), result.value().status);
-  return respond(c, result.value().status, flexco::http::json_text(result.value().body.get()), false,
+  return respond(c, result.value().status, flexco::http::json_text(result.value().body.get()), nullptr,
                  false);
 }
 

@@ -16,6 +16,7 @@
 
 #include "core/auth.hpp"
 #include "flexcod/engine.hpp"
+#include "flexcod/ui.hpp"
 
 namespace flexcod {
 
@@ -37,6 +38,8 @@ class Server {
     std::lock_guard<std::mutex> lock(admins_mutex_);
     metrics_token_ = token;
   }
+  // The web view (UiDir, UiTokenLifetime, UiReadAll; doc/flexcod.md).
+  void set_ui(const std::string& dir, int token_lifetime, bool read_all);
 
   // libmicrohttpd callbacks (public for the C trampolines).
   MHD_Result handle(MHD_Connection* c, const char* method, const char* upload, size_t* upload_size,
@@ -46,8 +49,13 @@ class Server {
 
  private:
   struct Request;
-  MHD_Result respond(MHD_Connection* c, int status, const std::string& body, bool auth_challenge,
+  // challenge: the WWW-Authenticate value of a 401 ("" = none).
+  MHD_Result respond(MHD_Connection* c, int status, const std::string& body, const char* challenge,
                      bool retry_after, const char* type = "application/json");
+  MHD_Result error(MHD_Connection* c, int status, const std::string& code, const std::string& msg,
+                   const char* challenge);
+  MHD_Result serve_static(MHD_Connection* c, const std::string& method, const std::string& path);
+  MHD_Result issue_token(MHD_Connection* c, const Caller& who, const std::string& body);
   MHD_Result error(MHD_Connection* c, int status, const std::string& code, const std::string& msg);
   MHD_Result dispatch(MHD_Connection* c, const std::string& method, Request& r);
   bool is_admin(uid_t uid);
@@ -58,6 +66,11 @@ class Server {
   std::vector<std::string> admin_users_;
   std::atomic<bool> public_stats_{false};
   std::string metrics_token_;  // admins_mutex_
+  std::mutex ui_mutex_;
+  std::string ui_dir_;
+  int ui_token_lifetime_ = 0;
+  bool ui_read_all_ = false;
+  ui::TokenStore tokens_;
   MHD_Daemon* daemon_ = nullptr;
 };
 

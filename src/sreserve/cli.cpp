@@ -30,7 +30,7 @@ const struct {
 } kCommands[] = {{Command::kOffers, "offers"}, {Command::kProfile, "profile"},
                  {Command::kSubmit, "submit"}, {Command::kList, "list"},
                  {Command::kShow, "show"},     {Command::kUpdate, "update"},
-                 {Command::kCancel, "cancel"}};
+                 {Command::kCancel, "cancel"}, {Command::kUi, "ui"}};
 
 bool to_int64(const char* s, std::int64_t lo, std::int64_t hi, std::int64_t* out) {
   if (!s || !*s) return false;
@@ -302,6 +302,11 @@ const struct option kUpdateLong[] = {
 
 const struct option kGlobalLong[] = {COMMON_LONG, {nullptr, 0, nullptr, 0}};
 
+const struct option kUiLong[] = {
+    COMMON_LONG,
+    {"time", required_argument, nullptr, 't'},
+    {nullptr, 0, nullptr, 0}};
+
 const char* short_opts(Command c) {
   switch (c) {
     case Command::kOffers: return ":vhN:t:M:o:O:";
@@ -311,6 +316,7 @@ const char* short_opts(Command c) {
     case Command::kShow: return ":vho:O:i:";
     case Command::kUpdate: return ":vM:";
     case Command::kCancel: return ":v";
+    case Command::kUi: return ":vt:";
     default: return "+:vVh";  // before the command, -h is --help as in sbatch
   }
 }
@@ -324,6 +330,7 @@ const struct option* long_opts(Command c) {
     case Command::kShow: return kShowLong;
     case Command::kUpdate: return kUpdateLong;
     case Command::kCancel: return kGlobalLong;
+    case Command::kUi: return kUiLong;
     default: return kGlobalLong;
   }
 }
@@ -408,7 +415,7 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
     for (const auto& k : kCommands)
       if (rest[i] == k.name) p.o.command = k.c;
     if (p.o.command == Command::kNone) {
-      r.error = "invalid command \"" + rest[i] + "\" (one of offers, profile, submit, list, show, update, cancel)";
+      r.error = "invalid command \"" + rest[i] + "\" (one of offers, profile, submit, list, show, update, cancel, ui)";
       return r;
     }
   } else {
@@ -431,7 +438,7 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
       r.options = p.o;
       return r;
     }
-    r.error = "no command given (one of offers, profile, submit, list, show, update, cancel)";
+    r.error = "no command given (one of offers, profile, submit, list, show, update, cancel, ui)";
     return r;
   }
   std::vector<std::string> sub = {std::string("sreserve ") + rest[i]};
@@ -491,6 +498,9 @@ ParseResult parse_args(const std::vector<std::string>& args, std::int64_t now) {
     case Command::kCancel:
       if (operands.empty()) p.fail("cancel: give one or more co-allocation ids");
       else parse_ids(p, operands);
+      break;
+    case Command::kUi:
+      if (!operands.empty()) p.fail("ui takes no operand (\"" + operands[0] + "\")");
       break;
     default: break;
   }
@@ -664,9 +674,11 @@ std::string usage_text(Command c) {
       return "Usage: sreserve update ID [--deadline=TIME|none] [-M CLUSTERS] [--json|--yaml] [-v]\n";
     case Command::kCancel:
       return "Usage: sreserve cancel ID [ID...] [--json|--yaml] [-v]\n";
+    case Command::kUi:
+      return "Usage: sreserve ui [-t TIME] [--json|--yaml] [-v]\n";
     default:
       return "Usage: sreserve [OPTIONS] COMMAND [OPTIONS]   (options before or after COMMAND)\n"
-             "       COMMAND: offers profile submit list show update cancel\n"
+             "       COMMAND: offers profile submit list show update cancel ui\n"
              "       sreserve COMMAND --help | --usage;  sreserve --version\n";
   }
 }
@@ -776,6 +788,14 @@ std::string help_text(Command c) {
     case Command::kCancel:
       return usage_text(c) + "\nCancel co-allocations: part jobs and reservations go on every cluster.\n" +
              common;
+    case Command::kUi:
+      return usage_text(c) +
+             "\nOpen flexcod's read-only web view: asks flexcod for a session token bound to\n"
+             "you and prints the address to open in a browser (keep it to yourself: it\n"
+             "shows what you may see until it expires; it can change nothing).\n"
+             "  -t, --time=TIME           how long the token lives (default and most:\n"
+             "                            flexcod's UiTokenLifetime, 8 hours unless set)\n" +
+             common;
     default:
       return usage_text(c) +
              "\nFlexible co-allocation of one job across several Slurm clusters.\n\n"
@@ -786,6 +806,7 @@ std::string help_text(Command c) {
              "  show      one co-allocation: parts, history, moves\n"
              "  update    change the deadline or the allowed clusters\n"
              "  cancel    cancel co-allocations\n"
+             "  ui        the address of the read-only web view, with a session token\n"
              "\nAlone, -h is --help and -V --version; any command's options may also\n"
              "come before it (sreserve -h list = sreserve list --noheader).\n" +
              common;

@@ -32,7 +32,7 @@ enum Exit : int {
 // for it by name.
 inline constexpr const char* kDataFormat = "v1";
 
-enum class Command { kNone, kOffers, kProfile, kSubmit, kList, kShow, kUpdate, kCancel };
+enum class Command { kNone, kOffers, kProfile, kSubmit, kList, kShow, kUpdate, kCancel, kUi };
 
 const char* command_name(Command c);
 
@@ -57,7 +57,7 @@ struct Options {
   bool clusters_given = false;        // -M/--clusters on the command line
   std::int64_t now = 0;      // reference time of relative times
 
-  // offers, submit
+  // offers, submit (ui: -t is the session's lifetime)
   std::int64_t nodes_min = 0, nodes_max = 0;  // -N N or MIN-MAX
   std::int64_t duration = 0;                  // -t, seconds
   std::int64_t begin = 0;                     // --begin, 0 = now

@@ -505,6 +505,19 @@ int main(int argc, char** argv) {
                                               .release());
       break;
     }
+    case Command::kUi: {
+      // The address printed is the one sreserve reached flexcod at.
+      json_object_set_new(ex.get(), "url", json_string(daemon_url.c_str()));
+      std::string req;
+      if (o.duration > 0) {
+        J b(json_object());
+        json_object_set_new(b.get(), "lifetime", json_integer(o.duration));
+        req = text(b.get());
+      }
+      json_array_append_new(daemon.get(),
+                            caller.call("flexcod", daemon_url, "POST", "/v1/ui/tokens", req).release());
+      break;
+    }
     case Command::kCancel:
       for (auto id : o.ids)
         json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "DELETE",

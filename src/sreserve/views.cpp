@@ -754,6 +754,23 @@ void render_update_cancel(const Options& o, const json_t* ex, Output* out) {
   }
 }
 
+// sreserve ui: the web view's address with the session token.
+void render_ui(const Options& o, const json_t* ex, Output* out) {
+  const json_t* a = daemon_answer(ex, 0, out);
+  if (!a) return;
+  if (o.json) {
+    out->out += dump(a);
+    return;
+  }
+  std::string base = str(ex, "url");
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  out->out += base + str(a, "path") + "\n";
+  if (o.verbose > 0) {
+    out->err += "sreserve: session token for " + str(a, "user") + ", valid until " +
+                time_or_na(a, "expires") + "; it only reads\n";
+  }
+}
+
 }  // namespace
 
 const std::vector<FieldDef>& offer_fields() {
@@ -915,6 +932,7 @@ Output render(const Options& o, const json_t* ex) {
     case Command::kSubmit: render_submit(o, ex, &out); break;
     case Command::kUpdate:
     case Command::kCancel: render_update_cancel(o, ex, &out); break;
+    case Command::kUi: render_ui(o, ex, &out); break;
     default: break;
   }
   return out;

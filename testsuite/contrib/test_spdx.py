@@ -3,8 +3,8 @@
 """Every source file of the project says its licence in an SPDX line
 (GPL-2.0-or-later, COPYING) within its first three lines: C and C++
 sources and headers, linker version scripts, Python and shell programs
-(contrib/, tests), the autotools inputs and the service and completion
-files.  Generated files (configure, Makefile.in, libtool's m4), the data
+(contrib/, tests), the autotools inputs, the service and completion
+files and flexcod's web view (HTML, JavaScript, CSS).  Generated files (configure, Makefile.in, libtool's m4), the data
 (traces, corpora, golden outputs) and doc/ are not sources."""
 
 import os
@@ -38,7 +38,7 @@ def sources(root):
             if f in ("Makefile.in", "Makefile", "config.h.in", "aclocal.m4", "configure",
                      "flexco_config.h", "flexco_config.h.in", "config.h"):
                 continue
-            if re.search(r"\.(c|h|cpp|hpp|py|m4|am|ac|map)$", f):
+            if re.search(r"\.(c|h|cpp|hpp|py|m4|am|ac|map|html|js|css)$", f):
                 if p.startswith("m4/") and not f.startswith("flexco_"):
                     continue
                 out.append(p)

@@ -113,6 +113,13 @@ START_TEST(defaults_and_case) {
                         "BreakerBackoff=3600\n", "t");
   ck_assert(cb.ok() && cb.value().cluster_timeout == 5 && cb.value().breaker_failures == 1 &&
             cb.value().breaker_backoff == 3600);
+  // the web view: UiDir, UiTokenLifetime, UiReadAll
+  ck_assert(c.ui_dir == conf::kDefaultUiDir && c.ui_dir.size() > 1 && c.ui_dir[0] == '/');
+  ck_assert_int_eq(c.ui_token_lifetime, 28800);
+  ck_assert(!c.ui_read_all);
+  auto u = conf::parse("Cluster=a URL=http://h:1\nUiDir=/srv/ui\nuitokenlifetime=0\nUiReadAll=Yes\n", "t");
+  ck_assert(u.ok() && u.value().ui_dir == "/srv/ui" && u.value().ui_token_lifetime == 0 &&
+            u.value().ui_read_all);
 }
 END_TEST
 
@@ -145,6 +152,10 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\nBreakerFailures=0\n", 2, "BreakerFailures"},
     {"Cluster=a URL=http://h:1\nBreakerBackoff=3601\n", 2, "BreakerBackoff"},
     {"Cluster=a URL=http://h:1\nDebugLevel=loud\n", 2, "DebugLevel"},
+    {"Cluster=a URL=http://h:1\nUiDir=ui\n", 2, "UiDir: 'ui' is not an absolute path"},
+    {"Cluster=a URL=http://h:1\nUiTokenLifetime=604801\n", 2, "0..604800"},
+    {"Cluster=a URL=http://h:1\nUiTokenLifetime=-1\n", 2, "UiTokenLifetime"},
+    {"Cluster=a URL=http://h:1\nUiReadAll=all\n", 2, "UiReadAll"},
     {"Cluster=a URL=http://h:1\nListenPort\n", 2, "expected Key=Value"},
     {"Cluster=a URL=http://h:1\n=5\n", 2, "missing key"},
     {"Cluster=a URL=http://h:1\nLogFile=\"/x\n", 2, "unterminated"},

@@ -406,6 +406,10 @@ const ArgCase kArgs[] = {
     {{"profile", "--horizon", "400-0"}, "at most 366 days"},
     {{"profile", "--width", "3"}, "--width"},
     {{"list", "17"}, "list takes no operand"},
+    {{"ui"}, nullptr},
+    {{"ui", "-t", "1:00:00", "--json"}, nullptr},
+    {{"ui", "17"}, "ui takes no operand"},
+    {{"ui", "-t", "soon"}, "-t: invalid time limit \"soon\""},
     {{"-M", "alpha", "offers", "-N", "2", "-t", "5"}, nullptr},  // options before the command too
     {{"-N", "2", "-t", "5", "offers"}, nullptr},
     {{"--state=active", "list", "-h"}, nullptr},
@@ -644,7 +648,7 @@ bool manual_names(const std::string& man, const std::string& word) {
 
 const Command kAllCommands[] = {Command::kNone,   Command::kOffers, Command::kProfile,
                                 Command::kSubmit, Command::kList,   Command::kShow,
-                                Command::kUpdate, Command::kCancel};
+                                Command::kUpdate, Command::kCancel, Command::kUi};
 
 // Every option of every command's getopt tables is in sreserve(1) and in
 // that command's --help, every bold option of sreserve(1) is in some
