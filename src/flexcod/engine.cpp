@@ -1303,6 +1303,7 @@ void Engine::finish_if_done(std::int64_t co_id, bool wait) {
       return;
     }
     if (all_ended) {
+      test_hold("finishing");
       co->state = any_failed ? "failed" : "completed";
       co->reason = any_failed ? "a part job failed" : "every part job completed";
       store_.update_coalloc(*co, co->reason, &err);
@@ -2503,6 +2504,7 @@ ApiResult Engine::cancel(const Caller& who, std::int64_t id) {
     std::string err;
     if (!store_.write(*co, {}, co->reason, &err)) return api_error(500, "internal_error", err);
     fc_info("co-%ld: cancelled by %s", (long)id, who.user.c_str());
+    test_hold("cancelling");
     if (release(*co, parts, "cancelled", co->reason)) {
       co->state = "cancelled";
       co->reason = "cancelled by " + who.user + "; everything released";
