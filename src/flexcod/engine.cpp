@@ -2501,8 +2501,13 @@ ApiResult Engine::cancel(const Caller& who, std::int64_t id) {
     co->state = "cancelling";
     co->reason = "cancelled by " + who.user;
     auto parts = store_.parts(id, true);
+    // Written with the co-allocation, so that a crash before the release
+    // leaves them to be released at the restart (not "cancelled" with its
+    // reservations and part jobs still in Slurm).
+    for (auto& p : parts)
+      if (holds(p.state)) p.state = "cancelling";
     std::string err;
-    if (!store_.write(*co, {}, co->reason, &err)) return api_error(500, "internal_error", err);
+    if (!store_.write(*co, parts, co->reason, &err)) return api_error(500, "internal_error", err);
     fc_info("co-%ld: cancelled by %s", (long)id, who.user.c_str());
     test_hold("cancelling");
     if (release(*co, parts, "cancelled", co->reason)) {
