@@ -193,7 +193,9 @@ class Case:
         if self.op in ("submit", "commit", "finish"):
             th = self.background(lambda: fc.submit(self.body()))
         elif self.op == "move":
-            was = co["parts"][0]["cluster"]
+            # away from its largest part: the two other clusters then
+            # have room for it beside the old set (make before break)
+            was = max(co["parts"], key=lambda p: p["nodes"])["cluster"]
             others = [c for c in self.grid.cluster_names() if c != was]
             th = self.background(lambda: fc.client().request(
                 "PATCH", "/v1/coallocations/%d" % co["id"], body={"clusters": others}))
@@ -203,7 +205,9 @@ class Case:
         if not h.reached(90):
             h.release()
             th.join(120)
-            return "flexcod never reached the step (%r)" % self.out
+            r = self.out.get("r")
+            return "flexcod never reached the step (%r)" % (
+                (r.status, r.json) if hasattr(r, "status") else r or self.out,)
         # The cluster the next protocol request goes to.
         if co is None:
             r = fc.client().get("/v1/coallocations?limit=1000")
