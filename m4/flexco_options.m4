@@ -16,4 +16,13 @@ AC_DEFUN([FLEXCO_ENABLE_INTEGRATION], [
     [AS_HELP_STRING([--disable-integration-tests], [do not run tests that start real Slurm clusters])],
     [], [enable_integration_tests=yes])
   AM_CONDITIONAL([INTEGRATION_TESTS], [test "x$enable_integration_tests" = xyes])
+  # --disable-package-tests: leave out testsuite/contrib/test_packages.py
+  # (builds the Debian packages for two releases and installs them into
+  # fresh roots: about 8 minutes).  make distcheck passes it, because the
+  # packages come from the same sources make check has just tested them
+  # from; everything else runs again from distcheck's copy.
+  AC_ARG_ENABLE([package-tests],
+    [AS_HELP_STRING([--disable-package-tests], [do not build, install and run the Debian packages in make check])],
+    [], [enable_package_tests=yes])
+  AM_CONDITIONAL([PACKAGE_TESTS], [test "x$enable_package_tests" = xyes])
 ])

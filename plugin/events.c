@@ -65,6 +65,7 @@
 #include "events.h"
 #include "privacy.h"
 #include "statefile.h"
+#include "core/capi_decode.h"
 
 extern const char plugin_type[];
 
@@ -81,7 +82,6 @@ extern const char plugin_type[];
 #define HOOK_NODES_LEN 256
 #define HOOK_ACCT_LEN 64
 #define ACL_KEY "_acl"		/* who may see an event, until published */
-#define STATE_VERSION 1
 
 /* ---------------------------------------------------------------------- */
 /* the ring (ring_lock; changed only by the events thread) */
@@ -780,93 +780,116 @@ static void _check_resv_times(json_t *batch, time_t now)
 /* ---------------------------------------------------------------------- */
 /* state file */
 
+/* statefile_append() for flexco_encode_events_state() */
+static int _put(const char *buf, size_t len, void *arg)
+{
+	statefile_append(arg, buf, len);
+	return 0;
+}
+
+/* The core's view of an acl (borrowed: uid_t is a 32-bit uid). */
+static void _acl_to_state(const flexco_acl_t *acl, flexco_evstate_acl_t *out)
+{
+	out->job = acl->job;
+	out->job_uid = (uint32_t) acl->job_uid;
+	out->account = acl->account;
+	out->resv = acl->resv;
+	out->users = (uint32_t *) acl->users;
+	out->user_cnt = acl->user_cnt;
+	out->users_not = acl->users_not;
+}
+
+/* An acl of the ring from a decoded one (xmalloc'd copies). */
+static void _acl_from_state(const flexco_evstate_acl_t *in, flexco_acl_t *acl)
+{
+	size_t i;
+
+	memset(acl, 0, sizeof(*acl));
+	acl->job = in->job;
+	acl->job_uid = (uid_t) in->job_uid;
+	acl->account = xstrdup(in->account);
+	acl->resv = in->resv;
+	if (in->user_cnt) {
+		acl->users = xcalloc(in->user_cnt, sizeof(uid_t));
+		for (i = 0; i < in->user_cnt; i++)
+			acl->users[i] = (uid_t) in->users[i];
+		acl->user_cnt = in->user_cnt;
+	}
+	acl->users_not = in->users_not;
+}
+
 /*
  * Write the whole state through the state-file module (temp file, fsync,
- * .prev kept, rename, directory fsync).  Events thread only (or after it
- * was joined), never with a slurmctld lock held.
+ * .prev kept, rename, directory fsync), encoded by the core
+ * (flexco_encode_events_state, the reverse of the loader's decoder): the
+ * ring's texts are written as they are, not copied.  Events thread only
+ * (or after it was joined), never with a slurmctld lock held.
  */
 static int _save_state(uint64_t reserved, bool clean)
 {
-	json_t *root, *rep, *rv, *acc;
+	flexco_events_state_t st;
 	statefile_writer_t *w = NULL;
-	char *head = NULL, err[256] = "";
+	char err[256] = "";
 	uint32_t i;
 	int rc = -1;
-	size_t hlen;
 
-	rep = json_array();
-	for (i = 0; i < reported_cnt; i++)
-		json_array_append_new(rep, json_pack("[I, I, I]",
-			(json_int_t) reported[i].job_id,
-			(json_int_t) reported[i].start,
-			(json_int_t) reported[i].end));
-	rv = json_array();
+	_Static_assert(sizeof(uid_t) == sizeof(uint32_t), "32-bit uids");
+	memset(&st, 0, sizeof(st));
+	st.clean = clean;
+	st.saved_at = time(NULL);
+	st.reserved = reserved;
+	st.latest = latest_seq;
+	st.lost_upto = lost_upto;
+	st.job_floor = job_floor;
+	st.job_cnt = reported_cnt;
+	if (reported_cnt)
+		st.jobs = xcalloc(reported_cnt, sizeof(*st.jobs));
+	for (i = 0; i < reported_cnt; i++) {
+		st.jobs[i].job_id = reported[i].job_id;
+		st.jobs[i].start = reported[i].start;
+		st.jobs[i].end = reported[i].end;
+	}
+	st.resv_cnt = resv_cnt;
+	if (resv_cnt)
+		st.resvs = xcalloc(resv_cnt, sizeof(*st.resvs));
 	for (i = 0; i < resv_cnt; i++) {
-		json_t *users = json_array();
-		uint32_t k;
+		flexco_evstate_resv_t *r = &st.resvs[i];
 
-		for (k = 0; k < resvs[i].u.user_cnt; k++)
-			json_array_append_new(users, json_integer(
-				(json_int_t) resvs[i].u.users[k]));
-		json_array_append_new(rv, json_pack(
-			"{s:s, s:I, s:I, s:s?, s:I, s:b, s:b, s:o, s:b}",
-			"name", resvs[i].name,
-			"start", (json_int_t) resvs[i].start,
-			"end", (json_int_t) resvs[i].end,
-			"nodes", resvs[i].nodes,
-			"node_count", (json_int_t) resvs[i].node_cnt,
-			"activated", resvs[i].activated,
-			"ended", resvs[i].ended,
-			"users", users,
-			"users_not", resvs[i].u.users_not));
+		r->name = resvs[i].name;
+		r->start = resvs[i].start;
+		r->end = resvs[i].end;
+		r->nodes = resvs[i].nodes;
+		r->node_cnt = resvs[i].node_cnt;
+		r->users = (uint32_t *) resvs[i].u.users;
+		r->user_cnt = resvs[i].u.user_cnt;
+		r->users_not = resvs[i].u.users_not;
+		r->activated = resvs[i].activated;
+		r->ended = resvs[i].ended;
 	}
-	/* who may see each retained event (PrivateData), by seq */
-	acc = json_array();
+	/* the retained events and who may see each (PrivateData) */
+	st.event_cnt = ring_cnt;
+	if (ring_cnt)
+		st.events = xcalloc(ring_cnt, sizeof(*st.events));
 	for (i = 0; i < ring_cnt; i++) {
-		json_t *a;
-
-		if (!RING_AT(i).acl.job && !RING_AT(i).acl.resv)
-			continue;
-		a = _acl_json(&RING_AT(i).acl);
-		json_object_set_new(a, "seq",
-				    json_integer((json_int_t) RING_AT(i).seq));
-		json_array_append_new(acc, a);
-	}
-	root = json_pack("{s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
-			 "version", STATE_VERSION,
-			 "clean", clean,
-			 "saved_at", (json_int_t) time(NULL),
-			 "reserved", (json_int_t) reserved,
-			 "latest", (json_int_t) latest_seq,
-			 "lost_upto", (json_int_t) lost_upto,
-			 "job_floor", (json_int_t) job_floor,
-			 "reported_jobs", rep,
-			 "reservations", rv,
-			 "access", acc);
-	if (root)
-		head = json_dumps(root, JSON_COMPACT);
-	json_decref(root);
-	if (!head || ((hlen = strlen(head)) < 2) || (head[hlen - 1] != '}')) {
-		snprintf(err, sizeof(err), "cannot encode the state");
-		error("%s: events: %s", plugin_type, err);
-		goto out;
+		st.events[i].seq = RING_AT(i).seq;
+		st.events[i].text = RING_AT(i).json;
+		st.events[i].len = RING_AT(i).len;
+		_acl_to_state(&RING_AT(i).acl, &st.events[i].acl);
 	}
 
 	if (!(w = statefile_begin("events", state_path, err, sizeof(err))))
 		goto out;
-	/* {...head..., "events":[e1,e2,...]} with the stored texts as is */
-	statefile_append(w, head, hlen - 1);
-	statefile_append(w, ",\"events\":[", 11);
-	for (i = 0; i < ring_cnt; i++) {
-		if (i)
-			statefile_append(w, ",\n", 2);
-		statefile_append(w, RING_AT(i).json, RING_AT(i).len);
+	if (flexco_encode_events_state(&st, _put, w, err, sizeof(err))) {
+		error("%s: events: %s", plugin_type, err);
+		statefile_abort(w);
+		goto out;
 	}
-	statefile_append(w, "]}\n", 3);
 	if (statefile_commit(w, err, sizeof(err)) == SLURM_SUCCESS)
 		rc = 0;
 out:
-	free(head);
+	xfree(st.jobs);
+	xfree(st.resvs);
+	xfree(st.events);
 	slurm_mutex_lock(&ring_lock);
 	if (rc) {
 		st_save_errors++;
@@ -908,129 +931,10 @@ static void _ring_append(uint64_t seq, char *json, flexco_acl_t *acl)
 	ring_cnt++;
 }
 
-/* Index of the first retained event with seq > after (the ring is
- * sorted); ring_cnt if none.  ring_lock held, or the events thread. */
-static uint32_t _ring_first_after(uint64_t after)
+static uint64_t _ring_seq_at(size_t i, void *arg)
 {
-	uint32_t lo = 0, hi = ring_cnt;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (RING_AT(mid).seq <= after)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static int _load_events(json_t *evs)
-{
-	size_t i, n = json_array_size(evs);
-	uint64_t prev = 0;
-
-	for (i = 0; i < n; i++) {
-		json_t *ev = json_array_get(evs, i);
-		json_int_t seq;
-		const char *type;
-		flexco_acl_t acl;
-		char *text;
-
-		if (json_unpack(ev, "{s:I, s:s}", "seq", &seq, "type", &type) ||
-		    (seq <= 0) || ((uint64_t) seq <= prev) ||
-		    ((uint64_t) seq > latest_seq))
-			return -1;
-		prev = seq;
-		if (!(text = json_dumps(ev, JSON_COMPACT)))
-			return -1;
-		/* a state file older than "access": who may see the event
-		 * from what it shows (a reservation's users are unknown) */
-		memset(&acl, 0, sizeof(acl));
-		if (!strcmp(type, EVENT_JOB_ENDED_EARLY)) {
-			acl.job = true;
-			acl.job_uid = json_is_integer(json_object_get(
-				ev, "user_id")) ? (uid_t) json_integer_value(
-				json_object_get(ev, "user_id")) : (uid_t) -1;
-		} else if (!strncmp(type, "part_job_", 9)) {
-			acl.job = acl.resv = true;
-			acl.job_uid = (uid_t) -1;
-		} else if (!strncmp(type, "reservation_", 12)) {
-			acl.resv = true;
-		}
-		_ring_append(seq, text, &acl);	/* drops the oldest if smaller */
-	}
-	return 0;
-}
-
-/* "access" of the state file: who may see each retained event. */
-static int _load_access(json_t *acc)
-{
-	size_t i;
-
-	for (i = 0; i < json_array_size(acc); i++) {
-		json_t *a = json_array_get(acc, i);
-		json_int_t seq;
-		uint32_t k;
-
-		if (json_unpack(a, "{s:I}", "seq", &seq) || (seq <= 0))
-			return -1;
-		k = _ring_first_after((uint64_t) seq - 1);
-		if ((k == ring_cnt) || (RING_AT(k).seq != (uint64_t) seq))
-			continue;	/* pushed out of a smaller buffer */
-		privacy_acl_free(&RING_AT(k).acl);
-		_acl_from_json(a, &RING_AT(k).acl);
-	}
-	return 0;
-}
-
-static int _load_tracking(json_t *rep, json_t *rv)
-{
-	size_t i;
-
-	for (i = 0; i < json_array_size(rep); i++) {
-		json_int_t id, start, end;
-
-		if (json_unpack(json_array_get(rep, i), "[I, I, I]", &id,
-				&start, &end))
-			return -1;
-		_add_reported((uint32_t) id, (time_t) start, (time_t) end);
-	}
-	for (i = 0; i < json_array_size(rv); i++) {
-		json_int_t start, end, cnt;
-		const char *name, *nodes = NULL;
-		int activated, ended, users_not = 0;
-		json_t *users = NULL;
-		resv_track_t *t;
-		size_t k;
-
-		if (json_unpack(json_array_get(rv, i),
-				"{s:s, s:I, s:I, s?s, s:I, s:b, s:b, s?o, s?b}",
-				"name", &name, "start", &start, "end", &end,
-				"nodes", &nodes, "node_count", &cnt,
-				"activated", &activated, "ended", &ended,
-				"users", &users, "users_not", &users_not))
-			return -1;
-		t = _add_resv(name);
-		/* a state file older than "users": nobody but operators
-		 * may see the reservation until it is seen again */
-		if (json_array_size(users))
-			t->u.users = xcalloc(json_array_size(users),
-					     sizeof(uid_t));
-		for (k = 0; k < json_array_size(users); k++)
-			if (json_is_integer(json_array_get(users, k)))
-				t->u.users[t->u.user_cnt++] = (uid_t)
-					json_integer_value(
-						json_array_get(users, k));
-		t->u.users_not = users_not;
-		t->start = start;
-		t->end = end;
-		t->nodes = xstrdup(nodes);
-		t->node_cnt = cnt;
-		t->activated = activated;
-		t->ended = ended;
-	}
-	return 0;
+	(void) arg;
+	return RING_AT(i).seq;
 }
 
 static void _reset_tracking(void)
@@ -1048,55 +952,63 @@ static void _reset_tracking(void)
 	reported_cnt = 0;
 }
 
-/* One copy of the state file (statefile_parse_t); nothing kept on error. */
+/*
+ * One copy of the state file (statefile_parse_t), decoded strictly by the
+ * core (flexco_decode_events_state: schema, bounds, order; nothing kept on
+ * error), then turned into the ring and the tracking state.
+ */
 static int _parse_state(const char *text, size_t len, void *arg, char *why,
 			size_t why_len)
 {
-	json_t *root, *rep, *rv, *evs, *acc = NULL;
-	json_error_t jerr;
-	json_int_t version, reserved, latest, lost, floor;
-	int clean;
+	static const flexco_evstate_limits_t lim =
+		FLEXCO_EVSTATE_LIMITS_DEFAULT;
+	flexco_events_state_t st;
+	flexco_acl_t acl;
+	size_t i, k;
 
 	(void) arg;
-	root = json_loadb(text, len, 0, &jerr);
-	if (!root) {
-		snprintf(why, why_len, "%s (line %d)", jerr.text, jerr.line);
+	if (flexco_decode_events_state(text, len, &lim, &st, why, why_len))
 		return -1;
+	reserved_seq = st.reserved;
+	latest_seq = st.latest;
+	lost_upto = st.lost_upto;
+	job_floor = st.job_floor;
+	for (i = 0; i < st.event_cnt; i++) {
+		_acl_from_state(&st.events[i].acl, &acl);
+		/* drops the oldest if the buffer is smaller now */
+		_ring_append(st.events[i].seq, st.events[i].text, &acl);
+		st.events[i].text = NULL;	/* the ring's now */
 	}
-	if (json_unpack_ex(root, &jerr, 0,
-			   "{s:I, s:b, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s?o}",
-			   "version", &version, "clean", &clean,
-			   "reserved", &reserved, "latest", &latest,
-			   "lost_upto", &lost, "job_floor", &floor,
-			   "reported_jobs", &rep, "reservations", &rv,
-			   "events", &evs, "access", &acc) ||
-	    (version != STATE_VERSION) || (reserved < 0) || (latest < 0) ||
-	    (latest > reserved) || (lost < 0) || (lost > latest) ||
-	    !json_is_array(rep) || !json_is_array(rv) ||
-	    !json_is_array(evs)) {
-		snprintf(why, why_len, "unexpected content (%s)",
-			 jerr.text[0] ? jerr.text : "bad values");
-		json_decref(root);
-		return -1;
+	for (i = 0; i < st.job_cnt; i++)
+		_add_reported(st.jobs[i].job_id, (time_t) st.jobs[i].start,
+			      (time_t) st.jobs[i].end);
+	for (i = 0; i < st.resv_cnt; i++) {
+		const flexco_evstate_resv_t *r = &st.resvs[i];
+		resv_track_t *t = _add_resv(r->name);
+
+		/* a state file older than "users": nobody but operators
+		 * may see the reservation until it is seen again */
+		if (r->user_cnt) {
+			t->u.users = xcalloc(r->user_cnt, sizeof(uid_t));
+			for (k = 0; k < r->user_cnt; k++)
+				t->u.users[k] = (uid_t) r->users[k];
+			t->u.user_cnt = r->user_cnt;
+		}
+		t->u.users_not = r->users_not;
+		t->start = r->start;
+		t->end = r->end;
+		t->nodes = xstrdup(r->nodes);
+		t->node_cnt = r->node_cnt;
+		t->activated = r->activated;
+		t->ended = r->ended;
 	}
-	reserved_seq = reserved;
-	latest_seq = latest;
-	lost_upto = lost;
-	job_floor = floor;
-	if (_load_events(evs) || _load_access(acc) ||
-	    _load_tracking(rep, rv)) {
-		snprintf(why, why_len, "malformed event or tracking record");
-		json_decref(root);
-		_reset_tracking();
-		return -1;
-	}
-	json_decref(root);
-	if (!clean) {
+	if (!st.clean) {
 		/* numbers up to the reserved mark may have been handed out
 		 * after the last save: they are gone */
 		latest_seq = reserved_seq;
 		lost_upto = reserved_seq;
 	}
+	flexco_events_state_free(&st);
 	return 0;
 }
 
@@ -1404,12 +1316,18 @@ extern void events_set_listener(void (*fn)(void))
 	slurm_mutex_unlock(&ring_lock);
 }
 
+/* flexco_events_page()'s view of the ring (ring_lock held) */
+static bool _ring_visible(size_t i, void *arg)
+{
+	return privacy_visible(arg, &RING_AT(i).acl);
+}
+
 extern char *events_query_json(uint64_t after, uint32_t max,
 			       const flexco_viewer_t *viewer,
 			       events_page_t *page)
 {
-	uint32_t first, n = 0, i, k, *pick;
-	uint64_t examined = 0;	/* seq of the last event looked at */
+	flexco_events_page_t pg;
+	uint32_t n, i, *pick;
 	size_t size;
 	char *buf, *p;
 
@@ -1418,19 +1336,14 @@ extern char *events_query_json(uint64_t after, uint32_t max,
 	slurm_mutex_lock(&ring_lock);
 	page->latest = latest_seq;
 	page->oldest = ring_cnt ? RING_AT(0).seq : 0;
-	page->lost = (after < lost_upto) || (after > latest_seq);
-
-	/*
-	 * Events the caller may not see (PrivateData) are skipped, not
-	 * shown redacted, as squeue leaves other users' jobs out; "next"
-	 * still moves past them, so a client never asks for them again.
-	 */
-	first = _ring_first_after(after);
-	for (k = first; (k < ring_cnt) && (n < max); k++) {
-		examined = RING_AT(k).seq;
-		if (privacy_visible(viewer, &RING_AT(k).acl))
-			pick[n++] = k;
-	}
+	/* which events, and the cursor: core/capi_decode.h */
+	flexco_events_page(after, max, latest_seq, lost_upto, ring_cnt,
+			   _ring_seq_at, _ring_visible, (void *) viewer, pick,
+			   &pg);
+	n = pg.count;
+	page->lost = pg.lost;
+	page->next = pg.next;
+	page->count = n;
 
 	size = 160;
 	for (i = 0; i < n; i++)
@@ -1449,11 +1362,6 @@ extern char *events_query_json(uint64_t after, uint32_t max,
 		memcpy(p, RING_AT(pick[i]).json, RING_AT(pick[i]).len);
 		p += RING_AT(pick[i]).len;
 	}
-	page->count = n;
-	if (examined)
-		page->next = examined;
-	else
-		page->next = page->lost ? latest_seq : after;
 	slurm_mutex_unlock(&ring_lock);
 	free(pick);
 

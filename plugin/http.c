@@ -329,7 +329,7 @@ static void _mem_give(size_t n)
 enum { PH_HEADERS, PH_BODY, PH_SERVING };
 
 /* a connection still without its headers this long may be closed to make
- * room when every MaxConnections slot is taken (_conn_evict) */
+ * room when every MaxConnections slot is taken (_conn_make_room) */
 #define EVICT_AFTER_USEC 1000000ULL
 
 typedef struct conn conn_t;
@@ -347,7 +347,7 @@ static pthread_cond_t conn_cond;
 static conn_t *conns = NULL;		/* conn_lock */
 static uint32_t n_conns = 0;
 static uint64_t conns_total = 0, cut_headers = 0, cut_body = 0;
-static uint64_t evicted = 0;	/* closed to make room (_conn_evict) */
+static uint64_t evicted = 0;	/* closed to make room (_conn_make_room) */
 static uint64_t reaper_next = 0;	/* when the reaper wakes, usec */
 static bool reaper_running = false, reaper_stop = false;
 static pthread_t reaper_tid;
@@ -764,65 +764,72 @@ static enum MHD_Result _error(struct MHD_Connection *c, req_t *req,
 /* query parameters */
 
 typedef struct {
-	const char *const *allowed;
-	const char *bad;
-} args_check_t;
+	flexco_query_arg_t *v;
+	size_t n, cap;
+} args_buf_t;
 
-static enum MHD_Result _check_arg(void *cls, enum MHD_ValueKind kind,
-				  const char *key, const char *value)
+static enum MHD_Result _collect_arg(void *cls, enum MHD_ValueKind kind,
+				    const char *key, const char *value)
 {
-	args_check_t *chk = cls;
-	int i;
+	args_buf_t *b = cls;
 
 	(void) kind;
-	(void) value;
-	for (i = 0; chk->allowed[i]; i++)
-		if (!strcmp(key, chk->allowed[i]))
-			return MHD_YES;
-	chk->bad = key;
-	return MHD_NO;
+	if (b->n < b->cap) {
+		b->v[b->n].key = key;
+		b->v[b->n].value = value;
+		b->n++;
+	}
+	return MHD_YES;
 }
 
-/* NULL if every query parameter is one of allowed (NULL-terminated). */
-static const char *_unknown_arg(struct MHD_Connection *c,
-				const char *const *allowed)
+/*
+ * The request's query parameters, as microhttpd decoded them, checked by
+ * the core (flexco_decode_query_args: unknown, repeated or empty ones are
+ * 400 bad_parameter): 0 with vals[i] allowed[i]'s value or NULL, else an
+ * HTTP status with *json its body.  what: the message when the endpoint
+ * takes no parameters.
+ */
+static int _query_args(struct MHD_Connection *c, const char *const *allowed,
+		       const char **vals, const char *what, char **json)
 {
-	args_check_t chk = { .allowed = allowed, .bad = NULL };
+	args_buf_t b = { 0 };
+	int n, rc;
 
-	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, _check_arg, &chk);
-	return chk.bad;
+	n = MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, NULL, NULL);
+	if ((n > 0) && !(b.v = malloc(sizeof(*b.v) * n))) {
+		*json = NULL;	/* _send: 500 out of memory */
+		return 500;
+	}
+	b.cap = (n > 0) ? n : 0;
+	if (n > 0)
+		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND,
+					  _collect_arg, &b);
+	rc = flexco_decode_query_args(b.v, b.n, allowed, vals, what, json);
+	free(b.v);
+	return rc;
 }
 
-/* Strict decimal, 1..max. */
 /* ---------------------------------------------------------------------- */
 /* endpoints */
 
 static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
 {
 	static const char *const allowed[] = { "partition", "horizon", NULL };
-	const char *bad, *partition, *horizon_s;
-	char code[64], err[512], msg[600];
+	const char *vals[2];
+	char code[64], err[512];
 	flexco_snapshot_t *snap;
 	int64_t horizon;
 	char *json = NULL;
 	int status;
 
-	if ((bad = _unknown_arg(c, allowed))) {
-		snprintf(msg, sizeof(msg),
-			 "unknown query parameter '%.100s' (allowed: partition, horizon)",
-			 bad);
-		return _error(c, req, 400, "bad_parameter", msg);
-	}
-	partition = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-						"partition");
-	horizon_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-						"horizon");
 	/* strictly (core/capi_decode.h) */
-	if (flexco_decode_profile_query(partition, horizon_s, &horizon, &json))
+	if ((status = _query_args(c, allowed, vals, NULL, &json)))
+		return _send(c, req, status, json, NULL);
+	if (flexco_decode_profile_query(vals[0], vals[1], &horizon, &json))
 		return _send(c, req, 400, json, NULL);
 
 	snap = snapshot_take();	/* read locks inside, released on return */
-	status = flexco_profile_json(snap, partition, horizon, published_share,
+	status = flexco_profile_json(snap, vals[0], horizon, published_share,
 				     &json, code, sizeof(code), err,
 				     sizeof(err));
 	snapshot_free(snap);
@@ -973,36 +980,6 @@ static void _waker_stop(void)
 /* ---------------------------------------------------------------------- */
 /* GET /v1/events */
 
-/* Strict decimal without sign, 0..max. */
-typedef struct {
-	const char *dup;	/* given twice */
-	const char *empty;	/* given without a value */
-	int seen[3];
-} events_args_t;
-
-static enum MHD_Result _count_arg(void *cls, enum MHD_ValueKind kind,
-				  const char *key, const char *value)
-{
-	static const char *const names[3] = { "after", "wait", "max" };
-	events_args_t *a = cls;
-	int i;
-
-	(void) kind;
-	for (i = 0; i < 3; i++) {
-		if (strcmp(key, names[i]))
-			continue;
-		if (++a->seen[i] > 1) {
-			a->dup = names[i];
-			return MHD_NO;
-		}
-		if (!value || !value[0]) {
-			a->empty = names[i];
-			return MHD_NO;
-		}
-	}
-	return MHD_YES;
-}
-
 /* wait_lock held: park a long poll; no thread waits for it. */
 static void _suspend(struct MHD_Connection *c, req_t *req)
 {
@@ -1031,9 +1008,11 @@ static enum MHD_Result _events_resumed(struct MHD_Connection *c, req_t *req)
 
 	slurm_mutex_lock(&wait_lock);
 	json = events_query_json(req->after, req->max, &req->viewer, &page);
-	if (json && !page.count && !page.lost && !waits_closed &&
-	    (page.next > req->after) && (page.next >= page.latest) &&
-	    (_usec_now() < req->deadline)) {
+	/* past events it may not see, up to the latest (core) */
+	if (json && !waits_closed && (_usec_now() < req->deadline) &&
+	    flexco_events_park(req->after, &(flexco_events_page_t) {
+		    .count = page.count, .next = page.next,
+		    .lost = page.lost }, page.latest)) {
 		free(json);
 		req->after = page.next;
 		_suspend(c, req);
@@ -1047,32 +1026,17 @@ static enum MHD_Result _events_resumed(struct MHD_Connection *c, req_t *req)
 static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
 {
 	static const char *const allowed[] = { "after", "wait", "max", NULL };
-	events_args_t args = { 0 };
-	const char *bad;
+	const char *vals[3];
 	flexco_events_query_t q;
 	uint64_t after, wait, max;
 	events_page_t page;
-	char msg[160], *json;
+	char msg[160], *json = NULL;
+	int status;
 
-	if ((bad = _unknown_arg(c, allowed))) {
-		snprintf(msg, sizeof(msg),
-			 "unknown query parameter '%.60s' (allowed: after, wait, max)",
-			 bad);
-		return _error(c, req, 400, "bad_parameter", msg);
-	}
-	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, _count_arg, &args);
-	if (args.dup || args.empty) {
-		snprintf(msg, sizeof(msg), "%s: %s", args.dup ? args.dup :
-			 args.empty, args.dup ? "given more than once" :
-			 "needs a value");
-		return _error(c, req, 400, "bad_parameter", msg);
-	}
 	/* after, wait and max, strictly (core/capi_decode.h) */
-	if (flexco_decode_events_query(
-		    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after"),
-		    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "wait"),
-		    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max"),
-		    &q, &json))
+	if ((status = _query_args(c, allowed, vals, NULL, &json)))
+		return _send(c, req, status, json, NULL);
+	if (flexco_decode_events_query(vals[0], vals[1], vals[2], &q, &json))
 		return _send(c, req, 400, json, NULL);
 	after = q.after;
 	wait = q.wait;
@@ -1254,11 +1218,12 @@ static enum MHD_Result _get_stats(struct MHD_Connection *c, req_t *req)
 {
 	static const char *const allowed[] = { NULL };
 	json_t *root;
-	char *json;
+	char *json = NULL;
+	int status;
 
-	if (_unknown_arg(c, allowed))
-		return _error(c, req, 400, "bad_parameter",
-			      "stats takes no query parameters");
+	if ((status = _query_args(c, allowed, NULL,
+				  "stats takes no query parameters", &json)))
+		return _send(c, req, status, json, NULL);
 	root = _stats_json();
 	json = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(root);
@@ -1283,9 +1248,9 @@ static enum MHD_Result _reservations(struct MHD_Connection *c, req_t *req,
 	char *json = NULL;
 	int status;
 
-	if (_unknown_arg(c, allowed))
-		return _error(c, req, 400, "bad_parameter",
-			      "reservations take no query parameters");
+	if ((status = _query_args(c, allowed, NULL,
+				  "reservations take no query parameters", &json)))
+		return _send(c, req, status, json, NULL);
 	if (rt->status)
 		return _send(c, req, rt->status,
 			     flexco_error_json((rt->status == 405) ?
@@ -1355,9 +1320,9 @@ static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 	bool asked;
 	int status;
 
-	if (_unknown_arg(c, allowed))
-		return _error(c, req, 400, "bad_parameter",
-			      "probe takes no query parameters");
+	if ((status = _query_args(c, allowed, NULL,
+				  "probe takes no query parameters", &json)))
+		return _send(c, req, status, json, NULL);
 	asked = flexco_probe_will_run_params(req->body, req->body_len, &wp);
 	hist = history_copy();
 	snap = snapshot_take();

@@ -13,6 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <set>
+#include <string>
+#include <utility>
 
 #include "core/capi_profile.h"
 
@@ -655,4 +659,418 @@ extern "C" int flexco_decode_resv_state(const char* text, size_t len, size_t max
   json_decref(root);
   if (rc) flexco_resv_state_free(out);
   return rc;
+}
+
+// ---------------------------------------------------------------------------
+// query parameters
+
+extern "C" int flexco_decode_query_args(const flexco_query_arg_t* args, size_t n,
+                                        const char* const* allowed, const char** vals,
+                                        const char* what, char** json_out) {
+  size_t na = 0;
+  while (allowed[na]) na++;
+  for (size_t k = 0; k < na; k++) vals[k] = nullptr;
+  // an unknown parameter first, wherever it is
+  for (size_t i = 0; i < n; i++) {
+    const char* key = args[i].key ? args[i].key : "";
+    size_t k = 0;
+    while (k < na && std::strcmp(key, allowed[k])) k++;
+    if (k < na) continue;
+    if (!na) return fail(json_out, "bad_parameter", "%s", what ? what : "no query parameters are taken");
+    char list[256] = "";
+    size_t used = 0;
+    for (size_t j = 0; j < na && used < sizeof list; j++)
+      used += static_cast<size_t>(
+          std::snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "", allowed[j]));
+    return fail(json_out, "bad_parameter", "unknown query parameter '%.100s' (allowed: %s)", key,
+                list);
+  }
+  // then, in order, one given twice or without a value
+  for (size_t i = 0; i < n; i++) {
+    size_t k = 0;
+    while (std::strcmp(args[i].key, allowed[k])) k++;
+    if (vals[k]) return fail(json_out, "bad_parameter", "%s: given more than once", allowed[k]);
+    if (!args[i].value || !args[i].value[0])
+      return fail(json_out, "bad_parameter", "%s: needs a value", allowed[k]);
+    vals[k] = args[i].value;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
+// the events cursor
+
+extern "C" size_t flexco_events_first_after(uint64_t after, size_t cnt,
+                                            uint64_t (*seq_at)(size_t, void*), void* arg) {
+  size_t lo = 0, hi = cnt;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (seq_at(mid, arg) <= after)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+extern "C" void flexco_events_page(uint64_t after, uint32_t max, uint64_t latest, uint64_t lost_upto,
+                                   size_t cnt, uint64_t (*seq_at)(size_t, void*),
+                                   bool (*visible)(size_t, void*), void* arg, uint32_t* pick,
+                                   flexco_events_page_t* page) {
+  uint64_t examined = 0;  // seq of the last event looked at
+  uint32_t n = 0;
+  page->lost = after < lost_upto || after > latest;
+  // Events the caller may not see are skipped, not shown redacted (as
+  // squeue leaves other users' jobs out); "next" still moves past them, so
+  // a client never asks for them again.
+  for (size_t k = flexco_events_first_after(after, cnt, seq_at, arg); k < cnt && n < max; k++) {
+    examined = seq_at(k, arg);
+    if (visible(k, arg)) pick[n++] = static_cast<uint32_t>(k);
+  }
+  page->count = n;
+  page->next = examined ? examined : (page->lost ? latest : after);
+}
+
+extern "C" bool flexco_events_park(uint64_t after, const flexco_events_page_t* page,
+                                   uint64_t latest) {
+  return !page->count && !page->lost && page->next > after && page->next >= latest;
+}
+
+// ---------------------------------------------------------------------------
+// the events state file
+
+namespace {
+
+constexpr json_int_t kMaxTime = FLEXCO_EVSTATE_MAX_TIME;
+
+bool time_ok(json_int_t t) { return t >= 0 && t <= kMaxTime; }
+
+bool u32_value(json_t* v, uint32_t* out) {
+  if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+      json_integer_value(v) > static_cast<json_int_t>(UINT32_MAX))
+    return false;
+  *out = static_cast<uint32_t>(json_integer_value(v));
+  return true;
+}
+
+// A string of 1..max bytes without NUL, malloc'd into *out; false if not.
+bool str_value(json_t* v, size_t max, char** out) {
+  const char* s = json_string_value(v);
+  if (!s || !*s || json_string_length(v) > max || std::strlen(s) != json_string_length(v))
+    return false;
+  return (*out = strdup(s)) != nullptr;
+}
+
+// An array of at most max uids into a malloc'd array (NULL when empty).
+bool uid_array(json_t* v, size_t max, uint32_t** out, size_t* cnt) {
+  if (!json_is_array(v) || json_array_size(v) > max) return false;
+  if (!json_array_size(v)) return true;
+  if (!(*out = static_cast<uint32_t*>(std::calloc(json_array_size(v), sizeof **out)))) return false;
+  size_t i;
+  json_t* e;
+  json_array_foreach(v, i, e) {
+    if (!u32_value(e, &(*out)[i])) return false;
+    (*cnt)++;
+  }
+  return true;
+}
+
+void acl_free(flexco_evstate_acl_t* a) {
+  std::free(a->account);
+  std::free(a->users);
+  std::memset(a, 0, sizeof *a);
+}
+
+// Who may see an event saved without "access" (an older file), from its
+// type: a job's owner for an early end, nobody but the privileged for a
+// part job or reservation whose users are unknown.
+void acl_from_type(json_t* ev, const char* type, flexco_evstate_acl_t* a) {
+  if (!std::strcmp(type, "job_ended_early")) {
+    a->job = true;
+    if (!u32_value(json_object_get(ev, "user_id"), &a->job_uid)) a->job_uid = UINT32_MAX;
+  } else if (!std::strncmp(type, "part_job_", 9)) {
+    a->job = a->resv = true;
+    a->job_uid = UINT32_MAX;
+  } else if (!std::strncmp(type, "reservation_", 12)) {
+    a->resv = true;
+  }
+}
+
+int reported_record(json_t* o, size_t i, flexco_evstate_job_t* j, char* why, size_t why_len) {
+  json_int_t id = 0, start = 0, end = 0;
+  if (json_unpack_ex(o, nullptr, JSON_STRICT, "[I, I, I]", &id, &start, &end) || id < 1 ||
+      id > static_cast<json_int_t>(UINT32_MAX) || !time_ok(start) || !time_ok(end))
+    return state_fail(why, why_len, "malformed reported job %zu", i);
+  *j = flexco_evstate_job_t{static_cast<uint32_t>(id), start, end};
+  return 0;
+}
+
+int tracking_record(json_t* o, size_t i, const flexco_evstate_limits_t* lim,
+                    flexco_evstate_resv_t* r, char* why, size_t why_len) {
+  json_error_t jerr;
+  json_t *name = nullptr, *nodes = nullptr, *users = nullptr;
+  json_int_t start = 0, end = 0, cnt = 0;
+  int activated = 0, ended = 0, users_not = 0;
+  jerr.text[0] = '\0';
+  if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o, s:I, s:I, s?o, s:I, s:b, s:b, s?o, s?b}", "name",
+                     &name, "start", &start, "end", &end, "nodes", &nodes, "node_count", &cnt,
+                     "activated", &activated, "ended", &ended, "users", &users, "users_not",
+                     &users_not) ||
+      !time_ok(start) || !time_ok(end) || cnt < 0 || cnt > static_cast<json_int_t>(UINT32_MAX))
+    return state_fail(why, why_len, "malformed reservation record %zu (%s)", i,
+                      jerr.text[0] ? jerr.text : "bad values");
+  if (!str_value(name, lim->max_str, &r->name) ||
+      (nodes && !json_is_null(nodes) && !str_value(nodes, lim->max_str, &r->nodes)) ||
+      (users && !uid_array(users, lim->max_users, &r->users, &r->user_cnt)))
+    return state_fail(why, why_len, "malformed reservation record %zu (name, nodes or users)", i);
+  r->start = start;
+  r->end = end;
+  r->node_cnt = static_cast<uint32_t>(cnt);
+  r->activated = activated;
+  r->ended = ended;
+  r->users_not = users_not;
+  return 0;
+}
+
+int access_record(json_t* o, size_t i, const flexco_evstate_limits_t* lim,
+                  flexco_events_state_t* st, size_t* at, char* why, size_t why_len) {
+  json_int_t seq = 0;
+  json_t *uid = nullptr, *account = nullptr, *users = nullptr;
+  int users_not = -1;
+  if (json_unpack_ex(o, nullptr, JSON_STRICT, "{s:I, s?o, s?o, s?o, s?b}", "seq", &seq, "job_uid",
+                     &uid, "account", &account, "users", &users, "users_not", &users_not) ||
+      seq < 1 || (!uid && !users) || (account && !uid) || (users_not >= 0) != (users != nullptr))
+    return state_fail(why, why_len, "malformed access record %zu", i);
+  // records ascend like the events: a merge
+  while (*at < st->event_cnt && st->events[*at].seq < static_cast<uint64_t>(seq)) (*at)++;
+  if (*at == st->event_cnt || st->events[*at].seq != static_cast<uint64_t>(seq) ||
+      st->events[*at].acl.job || st->events[*at].acl.resv)
+    return state_fail(why, why_len, "access record %zu: no event %" PRId64 " (or twice)", i,
+                      static_cast<int64_t>(seq));
+  flexco_evstate_acl_t* a = &st->events[*at].acl;
+  if (uid) {
+    a->job = true;
+    if (!u32_value(uid, &a->job_uid) ||
+        (account && !str_value(account, lim->max_str, &a->account)))
+      return state_fail(why, why_len, "access record %zu: bad job_uid or account", i);
+  }
+  if (users) {
+    a->resv = true;
+    a->users_not = users_not > 0;
+    if (!uid_array(users, lim->max_users, &a->users, &a->user_cnt))
+      return state_fail(why, why_len, "access record %zu: bad users", i);
+  }
+  return 0;
+}
+
+int event_record(json_t* ev, size_t i, const flexco_evstate_limits_t* lim, uint64_t prev,
+                 uint64_t latest, bool derive, flexco_evstate_event_t* e, char* why,
+                 size_t why_len) {
+  json_int_t seq = 0;
+  const char* type = nullptr;
+  if (!json_is_object(ev) || json_unpack(ev, "{s:I, s:s}", "seq", &seq, "type", &type) || seq < 1 ||
+      static_cast<uint64_t>(seq) <= prev || static_cast<uint64_t>(seq) > latest || !*type ||
+      std::strlen(type) > lim->max_str ||
+      std::strlen(type) != json_string_length(json_object_get(ev, "type")))
+    return state_fail(why, why_len, "malformed event %zu", i);
+  e->seq = static_cast<uint64_t>(seq);
+  if (!(e->text = json_dumps(ev, JSON_COMPACT))) return state_fail(why, why_len, "out of memory");
+  e->len = std::strlen(e->text);
+  if (e->len > lim->max_event_len)
+    return state_fail(why, why_len, "event %zu: %zu bytes, more than %zu", i, e->len,
+                      lim->max_event_len);
+  if (derive) acl_from_type(ev, type, &e->acl);
+  return 0;
+}
+
+int decode_events_state(json_t* root, const flexco_evstate_limits_t* lim, flexco_events_state_t* out,
+                        char* why, size_t why_len) {
+  json_error_t jerr;
+  json_t *rep = nullptr, *rv = nullptr, *acc = nullptr, *evs = nullptr;
+  json_int_t version = 0, saved = 0, reserved = 0, latest = 0, lost = 0, floor = 0;
+  int clean = 0;
+  jerr.text[0] = '\0';
+  if (json_unpack_ex(root, &jerr, JSON_STRICT,
+                     "{s:I, s:b, s?I, s:I, s:I, s:I, s:I, s:o, s:o, s?o, s:o}", "version", &version,
+                     "clean", &clean, "saved_at", &saved, "reserved", &reserved, "latest", &latest,
+                     "lost_upto", &lost, "job_floor", &floor, "reported_jobs", &rep,
+                     "reservations", &rv, "access", &acc, "events", &evs) ||
+      version != 1 || reserved < 0 || latest < 0 || latest > reserved || lost < 0 || lost > latest ||
+      !time_ok(saved) || !time_ok(floor) || !json_is_array(rep) || !json_is_array(rv) ||
+      !json_is_array(evs) || (acc && !json_is_array(acc)))
+    return state_fail(why, why_len, "unexpected content (%s)", jerr.text[0] ? jerr.text : "bad values");
+  if (json_array_size(rep) > lim->max_reported || json_array_size(rv) > lim->max_resvs ||
+      json_array_size(evs) > lim->max_events || json_array_size(acc) > json_array_size(evs))
+    return state_fail(why, why_len,
+                      "too many records (%zu reported jobs, %zu reservations, %zu events, %zu "
+                      "access records)",
+                      json_array_size(rep), json_array_size(rv), json_array_size(evs),
+                      json_array_size(acc));
+  out->clean = clean;
+  out->saved_at = saved;
+  out->reserved = static_cast<uint64_t>(reserved);
+  out->latest = static_cast<uint64_t>(latest);
+  out->lost_upto = static_cast<uint64_t>(lost);
+  out->job_floor = floor;
+  out->has_access = acc != nullptr;
+  if ((json_array_size(rep) &&
+       !(out->jobs = static_cast<flexco_evstate_job_t*>(std::calloc(json_array_size(rep), sizeof *out->jobs)))) ||
+      (json_array_size(rv) &&
+       !(out->resvs = static_cast<flexco_evstate_resv_t*>(std::calloc(json_array_size(rv), sizeof *out->resvs)))) ||
+      (json_array_size(evs) &&
+       !(out->events = static_cast<flexco_evstate_event_t*>(std::calloc(json_array_size(evs), sizeof *out->events)))))
+    return state_fail(why, why_len, "out of memory");
+
+  size_t i;
+  json_t* o;
+  std::set<std::pair<uint32_t, int64_t>> runs;  // a job run is reported once
+  json_array_foreach(rep, i, o) {
+    if (reported_record(o, i, &out->jobs[out->job_cnt], why, why_len)) return -1;
+    if (!runs.insert({out->jobs[out->job_cnt].job_id, out->jobs[out->job_cnt].start}).second)
+      return state_fail(why, why_len, "reported job %zu: job %u twice", i, out->jobs[out->job_cnt].job_id);
+    out->job_cnt++;
+  }
+  std::set<std::string> names;
+  json_array_foreach(rv, i, o) {
+    int rc = tracking_record(o, i, lim, &out->resvs[out->resv_cnt], why, why_len);
+    out->resv_cnt++;  // so that free sees what this record holds
+    if (rc) return rc;
+    if (!names.insert(out->resvs[out->resv_cnt - 1].name).second)
+      return state_fail(why, why_len, "reservation record %zu: %.64s twice", i,
+                        out->resvs[out->resv_cnt - 1].name);
+  }
+  uint64_t prev = 0;
+  json_array_foreach(evs, i, o) {
+    int rc = event_record(o, i, lim, prev, out->latest, !acc, &out->events[out->event_cnt], why,
+                          why_len);
+    out->event_cnt++;
+    if (rc) return rc;
+    prev = out->events[out->event_cnt - 1].seq;
+  }
+  size_t at = 0;
+  json_array_foreach(acc, i, o) {
+    if (access_record(o, i, lim, out, &at, why, why_len)) return -1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" void flexco_events_state_free(flexco_events_state_t* st) {
+  if (!st) return;
+  std::free(st->jobs);
+  for (size_t i = 0; st->resvs && i < st->resv_cnt; i++) {
+    std::free(st->resvs[i].name);
+    std::free(st->resvs[i].nodes);
+    std::free(st->resvs[i].users);
+  }
+  std::free(st->resvs);
+  for (size_t i = 0; st->events && i < st->event_cnt; i++) {
+    std::free(st->events[i].text);
+    acl_free(&st->events[i].acl);
+  }
+  std::free(st->events);
+  std::memset(st, 0, sizeof *st);
+}
+
+extern "C" int flexco_decode_events_state(const char* text, size_t len,
+                                          const flexco_evstate_limits_t* lim,
+                                          flexco_events_state_t* out, char* why, size_t why_len) {
+  std::memset(out, 0, sizeof *out);
+  json_error_t jerr;
+  json_t* root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root) return state_fail(why, why_len, "%s (line %d)", jerr.text, jerr.line);
+  int rc;
+  try {
+    rc = decode_events_state(root, lim, out, why, why_len);
+  } catch (const std::exception&) {
+    rc = state_fail(why, why_len, "out of memory");
+  }
+  json_decref(root);
+  if (rc) flexco_events_state_free(out);
+  return rc;
+}
+
+namespace {
+
+json_t* uid_json_array(const uint32_t* v, size_t n) {
+  json_t* a = json_array();
+  for (size_t i = 0; a && i < n; i++)
+    if (json_array_append_new(a, json_integer(static_cast<json_int_t>(v[i])))) {
+      json_decref(a);
+      return nullptr;
+    }
+  return a;
+}
+
+// The head of the file: every member but "events", as one object.
+json_t* state_head(const flexco_events_state_t* st) {
+  json_t *rep = json_array(), *rv = json_array(), *acc = json_array();
+  bool ok = rep && rv && acc;
+  for (size_t i = 0; ok && i < st->job_cnt; i++)
+    ok = !json_array_append_new(rep, json_pack("[I, I, I]", static_cast<json_int_t>(st->jobs[i].job_id),
+                                               static_cast<json_int_t>(st->jobs[i].start),
+                                               static_cast<json_int_t>(st->jobs[i].end)));
+  for (size_t i = 0; ok && i < st->resv_cnt; i++) {
+    const flexco_evstate_resv_t& r = st->resvs[i];
+    ok = !json_array_append_new(
+        rv, json_pack("{s:s, s:I, s:I, s:s?, s:I, s:b, s:b, s:o, s:b}", "name", r.name, "start",
+                      static_cast<json_int_t>(r.start), "end", static_cast<json_int_t>(r.end),
+                      "nodes", r.nodes, "node_count", static_cast<json_int_t>(r.node_cnt),
+                      "activated", r.activated, "ended", r.ended, "users",
+                      uid_json_array(r.users, r.user_cnt), "users_not", r.users_not));
+  }
+  for (size_t i = 0; ok && i < st->event_cnt; i++) {
+    const flexco_evstate_acl_t& a = st->events[i].acl;
+    if (!a.job && !a.resv) continue;
+    json_t* o = json_pack("{s:I}", "seq", static_cast<json_int_t>(st->events[i].seq));
+    if (o && a.job) {
+      json_object_set_new(o, "job_uid", json_integer(static_cast<json_int_t>(a.job_uid)));
+      if (a.account) json_object_set_new(o, "account", json_string(a.account));
+    }
+    if (o && a.resv) {
+      json_object_set_new(o, "users", uid_json_array(a.users, a.user_cnt));
+      json_object_set_new(o, "users_not", json_boolean(a.users_not));
+    }
+    ok = !json_array_append_new(acc, o);
+  }
+  if (!ok) {
+    json_decref(rep);
+    json_decref(rv);
+    json_decref(acc);
+    return nullptr;
+  }
+  return json_pack("{s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "version", 1, "clean",
+                   st->clean, "saved_at", static_cast<json_int_t>(st->saved_at), "reserved",
+                   static_cast<json_int_t>(st->reserved), "latest",
+                   static_cast<json_int_t>(st->latest), "lost_upto",
+                   static_cast<json_int_t>(st->lost_upto), "job_floor",
+                   static_cast<json_int_t>(st->job_floor), "reported_jobs", rep, "reservations",
+                   rv, "access", acc);
+}
+
+}  // namespace
+
+extern "C" int flexco_encode_events_state(const flexco_events_state_t* st,
+                                          int (*put)(const char*, size_t, void*), void* arg,
+                                          char* why, size_t why_len) {
+  if (st->reserved > static_cast<uint64_t>(INT64_MAX) || st->latest > st->reserved ||
+      st->lost_upto > st->latest)
+    return state_fail(why, why_len, "cannot encode the state (sequence numbers out of order)");
+  json_t* root = state_head(st);
+  char* head = root ? json_dumps(root, JSON_COMPACT) : nullptr;
+  json_decref(root);
+  size_t hlen = head ? std::strlen(head) : 0;
+  if (hlen < 2 || head[hlen - 1] != '}') {
+    std::free(head);
+    return state_fail(why, why_len, "cannot encode the state");
+  }
+  // {...head..., "events":[e1,\ne2,...]} with the events' texts as they are
+  int rc = put(head, hlen - 1, arg) || put(",\"events\":[", 11, arg);
+  for (size_t i = 0; !rc && i < st->event_cnt; i++)
+    rc = (i && put(",\n", 2, arg)) || put(st->events[i].text, st->events[i].len, arg);
+  rc = rc || put("]}\n", 3, arg);
+  std::free(head);
+  if (rc) return state_fail(why, why_len, "write failed");
+  return 0;
 }

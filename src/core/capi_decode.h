@@ -219,6 +219,156 @@ int flexco_decode_resv_state(const char *text, size_t len, size_t max_records,
 			     char *why, size_t why_len);
 void flexco_resv_state_free(flexco_resv_state_t *st);
 
+/*
+ * A request's query parameters as microhttpd hands them over (decoded,
+ * in order; value NULL for "?k" without "=").  Checked against allowed
+ * (NULL-terminated; empty: the endpoint takes none): an unknown parameter
+ * (reported first, in order), one given twice or one without a value is
+ * 400 bad_parameter.  vals[i] is allowed[i]'s value, NULL when absent.
+ * what names the endpoint in the message when it takes no parameters
+ * ("stats takes no query parameters").
+ */
+typedef struct {
+	const char *key;
+	const char *value;
+} flexco_query_arg_t;
+
+int flexco_decode_query_args(const flexco_query_arg_t *args, size_t n,
+			     const char *const *allowed, const char **vals,
+			     const char *what, char **json_out);
+
+/*
+ * GET /v1/events's paging over the retained events (seqs ascending, at
+ * seq_at(0..cnt-1)): the first max events after `after` that visible()
+ * lets the caller see go into pick (indices, room for max), hidden ones
+ * are stepped over.  lost: `after` is below lost_upto (events it wants may
+ * be gone) or above latest (never handed out); max >= 1 (the decoder
+ * sees to it).  next: the seq of the last
+ * event examined; if none, latest when lost, else after.  A long poll
+ * with nothing to show may wait on (flexco_events_park) when nothing was
+ * lost and it has seen up to latest.
+ */
+typedef struct {
+	uint32_t count;
+	uint64_t next;
+	bool lost;
+} flexco_events_page_t;
+
+void flexco_events_page(uint64_t after, uint32_t max, uint64_t latest,
+			uint64_t lost_upto, size_t cnt,
+			uint64_t (*seq_at)(size_t i, void *arg),
+			bool (*visible)(size_t i, void *arg), void *arg,
+			uint32_t *pick, flexco_events_page_t *page);
+
+/* Index of the first of cnt ascending seqs above after; cnt if none. */
+size_t flexco_events_first_after(uint64_t after, size_t cnt,
+				 uint64_t (*seq_at)(size_t i, void *arg),
+				 void *arg);
+
+/* A page answered with nothing to show: may the long poll wait on past
+ * page->next? (time left is the caller's). */
+bool flexco_events_park(uint64_t after, const flexco_events_page_t *page,
+			uint64_t latest);
+
+/*
+ * The events state file (StateSaveLocation/flexco_events.json, plugin/
+ * events.c):
+ *   {"version":1, "clean":B, "saved_at":T, "reserved":S, "latest":S,
+ *    "lost_upto":S, "job_floor":T,
+ *    "reported_jobs":[[job_id,start,end],...],
+ *    "reservations":[{"name","start","end","nodes","node_count",
+ *                     "activated","ended","users":[uid,...],"users_not"}],
+ *    "access":[{"seq", "job_uid"?, "account"?, "users"?, "users_not"?}],
+ *    "events":[{"seq":S,"type":"...",...},...]}
+ * Strict: no unknown or repeated member, 0 <= lost_upto <= latest <=
+ * reserved, times 0..2^40, ids and uids within 32 bits, events' seqs
+ * 1..latest strictly ascending, every access record naming a retained
+ * event (ascending), reservation names unique, and every count and length
+ * within lim.  A state without "access" (older files) gets each event's
+ * visibility from its type; "saved_at", "access", a reservation's "nodes",
+ * "users" and "users_not" may be absent (older files).  Any fault rejects
+ * the whole copy with a reason in why (the plugin then tries the previous
+ * copy); all memory is malloc'd, freed by flexco_events_state_free.
+ */
+#define FLEXCO_EVSTATE_MAX_TIME (INT64_C(1) << 40)
+
+typedef struct {
+	size_t max_events;	/* retained events */
+	size_t max_event_len;	/* bytes of one event (compact JSON) */
+	size_t max_reported;	/* reported_jobs records */
+	size_t max_resvs;	/* tracked reservations */
+	size_t max_users;	/* uids of one reservation or event */
+	size_t max_str;		/* a name, node list or account */
+} flexco_evstate_limits_t;
+
+/* What the plugin allows (events.c): EventBufferSize's maximum, etc. */
+#define FLEXCO_EVSTATE_LIMITS_DEFAULT \
+	{ 65536, 1048576, 1000000, 100000, 65536, 262144 }
+
+typedef struct {
+	bool job;		/* a job's: owner and account */
+	uint32_t job_uid;	/* 4294967295: unknown */
+	char *account;		/* NULL: unknown */
+	bool resv;		/* a reservation's: its Users= */
+	uint32_t *users;
+	size_t user_cnt;
+	bool users_not;
+} flexco_evstate_acl_t;
+
+typedef struct {
+	uint64_t seq;
+	char *text;		/* compact JSON, NUL-terminated */
+	size_t len;
+	flexco_evstate_acl_t acl;
+} flexco_evstate_event_t;
+
+typedef struct {
+	uint32_t job_id;
+	int64_t start, end;
+} flexco_evstate_job_t;
+
+typedef struct {
+	char *name;
+	int64_t start, end;
+	char *nodes;		/* NULL when null */
+	uint32_t node_cnt;
+	uint32_t *users;
+	size_t user_cnt;
+	bool users_not, activated, ended;
+} flexco_evstate_resv_t;
+
+typedef struct {
+	bool clean;
+	int64_t saved_at;	/* 0 when absent */
+	uint64_t reserved, latest, lost_upto;
+	int64_t job_floor;
+	flexco_evstate_job_t *jobs;
+	size_t job_cnt;
+	flexco_evstate_resv_t *resvs;
+	size_t resv_cnt;
+	bool has_access;	/* "access" was there */
+	flexco_evstate_event_t *events;
+	size_t event_cnt;
+} flexco_events_state_t;
+
+int flexco_decode_events_state(const char *text, size_t len,
+			       const flexco_evstate_limits_t *lim,
+			       flexco_events_state_t *out, char *why,
+			       size_t why_len);
+void flexco_events_state_free(flexco_events_state_t *st);
+
+/*
+ * The writer's side: st (its strings and arrays borrowed, events' texts
+ * written as they are) as the file the decoder reads, passed to put in
+ * pieces (no copy of the events).  0, or -1 if put failed or st cannot be
+ * encoded (the message in why).  An event's visibility goes to "access"
+ * when it has one.
+ */
+int flexco_encode_events_state(const flexco_events_state_t *st,
+			       int (*put)(const char *buf, size_t len,
+					  void *arg),
+			       void *arg, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

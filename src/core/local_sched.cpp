@@ -1175,7 +1175,22 @@ Status LocalScheduler::add_reservation(const FixedSpan& reservation) {
         Errc::kNoFit, kWhere,
         who + " collides with running jobs or reservations: " + base_span.error().message);
   }
-  auto span = profile_.add_span(s, d, r.nodes, Admission::kForce);
+  // Conservative: a reservation in capacity the plan leaves free moves no
+  // queued job, so the plan stays as it is (a rebuild in queue order would
+  // undo compressions and could delay jobs); only one that takes planned
+  // capacity makes the queue re-plan around it.  EASY decides afresh at
+  // every schedule() anyway.
+  bool free_in_plan = false;
+  if (policy_ == Backfill::kConservative) {
+    auto min = profile_.min_over(s, d);
+    if (!min) {
+      (void)base_.remove_span(base_span.value());
+      return make_error(min.error().code, kWhere, min.error().message);
+    }
+    free_in_plan = min.value() >= r.nodes;
+  }
+  auto span =
+      profile_.add_span(s, d, r.nodes, free_in_plan ? Admission::kMustFit : Admission::kForce);
   if (!span) {
     (void)base_.remove_span(base_span.value());
     return make_error(span.error().code, kWhere, span.error().message);
@@ -1183,7 +1198,7 @@ Status LocalScheduler::add_reservation(const FixedSpan& reservation) {
   reservations_.emplace(r.id,
                         Reservation{r.start, r.end, r.nodes, span.value(), base_span.value()});
   reservation_ends_.emplace(r.end, r.id);
-  mark(Dirty::kRebuild);
+  if (!free_in_plan) mark(Dirty::kRebuild);
   return {};
 }
 

@@ -326,16 +326,18 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
 // after Weil and Feitelson): every planned job, in order of its planned
 // start (ties: queue order), is taken out and put back at its earliest fit,
 // which is never later than before.  When capacity is taken from outside
-// (add_running, add_reservation) the plan is rebuilt in queue order.
+// (add_running, or add_reservation over capacity the plan uses) the plan is
+// rebuilt in queue order; a reservation in free capacity moves nothing.
 // EASY: every schedule() runs the EASY pass afresh.
 //
 // Costs (Q queued, R running, M reservations, P <= 2(R + Q + M) + 1 points,
 // F one earliest_fit): submit O(log Q) + F at the next re-plan; finish,
 // shrink_running, cancel, remove_reservation O(log P) + a compression
 // O(Q (log Q + F)); add_running, add_reservation O(log P) + a rebuild
-// O(Q (log Q + F)); schedule() without changes O(k log Q) for k started
-// jobs (conservative), O(Q log P + F) always (EASY).  Memory O(R + Q + M):
-// ended jobs and elapsed reservations leave both profiles.
+// O(Q (log Q + F)) (add_reservation in free capacity: O(log P) alone);
+// schedule() without changes O(k log Q) for k started jobs (conservative),
+// O(Q log P + F) always (EASY).  Memory O(R + Q + M): ended jobs and
+// elapsed reservations leave both profiles.
 
 struct StartedJob {
   std::uint64_t id = 0;
@@ -392,8 +394,9 @@ class LocalScheduler {
   Status shrink_running(std::uint64_t id, Time new_end, Amount new_nodes);
 
   // A reservation over [start, end), end > now; it must fit beside running
-  // jobs and reservations (kNoFit otherwise; queued jobs make way: the plan
-  // is rebuilt).
+  // jobs and reservations (kNoFit otherwise).  Conservative: if it fits in
+  // the capacity the current plan leaves free, no queued job moves;
+  // otherwise queued jobs make way: the plan is rebuilt in queue order.
   Status add_reservation(const FixedSpan& reservation);
   Status remove_reservation(std::uint64_t id);
 

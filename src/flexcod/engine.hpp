@@ -28,6 +28,7 @@
 #include "core/coalloc.hpp"
 #include "core/flexcod_conf.hpp"
 #include "core/http_client.hpp"
+#include "flexcod/states.hpp"
 #include "flexcod/store.hpp"
 
 namespace flexcod {
@@ -126,7 +127,7 @@ class Engine {
                           std::vector<PartRecord>& parts, const char* note);
   // Releases every part given (reservation and part job); false if some
   // cluster could not be reached (those parts stay "cancelling").
-  bool release(CoRecord& co, std::vector<PartRecord>& parts, const std::string& final_state,
+  bool release(CoRecord& co, std::vector<PartRecord>& parts, PartState final_state,
                const std::string& reason);
   bool release_part(const CoRecord& co, PartRecord& p);
 

@@ -440,6 +440,7 @@ Result<Prepared> prepare(const SimConfig& c) {
     if (!s) return bad(sp.path, s.error().message);
     out.sources.push_back(std::make_unique<TraceSource>(std::move(s).value()));
   }
+  ec.horizon = horizon;
   auto e = Engine::create(ec);
   if (!e) return e.error();
   out.engine = std::move(e).value();

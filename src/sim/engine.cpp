@@ -57,6 +57,16 @@ double Metrics::utilization() const {
   return all.work / (static_cast<double>(capacity) * static_cast<double>(last_end - first_submit));
 }
 
+double Saturation::growth(Amount capacity, Time horizon) const {
+  if (capacity <= 0 || horizon < 2) return 0;
+  return (backlog_end - backlog_mid) /
+         (static_cast<double>(capacity) * static_cast<double>(horizon / 2));
+}
+
+bool Saturation::saturated(Amount capacity, Time horizon) const {
+  return growth(capacity, horizon) > kSaturationGrowth;
+}
+
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   static const char* kWhere = "Engine::create";
   if (config.clusters.empty()) return fail(kWhere, "no clusters");
@@ -70,6 +80,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   }
   if (config.publish_interval < 0) return fail(kWhere, "publish interval must be >= 0");
   if (config.tau < 1) return fail(kWhere, "tau must be >= 1");
+  if (config.horizon < 0) return fail(kWhere, "horizon must be >= 0");
+  if (config.window < 1) return fail(kWhere, "window must be >= 1");
+  e->m_.saturation.window = std::max<Duration>(1, std::min(config.window, config.horizon / 4));
   std::size_t k = config.clusters.size();
   e->early_.assign(k, false);
   e->waiting_.resize(k);
@@ -122,6 +135,8 @@ Status Engine::submit_local(const Job& j) {
   p.submit = j.submit;
   if (auto st = s.submit(p); !st) return wrap("cluster " + cfg_.clusters[j.cluster].name, st.error());
   local_.emplace(j.id, LocalRec{j, kNever});
+  backlog_ += static_cast<double>(j.nodes) * static_cast<double>(j.run);
+  ++backlog_jobs_;
   return {};
 }
 
@@ -210,6 +225,8 @@ Status Engine::submit_meta(const Job& j) {
     return wrap("metajob " + std::to_string(j.id), plan.error());
   }
   m.plan = std::move(plan).value();
+  backlog_ += static_cast<double>(j.nodes) * static_cast<double>(j.run);
+  ++backlog_jobs_;
   auto it = meta_.emplace(j.id, std::move(m)).first;
   return book(it->second);
 }
@@ -221,6 +238,8 @@ Status Engine::start_jobs() {
     for (const StartedJob& s : started.value()) {
       LocalRec& r = local_.at(s.id);
       r.start = s.start;
+      backlog_ -= static_cast<double>(r.job.nodes) * static_cast<double>(r.job.run);
+      --backlog_jobs_;
       ends_.push(Ev{s.start + r.job.run, s.id, 0});
       ++m_.events;
     }
@@ -320,7 +339,32 @@ void Engine::finish_record(const JobRecord& r, Duration single_run) {
     x->work += work;
   }
   m_.last_end = std::max(m_.last_end, r.end);
+  if (cfg_.horizon > 0) {
+    Saturation& sat = m_.saturation;
+    KindMetrics* w = r.submit < sat.window ? &sat.first
+                     : r.submit >= cfg_.horizon - sat.window && r.submit < cfg_.horizon ? &sat.last
+                                                                                       : nullptr;
+    if (w) {
+      ++w->jobs;
+      w->response += response;
+      w->wait += wait;
+      w->bsld += bsld;
+      w->work += work;
+    }
+  }
   if (on_finish) on_finish(r);
+}
+
+// The backlog as it stands before anything happens at t, recorded for
+// every sample time (horizon / 2, horizon) not after t.
+void Engine::sample_backlog(Time t) {
+  if (cfg_.horizon <= 0) return;
+  Saturation& sat = m_.saturation;
+  while (samples_taken_ < 2 && t >= (samples_taken_ == 0 ? cfg_.horizon / 2 : cfg_.horizon)) {
+    (samples_taken_ == 0 ? sat.backlog_mid : sat.backlog_end) = backlog_;
+    (samples_taken_ == 0 ? sat.queued_mid : sat.queued_end) = backlog_jobs_;
+    ++samples_taken_;
+  }
 }
 
 Status Engine::step(Time t) {
@@ -380,6 +424,8 @@ Status Engine::step(Time t) {
     MetaRec& m = it->second;
     m.started = true;
     m.start = t;
+    backlog_ -= static_cast<double>(m.job.nodes) * static_cast<double>(m.job.run);
+    --backlog_jobs_;
     for (const PlanPart& p : m.plan.parts) waiting_[p.cluster].erase({m.plan.start, m.job.id});
     ends_.push(Ev{t + actual_run(m.job, m.plan), e.id, 0});
     ++m_.events;
@@ -417,6 +463,7 @@ Status Engine::run(std::vector<JobSource*> sources) {
     if (t == kNever) break;
     if (next_publish_ < t) t = next_publish_;
     if (t < now_) return fail("Engine::run", "time went back to " + std::to_string(t));
+    sample_backlog(t);
     if (auto st = step(t); !st) return st;
     // Submissions: local jobs first, then metajobs, each in source order.
     for (int pass = 0; pass < 2; ++pass) {
@@ -448,6 +495,7 @@ Status Engine::run(std::vector<JobSource*> sources) {
     }
     std::fill(early_.begin(), early_.end(), false);
   }
+  sample_backlog(kForever);  // nothing left: an empty backlog
   if (!local_.empty() || !meta_.empty())
     return fail("Engine::run", std::to_string(local_.size()) + " local and " +
                                    std::to_string(meta_.size()) + " metajobs never finished");

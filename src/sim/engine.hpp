@@ -59,6 +59,12 @@ struct EngineConfig {
   std::size_t head = 4;
   Duration margin = 0;       // RescheduleOptions::margin
   Duration tau = 600;        // bounded slowdown threshold (10 min)
+  // End of the submission period [0, horizon) (0: unknown).  When set, the
+  // engine measures whether the queues keep up (Saturation).
+  Time horizon = 0;
+  // Saturation: the first and last windows of the horizon whose jobs' mean
+  // waits are compared (at most a quarter of the horizon).
+  Duration window = 7 * 86400;
 };
 
 struct KindMetrics {
@@ -71,6 +77,29 @@ struct KindMetrics {
   double mean_wait() const { return jobs ? wait / jobs : 0; }
   double mean_bsld() const { return jobs ? bsld / jobs : 0; }
 };
+
+// Does the grid keep up with its load?  A stable system's backlog (work
+// submitted but not started) stays bounded; a saturated one grows for as
+// long as jobs arrive, and so do the waits.  Measured only with
+// EngineConfig::horizon.
+struct Saturation {
+  Duration window = 0;          // as used: min(EngineConfig::window, horizon / 4)
+  double backlog_mid = 0;       // unstarted work (processors x run time) at horizon / 2
+  double backlog_end = 0;       // ... and at the horizon (just before it)
+  std::int64_t queued_mid = 0;  // unstarted jobs (local queued, metajobs waiting) then
+  std::int64_t queued_end = 0;
+  KindMetrics first, last;      // jobs submitted in [0, window) and [horizon - window, horizon)
+  // (backlog_end - backlog_mid) / (capacity x horizon / 2): the share of
+  // the grid's capacity by which arrivals outran service over the second
+  // half of the horizon; about 0 when stable, offered load minus the
+  // throughput the system sustains when saturated.
+  double growth(Amount capacity, Time horizon) const;
+  // The verdict: growth above kSaturationGrowth.
+  bool saturated(Amount capacity, Time horizon) const;
+};
+// 5 % of the capacity over half the horizon: a 30-day run flags a backlog
+// that grew by more than 18 hours of the whole grid's work in 15 days.
+inline constexpr double kSaturationGrowth = 0.05;
 
 struct Metrics {
   KindMetrics all, local, meta;
@@ -91,6 +120,7 @@ struct Metrics {
   std::int64_t violations = 0;      // a part did not fit at reservation time
   std::int64_t publications = 0;
   std::int64_t events = 0;          // submissions + starts + ends
+  Saturation saturation;
 };
 
 // A pull source of jobs in submit order.
@@ -205,6 +235,10 @@ class Engine {
   std::vector<std::set<std::pair<Time, std::uint64_t>>> waiting_;  // per cluster: (start, metajob)
   std::vector<std::int64_t> arrivals_;  // local jobs submitted, per cluster
   std::vector<double> run_sum_;         // their run times, per cluster
+  double backlog_ = 0;                  // work of submitted, unstarted jobs
+  std::int64_t backlog_jobs_ = 0;
+  int samples_taken_ = 0;               // of the backlog at horizon / 2, horizon
+  void sample_backlog(Time t);
   Time now_ = 0;
   Metrics m_;
 };

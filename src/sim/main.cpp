@@ -149,6 +149,18 @@ int main(int argc, char** argv) {
               (long long)m.shifts, (long long)m.remaps, (long long)m.remaps_to_one,
               (long long)m.messages, (long long)m.violations, (long long)m.publications,
               (long long)m.events);
+  // Saturation: does the backlog of unstarted work grow over the second
+  // half of the horizon (doc/sim.md)?
+  const Saturation& sat = m.saturation;
+  const double cap = static_cast<double>(m.capacity);
+  std::printf("saturation_window=%lld\nwait_first_window=%.2f\nwait_last_window=%.2f\n"
+              "backlog_mid_hours=%.2f\nbacklog_end_hours=%.2f\nqueued_mid=%lld\n"
+              "queued_end=%lld\nbacklog_growth=%.4f\nsaturated=%s\n",
+              static_cast<long long>(sat.window), sat.first.mean_wait(), sat.last.mean_wait(),
+              cap > 0 ? sat.backlog_mid / cap / 3600 : 0.0,
+              cap > 0 ? sat.backlog_end / cap / 3600 : 0.0, (long long)sat.queued_mid,
+              (long long)sat.queued_end, sat.growth(m.capacity, p.horizon),
+              sat.saturated(m.capacity, p.horizon) ? "yes" : "no");
   std::printf("wall_seconds=%.3f\nevents_per_second=%.0f\n", secs, secs > 0 ? m.events / secs : 0);
   std::fprintf(stderr, "flexco-sim: %lld events in %.2f s (%.0f events/s)\n", (long long)m.events,
                secs, secs > 0 ? m.events / secs : 0);

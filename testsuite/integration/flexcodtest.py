@@ -12,6 +12,8 @@ holds on each cluster, and kill or restart flexcod by pid.
                                        as localgrid did (argv, env, cwd)
     fc.reconfigure(Key=value, ...)     set flexcod.conf keys, SIGHUP, await
     fc.conf_copy(dir, port)            flexcod.conf for a second flexcod
+    fc.no_illegal_transitions()        TAP result: no state change outside
+                                       the table (at the end of a test)
     slurm_reservations(grid)           {cluster: [flexco_* names]}
     slurm_jobs(grid)                   {cluster: [(jobid, state, resv)]}
     Hold(dir, step)                    FLEXCOD_TEST_HOLD_DIR fault injection
@@ -114,6 +116,19 @@ class Flexcod:
                     .replace("StateFile=" + self.info["state_file"], "StateFile=%s/db" % directory)
                     .replace("PidFile=", "PidFile=%s/pid\n#" % directory))
         return path
+
+    def no_illegal_transitions(self):
+        """Every state change this flexcod made is in its table of allowed
+        changes (doc/flexcod.md, "States"): GET /v1/stats says
+        illegal_transitions 0 and its log (every run since the grid
+        started, restarts included) has no "illegal state change" line."""
+        r = self.client().get("/v1/stats")
+        n = (r.json or {}).get("illegal_transitions")
+        bad = [l for l in self.log_tail(10 ** 6).splitlines() if "illegal state change" in l]
+        return t.ok(r.status == 200 and n == 0 and not bad,
+                    "flexcod: no illegal state change (GET /v1/stats: illegal_transitions 0, "
+                    "none in its log)", "status %r, illegal_transitions %r, %r"
+                    % (r.status, n, bad[:5]))
 
     def log_tail(self, n=30):
         try:

@@ -328,6 +328,7 @@ def main():
              and s.get("messages", {}).get("probe", 0) >= 3,
              "GET /v1/stats counts messages, states and commit times", "%r" % s)
         t.note("commit_ms: %r" % s.get("commit_ms"))
+        fc.no_illegal_transitions()
 
 
 if __name__ == "__main__":

@@ -202,6 +202,7 @@ def main():
             grid.run(c, ["scancel", j])
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"),
              "nothing left on any cluster", "%r" % slurm_reservations(grid))
+        fc.no_illegal_transitions()
 
 
 if __name__ == "__main__":

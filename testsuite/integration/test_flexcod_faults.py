@@ -319,6 +319,7 @@ def main():
                             time.monotonic() - t0, why))
             t.ok(cleanup(grid, fc), "after %s at '%s': the grid is cleaned for the next case"
                  % (fault, step))
+        fc.no_illegal_transitions()
         for p in proxies.values():
             p.close()
     lines = ["| step | operation | fault | result | quiescence s | case s |",

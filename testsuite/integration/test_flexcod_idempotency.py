@@ -165,6 +165,7 @@ def main():
         t.ok(t.wait_for(lambda: c.request("GET", "/v1/stats", auth=None).status == 401, 30,
                         "stats to need a credential again"),
              "PublicStats removed (SIGHUP): unsigned GET /v1/stats: 401 again")
+        fc.no_illegal_transitions()
 
 
 if __name__ == "__main__":

@@ -129,6 +129,7 @@ def main():
              "exactly one part job per part in Slurm", "%r" % jobs)
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "nothing left"),
              "its reservations were released", "%r" % slurm_reservations(grid))
+        fc.no_illegal_transitions()
 
 
 if __name__ == "__main__":

@@ -271,6 +271,7 @@ def main():
              "%r" % s)
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"), "nothing left at the end",
              "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
+        fc.no_illegal_transitions()
 
 
 if __name__ == "__main__":

@@ -122,6 +122,7 @@ def main():
 
         for co in (a, c):
             admin.request("DELETE", "/v1/coallocations/%s" % co.get("id"))
+        fc.no_illegal_transitions()
 
 
 if __name__ == "__main__":

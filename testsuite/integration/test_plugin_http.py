@@ -173,10 +173,17 @@ def main():
                              ("/v1/profile?horizon=-5", "negative horizon"),
                              ("/v1/profile?horizon=99999999999999999999", "huge horizon"),
                              ("/v1/profile?bogus=1", "unknown parameter"),
-                             ("/v1/stats?x=1", "parameter on stats")]:
+                             ("/v1/profile?horizon=60&horizon=60", "horizon twice"),
+                             ("/v1/profile?partition=batch&partition=batch", "partition twice"),
+                             ("/v1/profile?partition=", "empty partition"),
+                             ("/v1/profile?partition", "partition without '='"),
+                             ("/v1/profile?horizon=", "empty horizon"),
+                             ("/v1/stats?x=1", "parameter on stats"),
+                             ("/v1/stats?x", "parameter without a value on stats"),
+                             ("/v1/reservations?x=1", "parameter on reservations")]:
             r = alpha.get(target)
-            t.ok(r.status == 400 and r.is_json_error(),
-                 "%s: 400 JSON error" % what, "%s %r" % (r.status, r.raw[:300]))
+            t.ok(r.status == 400 and r.is_json_error() and r.error_code() == "bad_parameter",
+                 "%s: 400 bad_parameter" % what, "%s %r" % (r.status, r.raw[:300]))
         r = alpha.get("/v1/profile?partition=nosuch")
         t.ok(r.status == 404 and r.is_json_error(),
              "unknown partition: 404 JSON error", "%s %r" % (r.status, r.raw[:300]))

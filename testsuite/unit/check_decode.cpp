@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <jansson.h>
 
@@ -400,6 +401,457 @@ START_TEST(resv_state_refused) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// query parameters, the events cursor, the events state file
+
+std::string query(const std::vector<flexco_query_arg_t>& args, const char* const* allowed,
+                  const char** vals, std::string* msg) {
+  char* err = nullptr;
+  int rc = flexco_decode_query_args(args.data(), args.size(), allowed, vals, "stats takes none",
+                                    &err);
+  if (!rc) {
+    ck_assert_ptr_null(err);
+    return "";
+  }
+  ck_assert_int_eq(rc, 400);
+  json_t* o = json_loads(err, 0, nullptr);
+  const char *c = nullptr, *m = nullptr;
+  ck_assert(o && !json_unpack(o, "{s:{s:s, s:s}}", "error", "code", &c, "message", &m));
+  std::string code = c;
+  *msg = m;
+  json_decref(o);
+  std::free(err);
+  return code;
+}
+
+START_TEST(query_args) {
+  static const char* const ev[] = {"after", "wait", "max", nullptr};
+  static const char* const none[] = {nullptr};
+  const char* vals[3];
+  std::string msg;
+  ck_assert_str_eq(query({}, ev, vals, &msg).c_str(), "");
+  ck_assert(!vals[0] && !vals[1] && !vals[2]);
+  ck_assert_str_eq(query({{"max", "5"}, {"after", "7"}}, ev, vals, &msg).c_str(), "");
+  ck_assert(!std::strcmp(vals[0], "7") && !vals[1] && !std::strcmp(vals[2], "5"));
+  // an unknown one is reported first, wherever it is
+  ck_assert_str_eq(query({{"after", "1"}, {"after", "2"}, {"bogus", "1"}}, ev, vals, &msg).c_str(),
+                   "bad_parameter");
+  ck_assert_str_eq(msg.c_str(), "unknown query parameter 'bogus' (allowed: after, wait, max)");
+  ck_assert_str_eq(query({{"wait", "1"}, {"wait", "1"}}, ev, vals, &msg).c_str(), "bad_parameter");
+  ck_assert_str_eq(msg.c_str(), "wait: given more than once");
+  ck_assert_str_eq(query({{"after", ""}}, ev, vals, &msg).c_str(), "bad_parameter");
+  ck_assert_str_eq(msg.c_str(), "after: needs a value");
+  ck_assert_str_eq(query({{"max", nullptr}}, ev, vals, &msg).c_str(), "bad_parameter");
+  ck_assert_str_eq(msg.c_str(), "max: needs a value");
+  ck_assert_str_eq(query({{"", "1"}}, ev, vals, &msg).c_str(), "bad_parameter");
+  ck_assert_str_eq(query({{"After", "1"}}, ev, vals, &msg).c_str(), "bad_parameter");
+  // an endpoint without parameters
+  ck_assert_str_eq(query({}, none, nullptr, &msg).c_str(), "");
+  ck_assert_str_eq(query({{"x", "1"}}, none, nullptr, &msg).c_str(), "bad_parameter");
+  ck_assert_str_eq(msg.c_str(), "stats takes none");
+  // a long unknown name is cut in the message
+  ck_assert_str_eq(query({{std::string(300, 'k').c_str(), "1"}}, ev, vals, &msg).c_str(),
+                   "bad_parameter");
+  ck_assert_uint_lt(msg.size(), 200);
+}
+END_TEST
+
+struct TestRing {
+  std::vector<uint64_t> seq;
+  std::vector<bool> vis;
+};
+uint64_t ring_seq(size_t i, void* a) { return static_cast<TestRing*>(a)->seq[i]; }
+bool ring_vis(size_t i, void* a) { return static_cast<TestRing*>(a)->vis[i]; }
+
+flexco_events_page_t page_of(TestRing& r, uint64_t after, uint32_t max, uint64_t latest,
+                             uint64_t lost_upto, std::vector<uint32_t>* pick) {
+  flexco_events_page_t pg;
+  pick->assign(max, UINT32_MAX);
+  flexco_events_page(after, max, latest, lost_upto, r.seq.size(), ring_seq, ring_vis, &r,
+                     pick->data(), &pg);
+  pick->resize(pg.count);
+  return pg;
+}
+
+START_TEST(events_cursor) {
+  // retained 11..15 (13 hidden), latest 15, 1..10 pushed out
+  TestRing r{{11, 12, 13, 14, 15}, {true, true, false, true, true}};
+  std::vector<uint32_t> pick;
+  ck_assert_uint_eq(flexco_events_first_after(0, 5, ring_seq, &r), 0);
+  ck_assert_uint_eq(flexco_events_first_after(12, 5, ring_seq, &r), 2);
+  ck_assert_uint_eq(flexco_events_first_after(15, 5, ring_seq, &r), 5);
+  ck_assert_uint_eq(flexco_events_first_after(0, 0, ring_seq, &r), 0);
+  // max=2 pages: next is the last one shown
+  flexco_events_page_t pg = page_of(r, 10, 2, 15, 10, &pick);
+  ck_assert(!pg.lost && pg.count == 2 && pick == std::vector<uint32_t>({0, 1}) && pg.next == 12);
+  // a hidden event is stepped over, not shown, and not asked for again
+  pg = page_of(r, 12, 1, 15, 10, &pick);
+  ck_assert(!pg.lost && pick == std::vector<uint32_t>({3}) && pg.next == 14);
+  pg = page_of(r, 12, 100, 15, 10, &pick);
+  ck_assert(pick == std::vector<uint32_t>({3, 4}) && pg.next == 15);
+  // lost: after below lost_upto (at lost_upto is not), or above latest
+  pg = page_of(r, 9, 100, 15, 10, &pick);
+  ck_assert(pg.lost && pg.count == 4 && pg.next == 15);
+  pg = page_of(r, 10, 100, 15, 10, &pick);
+  ck_assert(!pg.lost && pg.count == 4);
+  pg = page_of(r, 1015, 100, 15, 10, &pick);
+  ck_assert(pg.lost && pg.count == 0 && pg.next == 15);  // next: latest
+  // nothing new: next stays at after, and a long poll may wait
+  pg = page_of(r, 15, 100, 15, 10, &pick);
+  ck_assert(!pg.lost && pg.count == 0 && pg.next == 15);
+  ck_assert(!flexco_events_park(15, &pg, 15));  // nothing stepped over
+  // only a hidden event new: the resumed poll waits on past it
+  TestRing h{{11, 12}, {true, false}};
+  pg = page_of(h, 11, 100, 12, 0, &pick);
+  ck_assert(pg.count == 0 && pg.next == 12 && flexco_events_park(11, &pg, 12));
+  ck_assert(!flexco_events_park(11, &pg, 13));  // more came than it saw
+  pg = page_of(h, 10, 100, 12, 0, &pick);
+  ck_assert(pg.count == 1 && !flexco_events_park(10, &pg, 12));
+  // an empty ring
+  TestRing e;
+  pg = page_of(e, 0, 100, 0, 0, &pick);
+  ck_assert(!pg.lost && pg.count == 0 && pg.next == 0);
+  pg = page_of(e, 3, 100, 0, 0, &pick);
+  ck_assert(pg.lost && pg.next == 0);
+}
+END_TEST
+
+// A state the writer made: two reported jobs, two reservations, three
+// events with their visibility.
+const char* kEvState =
+    "{\"version\":1,\"clean\":true,\"saved_at\":1800000100,\"reserved\":2048,\"latest\":7,"
+    "\"lost_upto\":2,\"job_floor\":1800000050,\"reported_jobs\":[[41,1800000000,1800000040],"
+    "[42,1800000010,1800000045]],\"reservations\":[{\"name\":\"flexco_3\",\"start\":1800000000,"
+    "\"end\":1800003600,\"nodes\":\"n[1-2]\",\"node_count\":2,\"activated\":true,\"ended\":false,"
+    "\"users\":[1001],\"users_not\":false},{\"name\":\"maint\",\"start\":1800009000,"
+    "\"end\":1800012600,\"nodes\":null,\"node_count\":0,\"activated\":false,\"ended\":false,"
+    "\"users\":[],\"users_not\":true}],\"access\":[{\"seq\":5,\"job_uid\":1001,\"account\":"
+    "\"physics\"},{\"seq\":6,\"users\":[1001,1002],\"users_not\":false},{\"seq\":7,\"job_uid\":"
+    "4294967295,\"users\":[],\"users_not\":false}],\"events\":[{\"seq\":5,\"type\":"
+    "\"job_ended_early\",\"time\":1800000041,\"job_id\":41,\"user_id\":1001},\n"
+    "{\"seq\":6,\"type\":\"reservation_activated\",\"time\":1800000001,\"reservation\":"
+    "\"flexco_3\"},\n{\"seq\":7,\"type\":\"part_job_started\",\"time\":1800000002,\"job_id\":43}]}\n";
+
+// Generous limits; each test narrows one.
+flexco_evstate_limits_t lim_all() { return flexco_evstate_limits_t{16, 4096, 16, 16, 16, 64}; }
+
+int evdecode(const std::string& text, const flexco_evstate_limits_t& lim,
+             flexco_events_state_t* st) {
+  char why[256] = "";
+  int rc = flexco_decode_events_state(text.data(), text.size(), &lim, st, why, sizeof why);
+  if (rc) {
+    ck_assert_msg(rc == -1 && why[0] && !st->events && !st->jobs && !st->resvs && !st->event_cnt,
+                  "refused without a reason or kept something");
+  }
+  return rc;
+}
+
+bool ev_ok(const std::string& text, const flexco_evstate_limits_t& lim = lim_all()) {
+  flexco_events_state_t st;
+  if (evdecode(text, lim, &st)) return false;
+  flexco_events_state_free(&st);
+  return true;
+}
+
+std::string evswap(const std::string& from, const std::string& to) {
+  std::string t = kEvState;
+  size_t at = t.find(from);
+  ck_assert_msg(at != std::string::npos, "no %s", from.c_str());
+  return t.replace(at, from.size(), to);
+}
+
+int put_string(const char* buf, size_t len, void* arg) {
+  static_cast<std::string*>(arg)->append(buf, len);
+  return 0;
+}
+
+std::string evencode(const flexco_events_state_t& st) {
+  std::string out;
+  char why[256] = "";
+  ck_assert_int_eq(flexco_encode_events_state(&st, put_string, &out, why, sizeof why), 0);
+  return out;
+}
+
+START_TEST(events_state_ok) {
+  flexco_events_state_t st;
+  ck_assert_int_eq(evdecode(kEvState, lim_all(), &st), 0);
+  ck_assert(st.clean && st.has_access && st.saved_at == 1800000100 && st.reserved == 2048 &&
+            st.latest == 7 && st.lost_upto == 2 && st.job_floor == 1800000050);
+  ck_assert_uint_eq(st.job_cnt, 2);
+  ck_assert(st.jobs[1].job_id == 42 && st.jobs[1].start == 1800000010 && st.jobs[1].end == 1800000045);
+  ck_assert_uint_eq(st.resv_cnt, 2);
+  ck_assert_str_eq(st.resvs[0].name, "flexco_3");
+  ck_assert_str_eq(st.resvs[0].nodes, "n[1-2]");
+  ck_assert(st.resvs[0].node_cnt == 2 && st.resvs[0].activated && !st.resvs[0].ended &&
+            st.resvs[0].user_cnt == 1 && st.resvs[0].users[0] == 1001 && !st.resvs[0].users_not);
+  ck_assert(!st.resvs[1].nodes && st.resvs[1].user_cnt == 0 && st.resvs[1].users_not);
+  ck_assert_uint_eq(st.event_cnt, 3);
+  ck_assert_str_eq(st.events[0].text,
+                   "{\"seq\":5,\"type\":\"job_ended_early\",\"time\":1800000041,\"job_id\":41,"
+                   "\"user_id\":1001}");
+  ck_assert_uint_eq(st.events[0].len, std::strlen(st.events[0].text));
+  const flexco_evstate_acl_t &a = st.events[0].acl, &b = st.events[1].acl, &c = st.events[2].acl;
+  ck_assert(a.job && a.job_uid == 1001 && !std::strcmp(a.account, "physics") && !a.resv);
+  ck_assert(!b.job && b.resv && b.user_cnt == 2 && b.users[1] == 1002 && !b.users_not);
+  ck_assert(c.job && c.job_uid == UINT32_MAX && !c.account && c.resv && !c.user_cnt);
+  // the writer writes it back byte for byte
+  const std::string written = evencode(st);
+  ck_assert_str_eq(written.c_str(), kEvState);
+  flexco_events_state_free(&st);
+  flexco_events_state_free(&st);  // twice is harmless
+}
+END_TEST
+
+START_TEST(events_state_old_file) {
+  // saved before "access", "saved_at" and the reservations' users: who
+  // may see an event follows from its type
+  const std::string old =
+      "{\"version\":1,\"clean\":false,\"reserved\":1024,\"latest\":4,\"lost_upto\":0,"
+      "\"job_floor\":5,\"reported_jobs\":[],\"reservations\":[{\"name\":\"r1\",\"start\":1,"
+      "\"end\":2,\"node_count\":1,\"activated\":true,\"ended\":false}],\"events\":["
+      "{\"seq\":1,\"type\":\"job_ended_early\",\"user_id\":500},"
+      "{\"seq\":2,\"type\":\"job_ended_early\",\"user_id\":\"x\"},"
+      "{\"seq\":3,\"type\":\"part_job_ended\"},{\"seq\":4,\"type\":\"reservation_ended\"}]}";
+  flexco_events_state_t st;
+  ck_assert_int_eq(evdecode(old, lim_all(), &st), 0);
+  ck_assert(!st.clean && !st.has_access && st.saved_at == 0);
+  ck_assert(!st.resvs[0].nodes && !st.resvs[0].user_cnt && !st.resvs[0].users_not);
+  ck_assert(st.events[0].acl.job && st.events[0].acl.job_uid == 500 && !st.events[0].acl.resv);
+  ck_assert(st.events[1].acl.job && st.events[1].acl.job_uid == UINT32_MAX);
+  ck_assert(st.events[2].acl.job && st.events[2].acl.resv && st.events[2].acl.job_uid == UINT32_MAX);
+  ck_assert(!st.events[3].acl.job && st.events[3].acl.resv && !st.events[3].acl.user_cnt);
+  // written again with "access": loads back the same visibility
+  const std::string again = evencode(st);
+  flexco_events_state_t back;
+  ck_assert_int_eq(evdecode(again, lim_all(), &back), 0);
+  ck_assert(back.has_access && back.event_cnt == 4);
+  for (size_t i = 0; i < 4; i++)
+    ck_assert(back.events[i].acl.job == st.events[i].acl.job &&
+              back.events[i].acl.job_uid == st.events[i].acl.job_uid &&
+              back.events[i].acl.resv == st.events[i].acl.resv &&
+              !std::strcmp(back.events[i].text, st.events[i].text));
+  const std::string twice = evencode(back);
+  ck_assert_str_eq(twice.c_str(), again.c_str());
+  flexco_events_state_free(&back);
+  flexco_events_state_free(&st);
+}
+END_TEST
+
+START_TEST(events_state_round_trip) {
+  // a state as the plugin holds it, written, read back: the same
+  uint32_t users[] = {0, 4294967295u};
+  char name[] = "resv \"q\" \xc3\xa9";
+  char nodes[] = "n[1-1000]";
+  char acct[] = "a";
+  char t1[] = "{\"seq\":9,\"type\":\"x\",\"s\":\"\\u00e9\\n\"}";
+  char t2[] = "{\"seq\":4611686018427387904,\"type\":\"y\",\"v\":[1,{\"a\":null}]}";
+  flexco_evstate_job_t jobs[] = {{4294967295u, 0, FLEXCO_EVSTATE_MAX_TIME}};
+  flexco_evstate_resv_t resv[1] = {};
+  resv[0].name = name;
+  resv[0].start = 0;
+  resv[0].end = FLEXCO_EVSTATE_MAX_TIME;
+  resv[0].nodes = nodes;
+  resv[0].node_cnt = 4294967295u;
+  resv[0].users = users;
+  resv[0].user_cnt = 2;
+  resv[0].users_not = true;
+  resv[0].ended = true;
+  flexco_evstate_event_t ev[2] = {};
+  ev[0].seq = 9;
+  ev[0].text = t1;
+  ev[0].len = std::strlen(t1);
+  ev[0].acl.job = true;
+  ev[0].acl.job_uid = 7;
+  ev[0].acl.account = acct;
+  ev[1].seq = UINT64_C(4611686018427387904);
+  ev[1].text = t2;
+  ev[1].len = std::strlen(t2);
+  flexco_events_state_t st = {};
+  st.reserved = st.latest = INT64_MAX;
+  st.lost_upto = 3;
+  st.job_floor = 17;
+  st.saved_at = 18;
+  st.jobs = jobs;
+  st.job_cnt = 1;
+  st.resvs = resv;
+  st.resv_cnt = 1;
+  st.events = ev;
+  st.event_cnt = 2;
+  const std::string text = evencode(st);
+  flexco_events_state_t back;
+  ck_assert_int_eq(evdecode(text, lim_all(), &back), 0);
+  ck_assert(!back.clean && back.reserved == INT64_MAX && back.latest == INT64_MAX &&
+            back.lost_upto == 3 && back.job_floor == 17 && back.saved_at == 18);
+  ck_assert(back.job_cnt == 1 && back.jobs[0].job_id == 4294967295u && back.jobs[0].start == 0 &&
+            back.jobs[0].end == FLEXCO_EVSTATE_MAX_TIME);
+  const flexco_evstate_resv_t& r = back.resvs[0];
+  ck_assert(back.resv_cnt == 1 && !std::strcmp(r.name, name) && !std::strcmp(r.nodes, nodes) &&
+            r.node_cnt == 4294967295u && r.user_cnt == 2 && r.users[0] == 0 &&
+            r.users[1] == 4294967295u && r.users_not && r.ended && !r.activated &&
+            r.end == FLEXCO_EVSTATE_MAX_TIME);
+  ck_assert_uint_eq(back.event_cnt, 2);
+  ck_assert_str_eq(back.events[0].text, "{\"seq\":9,\"type\":\"x\",\"s\":\"\xc3\xa9\\n\"}");
+  ck_assert_str_eq(back.events[1].text, t2);
+  ck_assert(back.events[0].acl.job && back.events[0].acl.job_uid == 7 &&
+            !std::strcmp(back.events[0].acl.account, "a") && !back.events[0].acl.resv);
+  ck_assert(!back.events[1].acl.job && !back.events[1].acl.resv);  // anyone: no access record
+  // and a second save of what was loaded is the same file
+  const std::string again = evencode(back);
+  flexco_events_state_t third;
+  ck_assert_int_eq(evdecode(again, lim_all(), &third), 0);
+  const std::string thrice = evencode(third);
+  ck_assert_str_eq(thrice.c_str(), again.c_str());
+  flexco_events_state_free(&third);
+  flexco_events_state_free(&back);
+  // the writer refuses numbers out of order rather than write them
+  st.lost_upto = INT64_MAX;
+  st.latest = 5;
+  std::string out;
+  char why[256] = "";
+  ck_assert_int_eq(flexco_encode_events_state(&st, put_string, &out, why, sizeof why), -1);
+  ck_assert(why[0]);
+}
+END_TEST
+
+START_TEST(events_state_bounds) {
+  flexco_evstate_limits_t l = lim_all();
+  // counts: at the limit, and one past it
+  l = lim_all(), l.max_events = 3;
+  ck_assert(ev_ok(kEvState, l));
+  l.max_events = 2;
+  ck_assert(!ev_ok(kEvState, l));
+  l = lim_all(), l.max_reported = 2;
+  ck_assert(ev_ok(kEvState, l));
+  l.max_reported = 1;
+  ck_assert(!ev_ok(kEvState, l));
+  l = lim_all(), l.max_resvs = 2;
+  ck_assert(ev_ok(kEvState, l));
+  l.max_resvs = 1;
+  ck_assert(!ev_ok(kEvState, l));
+  l = lim_all(), l.max_users = 2;  // event 6's two users
+  ck_assert(ev_ok(kEvState, l));
+  l.max_users = 1;
+  ck_assert(!ev_ok(kEvState, l));
+  const std::string three_users = evswap("\"users\":[1001],", "\"users\":[1,2,3],");
+  l = lim_all(), l.max_users = 3;  // a reservation's users
+  ck_assert(ev_ok(three_users, l));
+  l.max_users = 2;
+  ck_assert(!ev_ok(three_users, l));
+  // lengths: the longest event, and a name, node list, account or type
+  // (the longest string checked is "reservation_activated", 21 bytes)
+  const size_t longest = std::strlen(
+      "{\"seq\":6,\"type\":\"reservation_activated\",\"time\":1800000001,\"reservation\":\"flexco_3\"}");
+  l = lim_all(), l.max_event_len = longest;
+  ck_assert(ev_ok(kEvState, l));
+  l.max_event_len = longest - 1;
+  ck_assert(!ev_ok(kEvState, l));
+  for (const char* from : {"\"name\":\"maint\"", "\"nodes\":\"n[1-2]\"", "\"account\":\"physics\"",
+                           "\"type\":\"part_job_started\""}) {
+    const std::string f = from;
+    const std::string key = f.substr(0, f.find(':') + 1);
+    l = lim_all(), l.max_str = 21;
+    ck_assert_msg(ev_ok(evswap(from, key + "\"" + std::string(21, 'x') + "\""), l), "%s at 21", from);
+    ck_assert_msg(!ev_ok(evswap(from, key + "\"" + std::string(22, 'x') + "\""), l), "%s at 22", from);
+    ck_assert_msg(!ev_ok(evswap(from, key + "\"\""), lim_all()), "%s empty", from);
+  }
+  // values
+  const struct {
+    const char *from, *ok, *bad;
+  } v[] = {
+      {"\"job_floor\":1800000050", "\"job_floor\":1099511627776", "\"job_floor\":1099511627777"},
+      {"\"job_floor\":1800000050", "\"job_floor\":0", "\"job_floor\":-1"},
+      {"\"saved_at\":1800000100", "\"saved_at\":1099511627776", "\"saved_at\":1099511627777"},
+      {"[41,1800000000,1800000040]", "[4294967295,0,1099511627776]", "[4294967296,0,1]"},
+      {"[41,1800000000,1800000040]", "[1,1,1]", "[0,1,1]"},
+      {"[41,1800000000,1800000040]", "[41,1099511627776,1]", "[41,1099511627777,1]"},
+      {"[41,1800000000,1800000040]", "[41,1,1099511627776]", "[41,1,-1]"},
+      {"\"start\":1800009000", "\"start\":1099511627776", "\"start\":1099511627777"},
+      {"\"end\":1800012600", "\"end\":0", "\"end\":-1"},
+      {"\"node_count\":0", "\"node_count\":4294967295", "\"node_count\":4294967296"},
+      {"\"users\":[1001],", "\"users\":[4294967295],", "\"users\":[4294967296],"},
+      {"\"users\":[1001],", "\"users\":[0],", "\"users\":[-1],"},
+      {"\"job_uid\":1001", "\"job_uid\":0", "\"job_uid\":4294967296"},
+      {"\"users\":[1001,1002]", "\"users\":[1001,4294967295]", "\"users\":[1001,\"1002\"]"},
+      // sequence numbers: 0 <= lost_upto <= latest <= reserved
+      {"\"lost_upto\":2", "\"lost_upto\":7", "\"lost_upto\":8"},
+      {"\"lost_upto\":2", "\"lost_upto\":0", "\"lost_upto\":-1"},
+      {"\"reserved\":2048", "\"reserved\":7", "\"reserved\":6"},
+      {"\"reserved\":2048", "\"reserved\":9223372036854775807", "\"reserved\":9223372036854775808"},
+      // an event's seq: 1..latest, ascending
+      {"\"latest\":7", "\"latest\":7", "\"latest\":6"},
+  };
+  for (const auto& c : v) {
+    ck_assert_msg(ev_ok(evswap(c.from, c.ok)), "refused at the bound: %s", c.ok);
+    ck_assert_msg(!ev_ok(evswap(c.from, c.bad)), "accepted past the bound: %s", c.bad);
+  }
+}
+END_TEST
+
+START_TEST(events_state_refused) {
+  const std::string good = kEvState;
+  const std::string bad[] = {
+      "",
+      "null",
+      "[]",
+      evswap("\"version\":1", "\"version\":2"),
+      evswap("\"clean\":true", "\"clean\":1"),
+      evswap("\"clean\":true,", ""),
+      evswap("\"job_floor\":1800000050,", ""),
+      evswap("\"reported_jobs\":[", "\"reported_jobs\":{},\"x\":["),
+      evswap("\"version\":1,", "\"version\":1,\"extra\":0,"),           // unknown member
+      evswap("\"version\":1,", "\"version\":1,\"version\":1,"),         // repeated member
+      evswap("\"reservations\":[", "\"reservations\":{\"a\":["),
+      evswap("[41,1800000000,1800000040]", "[41,1800000000]"),
+      evswap("[41,1800000000,1800000040]", "[41,1800000000,1800000040,0]"),
+      evswap("[42,1800000010,1800000045]", "[41,1800000000,1800000045]"),  // a run twice
+      evswap("\"name\":\"maint\"", "\"name\":\"flexco_3\""),             // a name twice
+      evswap("\"name\":\"maint\"", "\"name\":5"),
+      evswap("\"name\":\"maint\"", "\"name\":\"a\\u0000b\""),
+      evswap("\"nodes\":null", "\"nodes\":7"),
+      evswap("\"activated\":false,", ""),
+      evswap("\"users_not\":true}", "\"users_not\":true,\"x\":1}"),
+      evswap("\"users\":[],\"users_not\":true", "\"users\":{},\"users_not\":true"),
+      // events: order, type, members
+      evswap("{\"seq\":5,\"type\"", "{\"seq\":0,\"type\""),  // 1 is in events_state_old_file
+      evswap("{\"seq\":6,", "{\"seq\":5,"),
+      evswap("{\"seq\":7,", "{\"seq\":3,"),
+      evswap("\"type\":\"part_job_started\"", "\"type\":7"),
+      evswap("\"type\":\"part_job_started\",", ""),
+      evswap(",\n{\"seq\":7", ",7,{\"seq\":7"),
+      evswap("{\"seq\":5,\"type\":\"job_ended_early\",", "{\"seq\":5,\"type\":\"job_ended_early\",\"seq\":5,"),
+      // access: every record names a retained event, in order, once
+      evswap("{\"seq\":6,\"users\"", "{\"seq\":8,\"users\""),
+      evswap("{\"seq\":6,\"users\"", "{\"seq\":5,\"users\""),
+      evswap("{\"seq\":7,\"job_uid\"", "{\"seq\":6,\"job_uid\""),
+      evswap("{\"seq\":5,\"job_uid\":1001,", "{\"seq\":5,"),       // account without job_uid
+      evswap(",\"users_not\":false},{\"seq\":7", "},{\"seq\":7"),  // users without users_not
+      evswap("{\"seq\":6,\"users\":[1001,1002],", "{\"seq\":6,"),  // users_not without users
+      evswap("{\"seq\":6,\"users\":[1001,1002],\"users_not\":false}", "{\"seq\":6}"),
+      evswap("\"account\":\"physics\"", "\"account\":null"),
+      evswap("\"access\":[", "\"access\":[{\"seq\":5,\"job_uid\":1},"),
+      evswap("\"access\":[", "\"access\":{},\"y\":["),
+  };
+  for (const auto& b : bad) {
+    flexco_events_state_t st;
+    ck_assert_msg(evdecode(b, lim_all(), &st) == -1, "accepted: %.400s", b.c_str());
+  }
+  // a truncated file, at every length, and a byte overwritten anywhere:
+  // refused (or, for a flipped byte, at worst another valid state), never
+  // a crash
+  for (size_t n = 0; n < good.size() - 1; n++) {
+    flexco_events_state_t st;
+    ck_assert_msg(evdecode(good.substr(0, n), lim_all(), &st) == -1, "accepted %zu bytes", n);
+  }
+  for (size_t n = 0; n < good.size(); n++)
+    for (char c : {'\0', '"', '}', '9', 'x'}) {
+      std::string t = good;
+      t[n] = c;
+      flexco_events_state_t st;
+      if (!evdecode(t, lim_all(), &st)) flexco_events_state_free(&st);
+    }
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("decode");
   TCase* r = tcase_create("reservations");
@@ -417,6 +869,13 @@ Suite* make_suite() {
   suite_add_tcase(s, j);
   TCase* e = tcase_create("events");
   tcase_add_test(e, events_query);
+  tcase_add_test(e, query_args);
+  tcase_add_test(e, events_cursor);
+  tcase_add_test(e, events_state_ok);
+  tcase_add_test(e, events_state_old_file);
+  tcase_add_test(e, events_state_round_trip);
+  tcase_add_test(e, events_state_bounds);
+  tcase_add_test(e, events_state_refused);
   tcase_add_test(e, router);
   suite_add_tcase(s, e);
   return s;

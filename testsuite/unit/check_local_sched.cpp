@@ -847,6 +847,42 @@ START_TEST(test_incremental_shrink_cancel_reservation) {
 }
 END_TEST
 
+// A reservation booked into capacity the plan leaves free moves no queued
+// job (the FlexCo paper's providers offer free time slots, and conservative
+// backfilling keeps every promised start).  Rebuilding the plan in queue
+// order instead undid the compression: job 4, compressed to start now,
+// went to 60 behind job 3.
+START_TEST(test_incremental_reservation_in_free_slot_moves_nothing) {
+  LocalScheduler s = VAL(LocalScheduler::create(10, 0));
+  OK(s.add_running(RunningJob{1, 6, 0, 100, 0}));
+  OK(s.add_running(RunningJob{2, 4, 0, 50, 0}));
+  OK(s.submit(PendingJob{3, 10, 10, 0, 0}));  // 100
+  OK(s.submit(PendingJob{4, 4, 50, 0, 0}));   // 50, beside job 1
+  EQ(VAL(s.schedule()).size(), 0);
+  LocalPlan p = VAL(s.plan());
+  EQ(p.jobs[0].start, 100);
+  EQ(p.jobs[1].start, 50);
+  // Job 1 ends at 5: in order of planned start job 4 moves to 5 (6 nodes
+  // free beside job 2), then job 3 to 55.
+  OK(s.advance_to(5));
+  OK(s.finish(1));
+  p = VAL(s.plan());
+  EQ(p.jobs[0].start, 55);
+  EQ(p.jobs[1].start, 5);
+  // One node over [200,300) is free in that plan: booking it changes no start.
+  OK(s.add_reservation(FixedSpan{9, 200, 300, 1}));
+  p = VAL(s.plan());
+  EQ(p.jobs[0].start, 55);
+  EQ(p.jobs[1].start, 5);
+  std::vector<StartedJob> st = VAL(s.schedule());
+  EQ(st.size(), 1);
+  EQ(st[0].id, 4);
+  // One that collides with job 3's planned span still makes it move.
+  OK(s.add_reservation(FixedSpan{10, 60, 70, 1}));
+  EQ(VAL(s.plan()).jobs[0].start, 70);
+}
+END_TEST
+
 START_TEST(test_incremental_rules) {
   LocalScheduler s = VAL(LocalScheduler::create(10, 100));
   HAS(ERR(LocalScheduler::create(-1, 0), Errc::kInvalidArgument), "LocalScheduler::create");
@@ -1748,6 +1784,7 @@ Suite* local_sched_suite() {
   TCase* incr = tcase_create("incremental");
   tcase_add_test(incr, test_incremental_early_completion);
   tcase_add_test(incr, test_incremental_shrink_cancel_reservation);
+  tcase_add_test(incr, test_incremental_reservation_in_free_slot_moves_nothing);
   tcase_add_test(incr, test_incremental_rules);
   tcase_add_test(incr, test_incremental_forever);
   tcase_add_test(incr, test_incremental_easy);

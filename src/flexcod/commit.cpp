@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// commit.cpp - the all-or-nothing commit protocol (reserve,
+// confirm, submit the part jobs, or roll back) and the release of parts.
+// See engine.hpp and doc/flexcod.md.
+
+#include "flexcod/engine_internal.hpp"
+
+namespace flexcod {
+
+using namespace engine_detail;
+
+// ---------------------------------------------------------------------------
+// Commit protocol
+
+// The steps of a commit and of a move: one concurrent request per part.
+// Each fills in the parts it succeeded on and returns one error (or none)
+// per part; what a failure means is the caller's to decide.
+
+std::vector<PartRecord> Engine::new_parts(const CoRecord& co, const flexco::CoallocPlan& plan,
+                                          int attempt, std::int64_t start, std::int64_t length) {
+  std::vector<PartRecord> parts;
+  for (std::size_t i = 0; i < plan.parts.size(); ++i) {
+    PartRecord p;
+    p.co_id = co.id;
+    p.attempt = attempt;
+    p.idx = static_cast<int>(i);
+    p.cluster = clusters_[plan.parts[i].cluster]->conf.name;
+    p.nodes = plan.parts[i].nodes;
+    set_state(p, PartState::kReserving);
+    p.resv_key = key(co, attempt, p.idx, "resv");
+    p.planned_start = start;
+    p.planned_end = start + length;
+    parts.push_back(std::move(p));
+  }
+  return parts;
+}
+
+Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRecord>& parts,
+                                         std::int64_t confirm_within, const char* note) {
+  // The first refusal cancels the requests still in flight.
+  std::atomic<bool> abort{false};
+  std::vector<std::future<http::Result<http::Reservation>>> fr;
+  for (auto& p : parts) {
+    Cluster* c = cluster(p.cluster);
+    http::ReservationRequest q;
+    q.user = co.user;
+    q.nodes = p.nodes;
+    q.start = p.planned_start;
+    q.duration = p.planned_end - p.planned_start;
+    q.partition = c->conf.partition;
+    q.confirm_within = confirm_within;
+    q.owner = owner_tag();
+    bump("messages.reserve");
+    fr.push_back(std::async(std::launch::async, [c, q, k = p.resv_key, &abort]() {
+      auto r = c->client->create_reservation(q, k, &abort);
+      if (!r.ok()) abort = true;
+      return r;
+    }));
+  }
+  StepErrors errors(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto r = fr[i].get();
+    PartRecord& p = parts[i];
+    if (!r.ok()) {
+      errors[i] = r.error();
+      continue;
+    }
+    cluster(p.cluster)->note(true, "");
+    set_state(p, PartState::kTentative);
+    p.reservation_id = r.value().id;
+    p.reservation = r.value().name;
+    p.node_list = r.value().node_list;
+    p.reason = "tentative reservation " + p.reservation + note;
+  }
+  return errors;
+}
+
+Engine::StepErrors Engine::confirm_parts(const CoRecord& co, int attempt,
+                                         std::vector<PartRecord>& parts, const char* note) {
+  std::vector<std::future<http::Result<http::Reservation>>> fc;
+  for (auto& p : parts) {
+    Cluster* c = cluster(p.cluster);
+    bump("messages.confirm");
+    fc.push_back(std::async(std::launch::async,
+                            [c, id = p.reservation_id, k = key(co, attempt, p.idx, "confirm")]() {
+                              return c->client->confirm_reservation(id, k);
+                            }));
+  }
+  StepErrors errors(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto r = fc[i].get();
+    if (r.ok()) {
+      set_state(parts[i], PartState::kConfirmed);
+      parts[i].reason = std::string("confirmed") + note;
+    } else {
+      errors[i] = r.error();
+      parts[i].reason = r.error().message;
+    }
+  }
+  return errors;
+}
+
+Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
+                                        std::int64_t time_limit, std::vector<PartRecord>& parts,
+                                        const char* note) {
+  std::vector<std::pair<std::string, std::int64_t>> layout;
+  for (const auto& p : parts) layout.emplace_back(p.cluster, p.nodes);
+  std::vector<std::future<http::Result<std::int64_t>>> fj;
+  for (auto& p : parts) {
+    Cluster* c = cluster(p.cluster);
+    http::PartJobRequest q;
+    q.script = spec.script;
+    q.argv = spec.argv;
+    q.environment = spec.env;
+    q.work_dir = spec.work_dir;
+    q.std_out = spec.std_out;
+    q.std_err = spec.std_err;
+    q.name = spec.name.empty() ? "co-" + std::to_string(co.id) : spec.name;
+    q.coallocation = "co-" + std::to_string(co.id);
+    q.part_index = p.idx;
+    q.parts = layout;
+    q.start = p.planned_start;
+    q.time_limit = time_limit;
+    bump("messages.submit");
+    fj.push_back(std::async(std::launch::async, [c, q, id = p.reservation_id, k = p.job_key]() {
+      return c->client->submit_job(id, q, k);
+    }));
+  }
+  StepErrors errors(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto r = fj[i].get();
+    PartRecord& p = parts[i];
+    if (r.ok()) {
+      set_state(p, PartState::kSubmitted);
+      p.job_id = r.value();
+      p.job_state = "PENDING";
+      p.reason = "part job " + std::to_string(p.job_id) + note;
+    } else {
+      errors[i] = r.error();
+      p.reason = r.error().message;
+    }
+  }
+  return errors;
+}
+
+bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
+                            const std::vector<std::size_t>& which,
+                            std::set<std::string>* bad, std::string* why,
+                            std::unique_lock<std::mutex>* claim,
+                            std::vector<Refusal>* refusals) {
+  (void)which;
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  const std::int64_t now = now_seconds();
+  const std::int64_t start = std::max<std::int64_t>(plan.start, now);
+  const std::int64_t length = round_up_minutes(plan.duration);
+  co.attempt += 1;
+  std::vector<PartRecord> parts = new_parts(co, plan, co.attempt, start, length);
+  const std::string layout_text = parts_text(parts);
+  // Earlier attempts are history now.
+  std::vector<PartRecord> all = store_.parts(co.id, true);
+  for (auto& old : all) {
+    old.current = false;
+    parts.push_back(old);
+  }
+  set_state(co, CoState::kCommitting);
+  co.planned_start = start;
+  co.planned_end = start + length;
+  co.run_time = plan.duration - kStartSlack;
+  co.reason = "attempt " + std::to_string(co.attempt) + ": " + layout_text + " at " +
+              slurm_time(start);
+  std::string err;
+  if (!store_.write(co, parts, co.reason, &err)) {
+    *why = "state database: " + err;
+    return false;
+  }
+  parts.resize(plan.parts.size());
+  fc_info("co-%ld: attempt %d: reserving %s from %ld for %ld s", (long)co.id, co.attempt,
+          parts_text(parts).c_str(), (long)start, (long)length);
+
+  test_hold("reserving");
+  // 1. Tentative reservations, concurrently.  The first refusal cancels the
+  // requests still in flight; their outcome is learned in release().
+  const StepErrors refused = reserve_parts(co, parts, conf.confirm_within, "");
+  // The plugins now count these nodes as taken: the next placement may plan.
+  if (claim && claim->owns_lock()) claim->unlock();
+  bool ok = true;
+  std::string fail;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (!refused[i]) continue;
+    PartRecord& p = parts[i];
+    const http::Error& e = *refused[i];
+    ok = false;
+    cluster(p.cluster)->note_error(e);
+    // Cancelled in flight: it may have been made, learn and undo.
+    const bool in_flight = e.code == http::Errc::kCancelled;
+    set_state(p, maybe_done(e) || in_flight ? PartState::kCancelling : PartState::kReleased);
+    p.reason = e.message;
+    if (in_flight) {
+      p.reason = "cancelled in flight after another part failed";
+      continue;
+    }
+    if (e.api_code == "not_available") {
+      bump("violations");
+      bad->insert("violation:" + p.cluster);
+      if (refusals) refusals->push_back(Refusal{p.cluster, p.planned_start, p.planned_end, p.nodes});
+    } else {
+      bad->insert(p.cluster);
+    }
+    fail += (fail.empty() ? "" : "; ") + p.cluster + " refused " + std::to_string(p.nodes) +
+            " nodes: " + e.message;
+  }
+  if (!store_.write(co, parts, ok ? "reserved" : "a reservation failed", &err)) {
+    fc_error("co-%ld: %s", (long)co.id, err.c_str());
+    ok = false;
+    fail += "; state database: " + err;
+  }
+  if (ok) test_hold("reserved");
+  if (ok) {
+    // 2. Confirm all.
+    for (auto& p : parts) set_state(p, PartState::kConfirming);
+    if (!store_.write(co, parts, "confirming", &err)) {
+      ok = false;
+      fail = "state database: " + err;
+    }
+  }
+  if (ok) {
+    const StepErrors failed = confirm_parts(co, co.attempt, parts, "");
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (!failed[i]) continue;
+      ok = false;
+      cluster(parts[i].cluster)->note_error(*failed[i]);
+      bad->insert(parts[i].cluster);
+      fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not confirm: " +
+              failed[i]->message;
+    }
+    if (!store_.write(co, parts, ok ? "confirmed" : "a confirmation failed", &err)) {
+      ok = false;
+      fail += "; state database: " + err;
+    }
+  }
+  if (ok) test_hold("confirmed");
+  if (ok) {
+    // 3. Part jobs, one per part, all with the same common start.
+    for (auto& p : parts) {
+      set_state(p, PartState::kSubmitting);
+      p.job_key = key(co, co.attempt, p.idx, "job");
+    }
+    if (!store_.write(co, parts, "submitting part jobs", &err)) {
+      ok = false;
+      fail = "state database: " + err;
+    }
+  }
+  if (ok) {
+    const StepErrors failed =
+        submit_parts(co, spec, round_up_minutes(plan.duration - kStartSlack), parts, "");
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (!failed[i]) continue;
+      ok = false;
+      // Slurm refusing the job (a bad script, a user unknown there) or the
+      // cluster failing: either way this cluster is excluded from the
+      // re-plan; another cluster may have the user.
+      cluster(parts[i].cluster)->note_error(*failed[i]);
+      bad->insert(parts[i].cluster);
+      fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not take the part job: " +
+              failed[i]->message;
+    }
+    if (ok) test_hold("submitted");
+    if (ok) {
+      set_state(co, CoState::kScheduled);
+      co.reason = "every part confirmed with its part job: " + parts_text(parts);
+    }
+    if (!store_.write(co, parts, ok ? co.reason : "a part job submission failed", &err)) {
+      fc_error("co-%ld: %s", (long)co.id, err.c_str());
+      if (ok) {
+        ok = false;
+        fail = "state database: " + err;
+      }
+    }
+  }
+  if (ok) {
+    fc_info("co-%ld: scheduled at %s on %s", (long)co.id, slurm_time(start).c_str(),
+          parts_text(parts).c_str());
+    return true;
+  }
+  *why = "attempt " + std::to_string(co.attempt) + " (" + parts_text(parts) + "): " + fail;
+  fc_info("co-%ld: %s; rolling back", (long)co.id, why->c_str());
+  release(co, parts, PartState::kReleased, "rolled back: " + fail);
+  return false;
+}
+
+bool Engine::release_part(const CoRecord& co, PartRecord& p) {
+  Cluster* c = cluster(p.cluster);
+  if (c == nullptr || !c->client) return false;
+  if (p.reservation_id == 0) {
+    if (p.resv_key.empty()) return true;
+    // The create may or may not have happened: replaying it with the same
+    // Idempotency-Key returns the first answer (or makes it now), so the
+    // outcome is known either way.
+    flexco::conf::FlexcodConf conf;
+    {
+      std::lock_guard<std::mutex> lock(conf_mutex_);
+      conf = conf_;
+    }
+    http::ReservationRequest q;
+    q.user = co.user;
+    q.nodes = p.nodes;
+    q.start = p.planned_start;
+    q.duration = p.planned_end - p.planned_start;
+    q.partition = c->conf.partition;
+    q.confirm_within = conf.confirm_within;
+    q.owner = owner_tag();
+    bump("messages.reserve");
+    auto r = c->client->create_reservation(q, p.resv_key);
+    if (!r.ok()) {
+      c->note_error(r.error());
+      if (r.error().code == http::Errc::kHttp && r.error().http_status >= 400 &&
+          r.error().http_status < 500) {
+        return true;  // refused: nothing was made
+      }
+      return false;
+    }
+    p.reservation_id = r.value().id;
+    p.reservation = r.value().name;
+  }
+  bump("messages.delete");
+  auto d = c->client->delete_reservation(p.reservation_id, p.resv_key + "-del");
+  if (!d.ok()) {
+    c->note_error(d.error());
+    if (d.error().code == http::Errc::kHttp && d.error().http_status == 404) return true;
+    return false;
+  }
+  c->note(true, "");
+  return true;
+}
+
+bool Engine::release(CoRecord& co, std::vector<PartRecord>& parts, PartState final_state,
+                     const std::string& reason) {
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (holds(parts[i].state)) {
+      set_state(parts[i], PartState::kCancelling);
+      todo.push_back(i);
+    }
+  }
+  std::string err;
+  if (!todo.empty() && !store_.write(co, parts, reason, &err)) {
+    fc_error("co-%ld: %s", (long)co.id, err.c_str());
+  }
+  std::vector<std::future<bool>> fs;
+  for (std::size_t i : todo) {
+    PartRecord* p = &parts[i];
+    fs.push_back(std::async(std::launch::async, [this, &co, p]() { return release_part(co, *p); }));
+  }
+  bool all = true;
+  for (std::size_t k = 0; k < todo.size(); ++k) {
+    PartRecord& p = parts[todo[k]];
+    if (fs[k].get()) {
+      set_state(p, final_state);
+      p.reason = reason;
+    } else {
+      all = false;
+      p.reason = "release pending: cluster unreachable";
+      fc_error("co-%ld: part %d on %s: cannot release yet; will retry", (long)co.id, p.idx,
+               p.cluster.c_str());
+    }
+  }
+  if (!todo.empty() && !store_.write(co, parts, reason, &err)) {
+    fc_error("co-%ld: %s", (long)co.id, err.c_str());
+  }
+  return all;
+}
+
+}  // namespace flexcod

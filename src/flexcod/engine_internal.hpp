@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// engine_internal.hpp - what the parts of the engine share (engine.cpp,
+// placement.cpp, commit.cpp, cluster_link.cpp, reaper.cpp, reschedule.cpp,
+// api.cpp): the engine's private types and small helpers.  Not for use
+// outside src/flexcod/engine*.  See engine.hpp.
+
+#ifndef FLEXCO_FLEXCOD_ENGINE_INTERNAL_HPP
+#define FLEXCO_FLEXCOD_ENGINE_INTERNAL_HPP
+
+#include "flexcod/engine.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <future>
+#include <iterator>
+#include <utility>
+
+#include "core/availability.hpp"
+#include "core/sha256.hpp"
+#include "core/wire_profile.hpp"
+#include "flexcod/log.hpp"
+#include "flexcod/states.hpp"
+#include "flexcod/test_hold.hpp"
+
+namespace flexcod {
+
+namespace http = flexco::http;
+
+// ---------------------------------------------------------------------------
+// Types
+
+struct Engine::Cluster {
+  flexco::conf::ClusterConf conf;
+  std::unique_ptr<http::PluginClient> client;
+  std::mutex m;
+  bool reachable = false;
+  std::int64_t last_contact = 0;
+  std::string last_error;
+  std::int64_t nodes = -1;
+  std::string cached_profile;  // publish mode
+  std::int64_t cached_at = 0;
+  std::int64_t event_seq = 0;
+  // Reconciled with the database since this flexcod started; until then
+  // the cluster is not planned on (its orphans are not known yet).
+  std::atomic<bool> reconciled{false};
+
+  void note(bool answered, const std::string& error) {
+    std::lock_guard<std::mutex> lock(m);
+    if (answered) {
+      reachable = true;
+      last_contact = now_seconds();
+    } else {
+      reachable = false;
+    }
+    last_error = error;
+    if (answered && error.empty()) audience_refused = false;
+  }
+
+  // note() for a failed call; says loudly when the plugin refuses our
+  // signature as meant for another cluster (defined below).
+  void note_error(const http::Error& e);
+
+  // The plugin answered wrong_audience and that was logged; cleared by the
+  // next successful call, so that a recurrence is logged again.
+  bool audience_refused = false;
+};
+
+// A parsed submission.
+struct Engine::Spec {
+  std::int64_t nodes = 0;
+  std::vector<std::pair<std::int64_t, std::string>> fixed;  // parts: nodes, cluster
+  std::int64_t duration = 0;
+  std::int64_t ready = 0;
+  std::int64_t deadline = 0;
+  double overhead = 0.0;
+  std::vector<std::string> clusters;
+  int max_parts = 0;
+  std::string policy;
+  std::string script;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string work_dir, std_out, std_err, name;
+  bool dry_run = false;
+};
+
+struct Engine::Gathered {
+  std::vector<std::size_t> idx;  // cluster indices that answered
+  std::vector<flexco::Availability> avail;
+  std::vector<std::vector<flexco::CoallocOffer>> offers;
+  std::vector<JsonPtr> raw_offers;
+  std::vector<std::pair<std::string, std::string>> errors;  // cluster, why
+};
+
+namespace engine_detail {
+
+inline ApiError api_error(int status, const std::string& code, const std::string& message) {
+  return ApiError{status, code, message};
+}
+
+inline JsonPtr obj() { return JsonPtr(json_object()); }
+
+inline void set(json_t* o, const char* k, json_t* v) { json_object_set_new(o, k, v); }
+inline void set_str(json_t* o, const char* k, const std::string& v) {
+  set(o, k, json_stringn(v.data(), v.size()));
+}
+inline void set_int(json_t* o, const char* k, std::int64_t v) { set(o, k, json_integer(v)); }
+inline void set_opt_int(json_t* o, const char* k, std::int64_t v, std::int64_t none = 0) {
+  set(o, k, v == none ? json_null() : json_integer(v));
+}
+inline void set_opt_str(json_t* o, const char* k, const std::string& v) {
+  set(o, k, v.empty() ? json_null() : json_stringn(v.data(), v.size()));
+}
+
+inline bool is_finished(const std::string& s) {
+  return s == "completed" || s == "failed" || s == "cancelled";
+}
+
+// Part states in which something may exist on the cluster.
+inline bool holds(const std::string& s) {
+  return s == "reserving" || s == "tentative" || s == "confirming" || s == "confirmed" ||
+         s == "submitting" || s == "submitted" || s == "running" || s == "cancelling";
+}
+
+inline std::int64_t round_up_minutes(std::int64_t s) { return std::max<std::int64_t>(60, (s + 59) / 60 * 60); }
+
+// Each reservation is this much longer than its part job's time limit, so a
+// part job that Slurm starts a little after the reservation's start (the
+// scheduler's next pass) still fits before the reservation ends; Slurm never
+// starts a job whose time limit would run past its reservation's end.
+inline constexpr std::int64_t kStartSlack = 60;
+
+// A time as Slurm's commands print it (local time, ISO 8601 without zone).
+inline std::string slurm_time(std::int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  struct tm tm_buf;
+  char buf[32];
+  if (!localtime_r(&tt, &tm_buf) || !std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm_buf))
+    return std::to_string(t);
+  return buf;
+}
+
+inline std::string parts_text(const std::vector<PartRecord>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += ",";
+    out += p.cluster + ":" + std::to_string(p.nodes);
+  }
+  return out;
+}
+
+// Outcome of a failed call: was the request possibly carried out?
+inline bool maybe_done(const http::Error& e) {
+  switch (e.code) {
+    case http::Errc::kInvalidArgument:
+    case http::Errc::kSignFailed:
+    case http::Errc::kConnect:
+      return false;  // never sent
+    case http::Errc::kHttp:
+      return e.http_status >= 500;  // 4xx: refused, nothing done
+    default:
+      return true;  // timeout, cut, cancelled mid-way, bad answer
+  }
+}
+
+inline bool answered(const http::Error& e) {
+  return e.code == http::Errc::kHttp || e.code == http::Errc::kBadResponse;
+}
+
+// What a part job's state means for its part.
+enum class JobPhase { kPending, kRunning, kEnded };
+
+inline JobPhase phase_of(const std::string& slurm_state) {
+  if (slurm_state == "PENDING") return JobPhase::kPending;
+  if (slurm_state == "RUNNING" || slurm_state == "COMPLETING" || slurm_state == "SUSPENDED" ||
+      slurm_state == "CONFIGURING" || slurm_state == "RESIZING" || slurm_state == "SIGNALING" ||
+      slurm_state == "STAGE_OUT") {
+    return JobPhase::kRunning;
+  }
+  return JobPhase::kEnded;  // COMPLETED, CANCELLED, FAILED, ..., UNKNOWN once purged
+}
+
+// The transition of part q that its job reaching `phase` implies: the one
+// place where a live part_job_started / part_job_ended event and a job
+// state read at reconciliation change a part.  Times and exit code are
+// taken when known (> 0, >= 0).  true if the part's state changed.
+inline bool apply_job_phase(PartRecord& q, JobPhase phase, const std::string& job_state,
+                     std::int64_t start, std::int64_t end, int exit_code) {
+  if (!job_state.empty()) q.job_state = job_state;
+  if (start > 0 && phase != JobPhase::kPending) q.actual_start = start;
+  const std::string before = q.state;
+  if (phase == JobPhase::kRunning) {
+    if (q.state == "submitted" || q.state == "submitting") set_state(q, PartState::kRunning);
+  } else if (phase == JobPhase::kEnded) {
+    if (end > 0) q.actual_end = end;
+    if (exit_code >= 0) q.exit_code = exit_code;
+    if (q.state == "submitted" || q.state == "submitting" || q.state == "running") {
+      set_state(q, q.job_state == "COMPLETED" ? PartState::kCompleted : PartState::kFailed);
+    }
+  }
+  return q.state != before;
+}
+
+}  // namespace engine_detail
+
+// ---------------------------------------------------------------------------
+// Parsing a submission
+
+namespace engine_detail {
+
+inline bool get_i64(const json_t* o, const char* k, std::int64_t* out, std::string* why) {
+  const json_t* v = json_object_get(o, k);
+  if (v == nullptr) return true;
+  if (!json_is_integer(v)) {
+    *why = std::string(k) + ": must be an integer";
+    return false;
+  }
+  *out = json_integer_value(v);
+  return true;
+}
+
+inline bool get_s(const json_t* o, const char* k, std::string* out, std::string* why) {
+  const json_t* v = json_object_get(o, k);
+  if (v == nullptr) return true;
+  if (!json_is_string(v)) {
+    *why = std::string(k) + ": must be a string";
+    return false;
+  }
+  out->assign(json_string_value(v), json_string_length(v));
+  return true;
+}
+
+inline bool get_str_list(const json_t* o, const char* k, std::vector<std::string>* out, std::string* why) {
+  const json_t* v = json_object_get(o, k);
+  if (v == nullptr) return true;
+  if (!json_is_array(v)) {
+    *why = std::string(k) + ": must be an array of strings";
+    return false;
+  }
+  std::size_t i;
+  const json_t* e;
+  json_array_foreach(v, i, e) {
+    if (!json_is_string(e)) {
+      *why = std::string(k) + "[" + std::to_string(i) + "]: must be a string";
+      return false;
+    }
+    out->emplace_back(json_string_value(e), json_string_length(e));
+  }
+  return true;
+}
+
+}  // namespace engine_detail
+
+}  // namespace flexcod
+
+#endif

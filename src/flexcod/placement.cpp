@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// placement.cpp - availability from the clusters and planning: gather
+// offers or profiles, plan with the chosen policy, re-plan after refusals
+// (place).
+// See engine.hpp and doc/flexcod.md.
+
+#include "flexcod/engine_internal.hpp"
+
+namespace flexcod {
+
+using namespace engine_detail;
+
+// ---------------------------------------------------------------------------
+// Availability and planning
+
+Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spec& spec) {
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  struct One {
+    bool ok = false;
+    std::string why;
+    std::optional<flexco::Availability> avail;
+    std::vector<flexco::CoallocOffer> offers;
+    JsonPtr raw;
+  };
+  std::vector<std::future<One>> futs;
+  for (std::size_t ci : which) {
+    futs.push_back(std::async(std::launch::async, [this, ci, &spec, &conf]() {
+      One one;
+      Cluster& c = *clusters_[ci];
+      std::string text;
+      if (conf.availability_mode == "publish") {
+        std::lock_guard<std::mutex> lock(c.m);
+        if (!c.cached_profile.empty() &&
+            now_seconds() - c.cached_at <= 2L * conf.publish_interval + 5) {
+          text = c.cached_profile;
+        }
+      }
+      if (text.empty()) {
+        bump("messages.profile");
+        auto r = c.client->profile(conf.plan_horizon, c.conf.partition);
+        if (!r.ok()) {
+          c.note_error(r.error());
+          one.why = r.error().message;
+          return one;
+        }
+        c.note(true, "");
+        text = http::json_text(r.value().get());
+      }
+      auto a = flexco::availability_from_json(text);
+      if (!a.ok()) {
+        one.why = "bad profile: " + a.error().message;
+        return one;
+      }
+      {
+        std::lock_guard<std::mutex> lock(c.m);
+        c.nodes = a.value().nodes_total;
+      }
+      one.avail = std::move(a).value();
+      if (spec.policy == "cores") {
+        bump("messages.probe");
+        JsonPtr q(json_object());
+        const std::int64_t maxn =
+            std::max<std::int64_t>(1, std::min<std::int64_t>(spec.nodes, one.avail->nodes_published));
+        set(q.get(), "nodes", json_pack("{s:I,s:I}", "min", static_cast<json_int_t>(1), "max",
+                                        static_cast<json_int_t>(maxn)));
+        // As long as the planner's request (with the start slack), with the
+        // overhead since the offers may be composed into a split plan.
+        const std::int64_t run = spec.duration + kStartSlack;
+        const std::int64_t d = run + static_cast<std::int64_t>(std::ceil(spec.overhead * run));
+        set_int(q.get(), "duration", d);
+        set_int(q.get(), "earliest_start", std::max(spec.ready, now_seconds()));
+        if (spec.deadline > 0) set_int(q.get(), "latest_end", spec.deadline);
+        set_int(q.get(), "max_offers", 16);
+        if (!c.conf.partition.empty()) set_str(q.get(), "partition", c.conf.partition);
+        auto p = c.client->probe(q.get());
+        if (p.ok()) {
+          const json_t* offers = json_object_get(p.value().get(), "offers");
+          std::size_t i;
+          const json_t* o;
+          json_array_foreach(offers, i, o) {
+            flexco::CoallocOffer off;
+            off.start = json_integer_value(json_object_get(o, "start"));
+            off.end = json_integer_value(json_object_get(o, "end"));
+            off.nodes = json_integer_value(json_object_get(o, "nodes"));
+            off.fit = json_number_value(json_object_get(o, "fit"));
+            off.p_res = json_number_value(json_object_get(o, "p_res"));
+            if (off.start < off.end && off.nodes >= 1) one.offers.push_back(off);
+          }
+          one.raw = http::json_ref(json_object_get(p.value().get(), "offers"));
+        } else {
+          fc_verbose("cluster %s: probe failed, offers derived from its profile: %s",
+                     c.conf.name.c_str(), p.error().message.c_str());
+        }
+      }
+      one.ok = true;
+      return one;
+    }));
+  }
+  Gathered g;
+  for (std::size_t i = 0; i < futs.size(); ++i) {
+    One one = futs[i].get();
+    if (one.ok) {
+      g.idx.push_back(which[i]);
+      g.avail.push_back(std::move(*one.avail));
+      g.offers.push_back(std::move(one.offers));
+      g.raw_offers.push_back(std::move(one.raw));
+    } else {
+      g.errors.emplace_back(clusters_[which[i]]->conf.name, one.why);
+    }
+  }
+  return g;
+}
+
+bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
+                  flexco::CoallocPlan* out, std::string* why, bool dry_run) {
+  (void)which;
+  const std::int64_t now = now_seconds();
+  if (!spec.fixed.empty()) {
+    // Fixed parts, each pinned to its cluster: the earliest common start.
+    std::vector<std::pair<std::size_t, std::int64_t>> need;  // index into g, nodes
+    for (const auto& f : spec.fixed) {
+      std::size_t gi = g.idx.size();
+      for (std::size_t k = 0; k < g.idx.size(); ++k) {
+        if (clusters_[g.idx[k]]->conf.name == f.second) gi = k;
+      }
+      if (gi == g.idx.size()) {
+        *why = "cluster " + f.second + " is not reachable or not allowed";
+        return false;
+      }
+      need.emplace_back(gi, f.first);
+    }
+    const std::int64_t d = spec.duration + kStartSlack + (need.size() > 1
+                                                ? static_cast<std::int64_t>(std::ceil(spec.overhead * spec.duration))
+                                                : 0);
+    flexco::Time t = std::max(spec.ready, now);
+    for (int iter = 0; iter < 10000; ++iter) {
+      flexco::Time latest = t;
+      for (const auto& n : need) {
+        auto f = g.avail[n.first].nodes.earliest_fit(t, d, n.second);
+        if (!f.ok() || f.value() == flexco::kNever) {
+          *why = "part of " + std::to_string(n.second) + " nodes never fits on " +
+                 clusters_[g.idx[n.first]]->conf.name + " within the plan horizon";
+          return false;
+        }
+        latest = std::max(latest, f.value());
+      }
+      if (latest == t) {
+        if (spec.deadline > 0 && t + d > spec.deadline) {
+          *why = "the earliest common start " + std::to_string(t) + " ends after the deadline";
+          return false;
+        }
+        out->start = t;
+        out->duration = d;
+        out->parts.clear();
+        for (const auto& n : need) {
+          flexco::PlanPart p;
+          p.cluster = n.first;
+          p.nodes = n.second;
+          out->parts.push_back(p);
+        }
+        return true;
+      }
+      t = latest;
+    }
+    *why = "no common start found";
+    return false;
+  }
+  std::vector<flexco::ClusterView> views;
+  for (std::size_t k = 0; k < g.idx.size(); ++k) {
+    flexco::ClusterView v;
+    v.name = clusters_[g.idx[k]]->conf.name;
+    v.capacity = g.avail[k].nodes_published;
+    v.free = &g.avail[k].nodes;
+    v.offers = g.offers[k];
+    views.push_back(std::move(v));
+  }
+  flexco::CoallocRequest req;
+  req.nodes = spec.nodes;
+  req.runtime = spec.duration + kStartSlack;
+  req.ready = std::max(spec.ready, now);
+  req.deadline = spec.deadline > 0 ? spec.deadline : flexco::kForever;
+  req.overhead = spec.overhead;
+  req.max_parts = static_cast<std::size_t>(spec.max_parts);
+  auto policy = flexco::parse_policy(spec.policy);
+  if (!policy.ok()) {
+    *why = policy.error().message;
+    return false;
+  }
+  flexco::CoallocOptions opts;
+  opts.now = now;
+  std::lock_guard<std::mutex> lock(planner_mutex_);
+  flexco::PlannerState scratch = planner_state_;  // a dry run plans on this copy
+  auto r = flexco::plan_coalloc(policy.value(), req, views, dry_run ? scratch : planner_state_, opts);
+  if (!r.ok()) {
+    *why = r.error().message;
+    return false;
+  }
+  *out = std::move(r).value();
+  return true;
+}
+
+// Caps each refused window's free nodes on its cluster at one less than
+// were asked for there (see Engine::Refusal), so that the re-plan does not
+// choose it again.  The published steps are rebuilt with the windows'
+// bounds as extra cuts; a cluster whose profile cannot be rebuilt keeps it.
+void Engine::apply_refusals(Gathered& g, const std::vector<Refusal>& refusals) {
+  for (std::size_t k = 0; k < g.idx.size(); ++k) {
+    const std::string& name = clusters_[g.idx[k]]->conf.name;
+    flexco::Availability& a = g.avail[k];
+    std::vector<const Refusal*> mine;
+    for (const auto& r : refusals) {
+      if (r.cluster == name && r.end > a.when && r.start < a.horizon_end) mine.push_back(&r);
+    }
+    if (mine.empty() || a.steps.empty()) continue;
+    std::set<flexco::Time> cuts;
+    for (const auto& st : a.steps) cuts.insert(st.start);
+    cuts.insert(a.horizon_end);
+    for (const Refusal* r : mine) {
+      for (std::int64_t t : {r->start, r->end}) {
+        if (t > a.steps.front().start && t < a.horizon_end) cuts.insert(t);
+      }
+    }
+    std::vector<flexco::Step> steps;
+    std::size_t i = 0;
+    for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it) {
+      const flexco::Time s = *it, e = *std::next(it);
+      while (i + 1 < a.steps.size() && a.steps[i].end <= s) ++i;
+      flexco::Amount free = a.steps[i].free_nodes;
+      for (const Refusal* r : mine) {
+        if (r->start <= s && s < r->end) free = std::min<flexco::Amount>(free, r->nodes - 1);
+      }
+      free = std::max<flexco::Amount>(0, std::min<flexco::Amount>(free, a.nodes_published));
+      steps.push_back(flexco::Step{s, e, free, a.steps[i].free_cpus});
+    }
+    auto pp = flexco::profiles_from_steps(steps, a.nodes_published, a.cpus_published);
+    if (!pp.ok()) {
+      fc_verbose("%s: profile not narrowed after a refusal: %s", name.c_str(),
+                 pp.error().message.c_str());
+      continue;
+    }
+    a.steps = std::move(steps);
+    a.nodes = std::move(pp.value().nodes);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Placement (the rounds of commit attempts)
+
+bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  std::set<std::string> excluded;
+  std::map<std::string, int> violations;
+  std::vector<Refusal> refusals;
+  std::string reasons;
+  // A round refused only for want of free nodes (409 not_available) taught
+  // the next plan to avoid that window (apply_refusals), so it earns one
+  // more round, up to kRefusalRounds; a cluster is left out after
+  // kMaxViolations such refusals.  Other failures count against
+  // MaxReplans alone and leave their cluster out at once.
+  constexpr int kRefusalRounds = 8, kMaxViolations = 4;
+  int extra = 0;
+  for (int round = 0; round <= conf.max_replans + extra; ++round) {
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < clusters_.size(); ++i) {
+      const std::string& n = clusters_[i]->conf.name;
+      if (!clusters_[i]->client) continue;
+      if (std::find(spec.clusters.begin(), spec.clusters.end(), n) == spec.clusters.end()) continue;
+      if (excluded.count(n)) continue;
+      if (!clusters_[i]->reconciled) {
+        if (round == 0) reasons += (reasons.empty() ? "" : "; ") + n + " not reconciled yet";
+        continue;
+      }
+      which.push_back(i);
+    }
+    if (which.empty()) {
+      *why = "no allowed cluster left" + (reasons.empty() ? std::string() : ": " + reasons);
+      break;
+    }
+    // Released by commit_attempt once the tentative reservations are made
+    // (or refused), else at the end of this round.
+    std::unique_lock<std::mutex> claim(claim_mutex_);
+    Gathered g = gather(which, spec);
+    apply_refusals(g, refusals);
+    for (const auto& e : g.errors) {
+      reasons += (reasons.empty() ? "" : "; ") + e.first + " unreachable (" + e.second + ")";
+      excluded.insert(e.first);
+    }
+    if (g.idx.empty()) {
+      *why = "no cluster reachable: " + reasons;
+      break;
+    }
+    flexco::CoallocPlan p;
+    std::string pwhy;
+    if (!plan(spec, which, g, &p, &pwhy)) {
+      *why = "no placement: " + pwhy + (reasons.empty() ? std::string() : " (" + reasons + ")");
+      break;
+    }
+    // Map the plan's cluster indices (into g) to ours.
+    for (auto& part : p.parts) part.cluster = g.idx[part.cluster];
+    if (round > 0) bump("replans");
+    std::set<std::string> bad;
+    std::string awhy;
+    if (commit_attempt(co, spec, p, which, &bad, &awhy, &claim, &refusals)) return true;
+    if (claim.owns_lock()) claim.unlock();
+    bump("rollbacks");
+    reasons += (reasons.empty() ? "" : "; ") + awhy;
+    bool only_violations = !bad.empty();
+    for (const auto& b : bad) {
+      if (b.rfind("violation:", 0) == 0) {
+        const std::string n = b.substr(10);
+        if (++violations[n] >= kMaxViolations) excluded.insert(n);
+      } else {
+        excluded.insert(b);
+        only_violations = false;
+      }
+    }
+    if (only_violations && extra < kRefusalRounds) ++extra;
+    *why = "every attempt failed: " + reasons;
+    if (stopping_) break;
+  }
+  set_state(co, CoState::kFailed);
+  co.reason = *why;
+  std::string err;
+  if (!store_.update_coalloc(co, *why, &err)) fc_error("co-%ld: %s", (long)co.id, err.c_str());
+  fc_info("co-%ld: cannot be placed: %s", (long)co.id, why->c_str());
+  return false;
+}
+
+}  // namespace flexcod

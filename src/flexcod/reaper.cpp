@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// reaper.cpp - recovery of the database at start, the transitions
+// a co-allocation's parts imply (finish_if_done), the part-start watchdog
+// and the reaper of parts not released yet.
+// See engine.hpp and doc/flexcod.md.
+
+#include "flexcod/engine_internal.hpp"
+
+namespace flexcod {
+
+using namespace engine_detail;
+
+// ---------------------------------------------------------------------------
+// Recovery at start
+
+void Engine::recover_db() {
+  std::string err;
+  // A commit that was interrupted is always rolled back.  (Its parts never
+  // read "submitted" while it is "committing": commit_attempt writes the
+  // submitted parts and "scheduled" in one transaction.)
+  for (CoRecord co : store_.in_states({"planning", "committing"})) {
+    auto parts = store_.parts(co.id, true);
+    for (auto& p : parts) {
+      if (holds(p.state)) {
+        set_state(p, PartState::kCancelling);
+        p.reason = "flexcod restarted during the commit";
+      }
+    }
+    set_state(co, CoState::kFailed);
+    co.reason = "flexcod restarted during the commit; rolled back";
+    if (!store_.write(co, parts, co.reason, &err)) fc_error("recovery: %s", err.c_str());
+    fc_info("co-%ld: %s", (long)co.id, co.reason.c_str());
+  }
+  // A move interrupted before its switch left a new set that is not the
+  // current placement: release it, the old set (still current) stays.  One
+  // interrupted after the switch left the old set "cancelling", which the
+  // clusters' reconciliation releases.  Either way one complete set remains.
+  for (auto& p : store_.parts_in_states({"reserving", "tentative", "confirming", "confirmed",
+                                         "submitting", "submitted", "running"})) {
+    if (p.current) continue;
+    auto co = store_.get_coalloc(p.co_id);
+    if (!co) continue;
+    set_state(p, PartState::kCancelling);
+    p.reason = "flexcod restarted during a move; the new set is released";
+    if (!store_.update_part(p, p.reason, &err)) fc_error("recovery: %s", err.c_str());
+    fc_info("co-%ld: part %d (attempt %d) on %s: %s", (long)p.co_id, p.idx, p.attempt,
+            p.cluster.c_str(), p.reason.c_str());
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Co-allocation transitions from its parts, the watchdog, the reaper
+
+// The nodes of parts whose job ended are free again: give their
+// reservations back now rather than at their end.  A failure here costs
+// nothing lasting: the reservation ends by itself at planned_end.
+void Engine::give_back_ended(const CoRecord& co, std::vector<PartRecord>& parts) {
+  std::string err;
+  for (auto& p : parts) {
+    if (p.reservation_id == 0 || (p.state != "completed" && p.state != "failed")) continue;
+    if (release_part(co, p)) {
+      store_.update_part(p, "reservation " + p.reservation + " released after the part job ended",
+                         &err);
+    }
+  }
+}
+
+void Engine::finish_if_done(std::int64_t co_id, bool wait) {
+  auto m = co_mutex(co_id);
+  std::unique_lock<std::mutex> lock(*m, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    // Whoever holds the lock may not look at the parts again: the reaper
+    // does, within 2 s, so no transition is dropped.
+    std::lock_guard<std::mutex> g(recheck_mutex_);
+    recheck_.insert(co_id);
+    return;
+  }
+  auto co = store_.get_coalloc(co_id);
+  if (!co) return;
+  auto parts = store_.parts(co_id, true);
+  std::string err;
+  if (co->state == "cancelling") {
+    bool pending = false;
+    for (const auto& p : store_.parts(co_id, false)) pending |= p.state == "cancelling";
+    if (!pending) {
+      set_state(*co, CoState::kCancelled);
+      co->reason = "cancelled; everything released";
+      store_.update_coalloc(*co, co->reason, &err);
+    }
+    return;
+  }
+  if (co->state == "scheduled" || co->state == "running") {
+    bool all_ended = !parts.empty();
+    bool any_failed = false, any_running = false;
+    for (const auto& p : parts) {
+      all_ended &= p.state == "completed" || p.state == "failed";
+      any_failed |= p.state == "failed";
+      any_running |= p.state == "running" || p.state == "completed" || p.state == "failed";
+    }
+    if (any_failed && !all_ended) {
+      // All or nothing also once scheduled: a part that failed (its job
+      // cancelled, its reservation deleted behind flexcod's back) makes
+      // the others useless.  Release them.
+      set_state(*co, CoState::kFailed);
+      co->reason = "a part failed; the other parts were released";
+      store_.update_coalloc(*co, co->reason, &err);
+      fc_info("co-%ld: %s", (long)co_id, co->reason.c_str());
+      release(*co, parts, PartState::kCancelled, co->reason);
+      give_back_ended(*co, parts);
+      return;
+    }
+    if (all_ended) {
+      test_hold("finishing");
+      set_state(*co, any_failed ? CoState::kFailed : CoState::kCompleted);
+      co->reason = any_failed ? "a part job failed" : "every part job completed";
+      store_.update_coalloc(*co, co->reason, &err);
+      give_back_ended(*co, parts);
+    } else if (any_running && co->state == "scheduled") {
+      set_state(*co, CoState::kRunning);
+      co->reason = "part jobs started";
+      store_.update_coalloc(*co, co->reason, &err);
+    }
+  }
+}
+
+void Engine::watch_part_starts() {
+  int skew;
+  std::string policy;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    skew = conf_.part_start_skew;
+    policy = conf_.part_start_policy;
+  }
+  // The first late part of a running co-allocation, or "".
+  auto late_part = [&](const std::vector<PartRecord>& parts, std::int64_t now) -> std::string {
+    std::int64_t first = 0;
+    for (const auto& p : parts) {
+      if (p.actual_start > 0) first = first == 0 ? p.actual_start : std::min(first, p.actual_start);
+    }
+    if (first == 0 || now < first + skew) return "";
+    for (const auto& p : parts) {
+      if (p.actual_start == 0 && (p.state == "submitted" || p.state == "submitting")) {
+        return "part " + std::to_string(p.idx) + " on " + p.cluster + " (job " +
+               std::to_string(p.job_id) + ") did not start within " + std::to_string(skew) +
+               " s of the first part (started " + slurm_time(first) + ")";
+      }
+    }
+    return "";
+  };
+  for (const auto& candidate : store_.in_states({"running"})) {
+    if (stopping_) return;
+    if (late_warned_.count(candidate.id)) continue;
+    if (late_part(store_.parts(candidate.id, true), now_seconds()).empty()) continue;
+    auto m = co_mutex(candidate.id);
+    std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
+    if (!lock.owns_lock()) continue;  // a request or an event holds it: next round
+    auto co = store_.get_coalloc(candidate.id);
+    if (!co || co->state != "running") continue;
+    auto parts = store_.parts(co->id, true);
+    const std::string late = late_part(parts, now_seconds());
+    if (late.empty()) continue;
+    std::string err;
+    bump("late_parts");
+    if (policy == "warn") {
+      late_warned_.insert(co->id);
+      co->reason = late + "; the other parts run alone (PartStartPolicy=warn)";
+      fc_error("co-%ld: %s", (long)co->id, co->reason.c_str());
+      store_.update_coalloc(*co, co->reason, &err);
+      continue;
+    }
+    // All or nothing: the started parts are useless alone.
+    set_state(*co, CoState::kFailed);
+    co->reason = late + "; the started parts were cancelled and every reservation released "
+                        "(PartStartPolicy=fail)";
+    fc_error("co-%ld: %s", (long)co->id, co->reason.c_str());
+    store_.update_coalloc(*co, co->reason, &err);
+    release(*co, parts, PartState::kCancelled, co->reason);
+    give_back_ended(*co, parts);
+  }
+}
+
+void Engine::reap_loop() {
+  while (!wait_stop(2000)) {
+    std::set<std::int64_t> again;
+    {
+      std::lock_guard<std::mutex> g(recheck_mutex_);
+      again.swap(recheck_);
+    }
+    for (std::int64_t id : again) finish_if_done(id, true);
+    watch_part_starts();
+    // A part whose cluster does not answer is tried again with a backoff
+    // (2 s doubling to 5 min), its reason saying so (shown by sreserve
+    // show); a cluster that failed once is not tried again in the same
+    // pass, so that one dead cluster costs one timeout per pass, not one
+    // per part, and the other clusters' parts are released meanwhile.
+    std::set<std::string> failed_now;
+    std::set<std::tuple<std::int64_t, int, int>> seen;
+    for (auto& p : store_.parts_in_states({"cancelling"})) {
+      const auto rkey = std::make_tuple(p.co_id, p.attempt, p.idx);
+      seen.insert(rkey);
+      ReapRetry& retry = reap_retry_[rkey];
+      if (failed_now.count(p.cluster)) continue;
+      if (now_seconds() < retry.next) {
+        // ... unless the cluster answered something since: try at once
+        Cluster* c = cluster(p.cluster);
+        bool back = false;
+        if (c != nullptr) {
+          std::lock_guard<std::mutex> g(c->m);
+          back = c->reachable && c->last_contact > retry.failed_at;
+        }
+        if (!back) continue;
+      }
+      auto m = co_mutex(p.co_id);
+      std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
+      if (!lock.owns_lock()) continue;
+      auto co = store_.get_coalloc(p.co_id);
+      if (!co) continue;
+      // Only what no request thread is handling: the lock says so.
+      auto fresh = store_.parts(p.co_id, false);
+      bool still = false;
+      for (const auto& q : fresh) still |= q.attempt == p.attempt && q.idx == p.idx && q.state == "cancelling";
+      if (!still) continue;
+      if (release_part(*co, p)) {
+        set_state(p, co->state == "cancelling" ? PartState::kCancelled : PartState::kReleased);
+        p.reason = "released by the reaper" +
+                   (retry.attempts ? " after " + std::to_string(retry.attempts + 1) + " tries"
+                                   : std::string());
+        std::string err;
+        store_.update_part(p, p.reason, &err);
+        fc_info("co-%ld: part %d on %s released", (long)p.co_id, p.idx, p.cluster.c_str());
+        reap_retry_.erase(rkey);
+      } else {
+        failed_now.insert(p.cluster);
+        retry.attempts++;
+        const std::int64_t wait = std::min<std::int64_t>(
+            std::int64_t{2} << std::min(retry.attempts - 1, 8), 300);
+        retry.failed_at = now_seconds();
+        retry.next = retry.failed_at + wait;
+        Cluster* c = cluster(p.cluster);
+        std::string why;
+        if (c != nullptr) {
+          std::lock_guard<std::mutex> g(c->m);
+          why = c->last_error;
+        }
+        p.reason = "cannot release on " + p.cluster + (why.empty() ? "" : " (" + why + ")") +
+                   "; try " + std::to_string(retry.attempts + 1) + " at " +
+                   slurm_time(retry.next);
+        std::string err;
+        store_.update_part(p, p.reason, &err);  // same state: no history line
+        bump("release_retries");
+        fc_verbose("co-%ld: part %d on %s: %s", (long)p.co_id, p.idx, p.cluster.c_str(),
+                   p.reason.c_str());
+      }
+      lock.unlock();
+      finish_if_done(p.co_id);
+    }
+    for (auto it = reap_retry_.begin(); it != reap_retry_.end();)
+      it = seen.count(it->first) ? std::next(it) : reap_retry_.erase(it);
+  }
+}
+
+}  // namespace flexcod

@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// reschedule.cpp - rescheduling on early completion and
+// make-before-break moves (also PATCH).
+// See engine.hpp and doc/flexcod.md.
+
+#include "flexcod/engine_internal.hpp"
+
+namespace flexcod {
+
+using namespace engine_detail;
+
+// ---------------------------------------------------------------------------
+// Rescheduling on early completion
+
+namespace {
+
+// A co-allocation whose common start is this close is left alone: its part
+// jobs may be started by the clusters' next scheduling pass at any moment.
+constexpr std::int64_t kMoveLead = 10;
+
+// a's free nodes with the given parts' reservations (all on this cluster)
+// given back over their spans: the plugin counts our own reservations as
+// busy, and a co-allocation being re-planned must not be in its own way.
+// Clipped at the published capacity.
+flexco::Result<flexco::Profile> without_own(const flexco::Availability& a,
+                                            const std::vector<PartRecord>& own) {
+  std::set<flexco::Time> cuts;
+  for (const auto& st : a.steps) cuts.insert(st.start);
+  cuts.insert(a.horizon_end);
+  for (const auto& p : own) {
+    for (std::int64_t t : {p.planned_start, p.planned_end}) {
+      if (t > a.when && t < a.horizon_end) cuts.insert(t);
+    }
+  }
+  std::vector<flexco::Step> steps;
+  std::size_t k = 0;
+  for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it) {
+    const flexco::Time s = *it, e = *std::next(it);
+    while (k + 1 < a.steps.size() && a.steps[k].end <= s) ++k;
+    flexco::Amount free = a.steps[k].free_nodes;
+    for (const auto& p : own) {
+      if (p.planned_start <= s && s < p.planned_end) free += p.nodes;
+    }
+    steps.push_back(flexco::Step{s, e, std::min<flexco::Amount>(free, a.nodes_published),
+                                 std::min<flexco::Amount>(a.steps[k].free_cpus, a.cpus_published)});
+  }
+  auto pp = flexco::profiles_from_steps(steps, a.nodes_published, a.cpus_published);
+  if (!pp.ok()) return pp.error();
+  return std::move(pp.value().nodes);
+}
+
+std::string layout_json(const std::vector<std::pair<std::string, std::int64_t>>& parts) {
+  JsonPtr a(json_array());
+  for (const auto& p : parts) {
+    json_array_append_new(a.get(), json_pack("{s:s,s:I}", "cluster", p.first.c_str(), "nodes",
+                                             static_cast<json_int_t>(p.second)));
+  }
+  return http::json_text(a.get());
+}
+
+}  // namespace
+
+Engine::Spec Engine::spec_from(const CoRecord& co) {
+  Spec s;
+  s.nodes = co.nodes;
+  s.duration = co.duration;
+  s.ready = co.ready;
+  s.deadline = co.deadline;
+  s.overhead = co.overhead;
+  s.clusters = co.clusters;
+  s.max_parts = co.max_parts;
+  s.policy = "flexco";
+  json_error_t e;
+  JsonPtr j(json_loads(co.request.c_str(), 0, &e));
+  if (!j) return s;
+  std::string why;
+  (void)get_s(j.get(), "script", &s.script, &why);
+  (void)get_s(j.get(), "work_dir", &s.work_dir, &why);
+  (void)get_s(j.get(), "std_out", &s.std_out, &why);
+  (void)get_s(j.get(), "std_err", &s.std_err, &why);
+  (void)get_s(j.get(), "name", &s.name, &why);
+  (void)get_str_list(j.get(), "argv", &s.argv, &why);
+  if (const json_t* env = json_object_get(j.get(), "environment")) {
+    const char* k;
+    json_t* v;
+    json_object_foreach(const_cast<json_t*>(env), k, v) {
+      if (json_is_string(v)) s.env.emplace_back(k, json_string_value(v));
+    }
+  }
+  if (const json_t* ps = json_object_get(j.get(), "parts")) {
+    std::size_t i;
+    json_t* p;
+    json_array_foreach(ps, i, p) {
+      s.fixed.emplace_back(json_integer_value(json_object_get(p, "nodes")),
+                           json_string_value(json_object_get(p, "cluster")));
+    }
+  }
+  return s;
+}
+
+void Engine::resched_loop() {
+  // Triggers live in memory: after a restart, one pass once every cluster
+  // is reconciled (or RescheduleWait has passed) makes up for any lost.
+  bool first = true;
+  const std::int64_t t0 = now_seconds();
+  constexpr std::int64_t kRetryAfter = 10;
+  std::int64_t retry_at = 0;
+  int retries = 0;
+  while (!wait_stop(1000)) {
+    if (first) {
+      int wait;
+      {
+        std::lock_guard<std::mutex> lock(conf_mutex_);
+        wait = conf_.reschedule_wait;
+      }
+      const bool all = std::all_of(clusters_.begin(), clusters_.end(), [](const auto& c) {
+        return !c->client || c->reconciled.load();
+      });
+      if (all || now_seconds() - t0 >= wait) {
+        first = false;
+        if (!store_.in_states({"scheduled"}).empty() && resched_pass("flexcod started")) {
+          retry_at = now_seconds() + kRetryAfter;
+        }
+      }
+      continue;
+    }
+    // A move abandoned (a cluster refused: its nodes were not free yet, or
+    // taken meanwhile) is tried again a little later, a few times.
+    if (retry_at != 0 && now_seconds() >= retry_at) {
+      retry_at = 0;
+      if (resched_pass("retry after an abandoned move") && ++retries < 3) {
+        retry_at = now_seconds() + kRetryAfter;
+      }
+    }
+    std::map<std::size_t, Trigger> pending;
+    {
+      std::lock_guard<std::mutex> lock(resched_mutex_);
+      pending = resched_pending_;
+    }
+    if (pending.empty()) continue;
+    std::string mode;
+    int wait;
+    {
+      std::lock_guard<std::mutex> lock(conf_mutex_);
+      mode = conf_.reschedule_mode;
+      wait = conf_.reschedule_wait;
+    }
+    if (mode == "off") {
+      std::lock_guard<std::mutex> lock(resched_mutex_);
+      resched_pending_.clear();
+      continue;
+    }
+    // The cluster's local jobs get the freed nodes first: wait for its next
+    // backfill pass (a cycle that ended after the event), at most `wait` s.
+    std::vector<std::size_t> ready;
+    std::string trigger;
+    for (const auto& [ci, t] : pending) {
+      Cluster& c = *clusters_[ci];
+      bool go = now_seconds() - t.seen >= wait;
+      if (!go) {
+        bump("messages.profile");
+        auto r = c.client->profile(60, c.conf.partition);
+        if (r.ok()) {
+          const json_t* lc = json_object_get(json_object_get(r.value().get(), "backfill"), "last_cycle");
+          go = json_is_integer(lc) && json_integer_value(lc) > t.event_time;
+        }
+      }
+      if (!go) {
+        // Slurm's backfill runs no cycle while nothing is pending: then no
+        // local job is waiting for the freed nodes, and there is nothing to
+        // wait for.  A minimal probe says how many are pending.
+        JsonPtr q(json_object());
+        set(q.get(), "nodes", json_pack("{s:I,s:I}", "min", (json_int_t)1, "max", (json_int_t)1));
+        set_int(q.get(), "duration", 60);
+        set_int(q.get(), "max_offers", 1);
+        if (!c.conf.partition.empty()) set_str(q.get(), "partition", c.conf.partition);
+        bump("messages.probe");
+        auto r = c.client->probe(q.get());
+        if (r.ok()) {
+          const json_t* n = json_object_get(json_object_get(r.value().get(), "queue"), "considered");
+          go = json_is_integer(n) && json_integer_value(n) == 0;
+        }
+      }
+      if (!go) continue;
+      ready.push_back(ci);
+      trigger += (trigger.empty() ? "" : "; ") + t.what;
+    }
+    if (ready.empty()) continue;
+    {
+      std::lock_guard<std::mutex> lock(resched_mutex_);
+      for (std::size_t ci : ready) {
+        auto it = resched_pending_.find(ci);
+        if (it != resched_pending_.end() && it->second.event_time <= pending[ci].event_time) {
+          resched_pending_.erase(it);
+        }
+      }
+    }
+    retries = 0;
+    retry_at = resched_pass(trigger) ? now_seconds() + kRetryAfter : 0;
+  }
+}
+
+bool Engine::resched_pass(const std::string& trigger) {
+  std::string mode;
+  std::int64_t margin;
+  int max_moves;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    mode = conf_.reschedule_mode;
+    margin = conf_.reschedule_margin;
+    max_moves = conf_.max_moves;
+  }
+  if (mode == "off" || max_moves == 0) return false;
+  auto cos = store_.in_states({"scheduled"});
+  // FlexCo Algorithm 2: the waiting co-allocations in order of their start,
+  // each seeing the earlier ones' new places (a fresh profile per move).
+  std::stable_sort(cos.begin(), cos.end(), [](const CoRecord& a, const CoRecord& b) {
+    return a.planned_start < b.planned_start;
+  });
+  bump("resched_passes");
+  fc_verbose("rescheduling pass (%s): %zu scheduled co-allocations", trigger.c_str(), cos.size());
+  bool abandoned = false;
+  for (const auto& candidate : cos) {
+    if (stopping_) return false;
+    if (candidate.moves >= max_moves) continue;
+    if (candidate.planned_start <= now_seconds() + kMoveLead) continue;
+    auto m = co_mutex(candidate.id);
+    std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
+    if (!lock.owns_lock()) continue;
+    auto co = store_.get_coalloc(candidate.id);
+    if (!co || co->state != "scheduled") continue;
+    std::string why;
+    if (!try_move(*co, mode, margin, trigger, false, &why)) {
+      fc_verbose("co-%ld: not moved: %s", (long)co->id, why.c_str());
+      abandoned |= why.rfind("move abandoned", 0) == 0;
+    }
+  }
+  return abandoned;
+}
+
+bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin,
+                      const std::string& trigger, bool constraints, std::string* why) {
+  const std::int64_t now = now_seconds();
+  if (co.planned_start <= now + kMoveLead) {
+    *why = "it starts within " + std::to_string(kMoveLead) + " s";
+    return false;
+  }
+  auto parts = store_.parts(co.id, true);
+  if (parts.empty()) {
+    *why = "it has no parts";
+    return false;
+  }
+  for (const auto& p : parts) {
+    if (p.state != "submitted") {
+      *why = "part " + std::to_string(p.idx) + " is " + p.state;
+      return false;
+    }
+  }
+  Spec spec = spec_from(co);
+  auto allowed = [&](const std::string& n) {
+    return std::find(co.clusters.begin(), co.clusters.end(), n) != co.clusters.end();
+  };
+  auto holds_part = [&](const std::string& n) {
+    return std::any_of(parts.begin(), parts.end(), [&](const PartRecord& p) { return p.cluster == n; });
+  };
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < clusters_.size(); ++i) {
+    const std::string& n = clusters_[i]->conf.name;
+    if (!clusters_[i]->client || !clusters_[i]->reconciled) continue;
+    if (allowed(n) || (!constraints && holds_part(n))) which.push_back(i);
+  }
+  if (which.empty()) {
+    *why = "no allowed cluster is reachable";
+    return false;
+  }
+  std::unique_lock<std::mutex> claim(claim_mutex_);  // see claim_mutex_
+  Gathered g = gather(which, spec);
+  // The same profiles with this co-allocation's own reservations given back.
+  Gathered adj;
+  adj.idx = g.idx;
+  for (std::size_t k = 0; k < g.idx.size(); ++k) {
+    std::vector<PartRecord> own;
+    for (const auto& p : parts) {
+      if (p.cluster == clusters_[g.idx[k]]->conf.name) own.push_back(p);
+    }
+    flexco::Availability a = g.avail[k];
+    auto freed = without_own(a, own);
+    if (!freed.ok()) {
+      *why = "profile of " + clusters_[g.idx[k]]->conf.name + ": " + freed.error().message;
+      return false;
+    }
+    a.nodes = std::move(freed).value();
+    adj.avail.push_back(std::move(a));
+    adj.offers.emplace_back();
+    adj.raw_offers.emplace_back();
+  }
+  auto gi = [&](const std::string& n) {
+    for (std::size_t k = 0; k < g.idx.size(); ++k) {
+      if (clusters_[g.idx[k]]->conf.name == n) return k;
+    }
+    return g.idx.size();
+  };
+  // make-before-break: the new set is made while the old one still holds
+  // its nodes, so every new part must fit beside it.
+  auto coexists = [&](const flexco::CoallocPlan& p) {
+    const std::int64_t s = std::max<std::int64_t>(p.start, now);
+    for (const auto& part : p.parts) {
+      auto m = g.avail[part.cluster].nodes.min_over(s, round_up_minutes(p.duration));
+      if (!m.ok() || m.value() < part.nodes) return false;
+    }
+    return true;
+  };
+
+  flexco::CoallocPlan next;
+  std::string kind;
+  if (!constraints) {
+    flexco::CoallocPlan current;
+    current.start = co.planned_start;
+    current.duration = co.run_time + kStartSlack;
+    for (const auto& p : parts) {
+      const std::size_t k = gi(p.cluster);
+      if (k == g.idx.size()) {
+        *why = "cluster " + p.cluster + " did not answer";
+        return false;
+      }
+      flexco::PlanPart pp;
+      pp.cluster = k;
+      pp.nodes = p.nodes;
+      current.parts.push_back(pp);
+    }
+    flexco::CoallocRequest req;
+    req.nodes = co.nodes;
+    req.runtime = co.duration + kStartSlack;
+    req.ready = std::max(co.ready, now);
+    req.deadline = co.deadline > 0 ? co.deadline : flexco::kForever;
+    if (req.deadline <= req.ready) {
+      *why = "its deadline has passed";
+      return false;
+    }
+    req.overhead = co.overhead;
+    req.max_parts = static_cast<std::size_t>(co.max_parts);
+    for (std::size_t k = 0; k < g.idx.size(); ++k) req.allowed.push_back(allowed(clusters_[g.idx[k]]->conf.name));
+    flexco::RescheduleOptions opts;
+    // A request with fixed parts keeps its layout: Shift only.
+    opts.mode = (mode == "shift" || !spec.fixed.empty()) ? flexco::RescheduleMode::kShift
+                                                         : flexco::RescheduleMode::kShiftRemap;
+    opts.margin = std::max<std::int64_t>(margin, 1);
+    auto views_of = [&](Gathered& from) {
+      std::vector<flexco::ClusterView> views;
+      for (std::size_t k = 0; k < from.idx.size(); ++k) {
+        flexco::ClusterView v;
+        v.name = clusters_[from.idx[k]]->conf.name;
+        v.capacity = from.avail[k].nodes_published;
+        v.free = &from.avail[k].nodes;
+        views.push_back(std::move(v));
+      }
+      return views;
+    };
+    auto d = flexco::reschedule_coalloc(req, current, views_of(adj), now, opts);
+    if (d.ok() && d.value().kind != flexco::RescheduleKind::kNone && !coexists(d.value().plan)) {
+      fc_debug("co-%ld: the best %s overlaps its own reservations; planning beside them",
+               (long)co.id, flexco::reschedule_kind_name(d.value().kind));
+      d = flexco::reschedule_coalloc(req, current, views_of(g), now, opts);
+    }
+    if (!d.ok()) {
+      *why = d.error().message;
+      return false;
+    }
+    if (d.value().kind == flexco::RescheduleKind::kNone) {
+      *why = "no placement ends " + std::to_string(opts.margin) + " s earlier or more";
+      return false;
+    }
+    next = d.value().plan;
+    kind = flexco::reschedule_kind_name(d.value().kind);
+  } else {
+    std::string pwhy;
+    if (!plan(spec, which, adj, &next, &pwhy)) {
+      *why = pwhy;
+      return false;
+    }
+    if (!coexists(next) && !plan(spec, which, g, &next, &pwhy)) {
+      *why = pwhy;
+      return false;
+    }
+    bool same = next.parts.size() == parts.size();
+    for (const auto& part : next.parts) {
+      same = same && std::any_of(parts.begin(), parts.end(), [&](const PartRecord& p) {
+               return p.cluster == clusters_[g.idx[part.cluster]]->conf.name && p.nodes == part.nodes;
+             });
+    }
+    kind = same ? "shift" : "remap";
+  }
+  for (auto& part : next.parts) part.cluster = g.idx[part.cluster];
+  return move(co, spec, parts, next, kind, trigger, why, &claim);
+}
+
+bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_parts,
+                  const flexco::CoallocPlan& plan, const std::string& kind,
+                  const std::string& reason, std::string* why,
+                  std::unique_lock<std::mutex>* claim) {
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  // Until the switch the stored record stays as it is (a PATCH's new
+  // constraints are written with the switch, or never).
+  auto stored_opt = store_.get_coalloc(co.id);
+  if (!stored_opt) {
+    *why = "gone from the database";
+    return false;
+  }
+  CoRecord stored = *stored_opt;
+  const std::int64_t now = now_seconds();
+  const std::int64_t start = std::max<std::int64_t>(plan.start, now);
+  const std::int64_t length = round_up_minutes(plan.duration);
+  int attempt = co.attempt;
+  for (const auto& p : store_.parts(co.id, false)) attempt = std::max(attempt, p.attempt);
+  attempt += 1;
+  std::vector<PartRecord> parts = new_parts(co, plan, attempt, start, length);
+  for (auto& p : parts) p.current = false;  // until the switch
+  const std::string what = kind + " " + parts_text(old_parts) + " at " +
+                           slurm_time(stored.planned_start) + " -> " + parts_text(parts) +
+                           " at " + slurm_time(start);
+  std::string err;
+  // Write before act: the new set is in the database before any request.
+  if (!store_.write(stored, parts, "move planned (" + what + "): " + reason, &err)) {
+    *why = "state database: " + err;
+    return false;
+  }
+  fc_info("co-%ld: moving (%s) after %s", (long)co.id, what.c_str(), reason.c_str());
+  std::string fail;
+  auto abandon = [&](const std::string& f) {
+    *why = "move abandoned: " + f;
+    fc_info("co-%ld: %s; the old set is kept", (long)co.id, why->c_str());
+    bump("moves_abandoned");
+    release(stored, parts, PartState::kReleased, *why);
+    return false;
+  };
+
+  // A move never runs the job twice: the old set must not start before the
+  // switch (when it starts, its part jobs run, and releasing it would kill
+  // them).  Gathering offers and the three steps below take time, so this
+  // is checked again before every step and last right before the switch,
+  // with the co-allocation's lock held by the caller; the old set's
+  // start must still be more than kMoveLead seconds away, and no old part
+  // may have started according to the clusters' events.
+  auto old_set_starts = [&]() -> std::string {
+    if (stored.planned_start <= now_seconds() + kMoveLead)
+      return "the current set starts at " + slurm_time(stored.planned_start) + ", within " +
+             std::to_string(kMoveLead) + " s";
+    for (const auto& p : store_.parts(co.id, true)) {
+      if (p.actual_start > 0 || (!p.job_state.empty() && p.job_state != "PENDING"))
+        return "part " + std::to_string(p.idx) + " on " + p.cluster + " has started (" +
+               (p.job_state.empty() ? std::string("started") : p.job_state) + ")";
+    }
+    return "";
+  };
+
+  // 1. Tentative reservations.
+  const StepErrors refused = reserve_parts(co, parts, conf.confirm_within, " (move)");
+  if (claim && claim->owns_lock()) claim->unlock();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (!refused[i]) continue;
+    PartRecord& p = parts[i];
+    const http::Error& e = *refused[i];
+    const bool cancelled = e.code == http::Errc::kCancelled;
+    set_state(p, maybe_done(e) || cancelled ? PartState::kCancelling : PartState::kReleased);
+    p.reason = e.message;
+    if (!cancelled)
+      fail += (fail.empty() ? "" : "; ") + p.cluster + " refused " + std::to_string(p.nodes) +
+              " nodes: " + e.message;
+  }
+  if (!store_.write(stored, parts, fail.empty() ? "move: reserved" : "move: a reservation failed", &err)) {
+    fail += (fail.empty() ? "" : "; ") + std::string("state database: ") + err;
+  }
+  if (!fail.empty()) return abandon(fail);
+  test_hold("move-reserved");
+  if (auto started = old_set_starts(); !started.empty()) return abandon(started);
+
+  // 2. Confirm all.
+  for (auto& p : parts) set_state(p, PartState::kConfirming);
+  if (!store_.write(stored, parts, "move: confirming", &err)) return abandon("state database: " + err);
+  {
+    const StepErrors failed = confirm_parts(co, attempt, parts, " (move)");
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      if (failed[i])
+        fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not confirm: " +
+                failed[i]->message;
+  }
+  if (!store_.write(stored, parts, fail.empty() ? "move: confirmed" : "move: a confirmation failed", &err)) {
+    fail += (fail.empty() ? "" : "; ") + std::string("state database: ") + err;
+  }
+  if (!fail.empty()) return abandon(fail);
+  if (auto started = old_set_starts(); !started.empty()) return abandon(started);
+
+  // 3. The part jobs again, into the new reservations.
+  for (auto& p : parts) {
+    set_state(p, PartState::kSubmitting);
+    p.job_key = key(co, attempt, p.idx, "job");
+  }
+  if (!store_.write(stored, parts, "move: submitting part jobs", &err)) return abandon("state database: " + err);
+  {
+    const StepErrors failed =
+        submit_parts(co, spec, round_up_minutes(plan.duration - kStartSlack), parts, " (move)");
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      if (failed[i])
+        fail += (fail.empty() ? "" : "; ") + parts[i].cluster + " did not take the part job: " +
+                failed[i]->message;
+  }
+  if (!fail.empty()) {
+    store_.write(stored, parts, "move: a part job submission failed", &err);
+    return abandon(fail);
+  }
+  test_hold("move-submitted");
+  if (auto started = old_set_starts(); !started.empty()) return abandon(started);
+
+  // 4. The switch, in one transaction: the new set becomes the current
+  // placement, the old one is to be released, the move is recorded.
+  MoveRecord mv;
+  mv.time = now_seconds();
+  mv.kind = kind;
+  mv.from_start = stored.planned_start;
+  mv.to_start = start;
+  mv.from_end = stored.planned_end;
+  mv.to_end = start + length;
+  {
+    std::vector<std::pair<std::string, std::int64_t>> from, to;
+    for (const auto& p : old_parts) from.emplace_back(p.cluster, p.nodes);
+    for (const auto& p : parts) to.emplace_back(p.cluster, p.nodes);
+    mv.from_parts = layout_json(from);
+    mv.to_parts = layout_json(to);
+  }
+  mv.reason = reason;
+  CoRecord after = co;  // with a PATCH's changes
+  after.attempt = attempt;
+  after.planned_start = start;
+  after.planned_end = start + length;
+  after.run_time = plan.duration - kStartSlack;
+  after.moves += 1;
+  after.reason = "moved (" + kind + ") to " + parts_text(parts) + " at " + slurm_time(start);
+  std::vector<PartRecord> all = parts;
+  for (auto& p : all) p.current = true;
+  std::vector<PartRecord> olds = old_parts;
+  for (auto& p : olds) {
+    p.current = false;
+    set_state(p, PartState::kCancelling);
+    p.reason = "replaced by a move";
+    all.push_back(p);
+  }
+  if (!store_.write(after, all, after.reason, &err, &mv)) {
+    fc_error("co-%ld: %s", (long)co.id, err.c_str());
+    return abandon("state database: " + err);
+  }
+  co = after;
+  bump("moves");
+  fc_info("co-%ld: moved (%s): %s -> %s, start %ld -> %ld, end %ld -> %ld", (long)co.id,
+          kind.c_str(), parts_text(old_parts).c_str(), parts_text(parts).c_str(),
+          (long)mv.from_start, (long)mv.to_start, (long)mv.from_end, (long)mv.to_end);
+  test_hold("move-switched");
+
+  // 5. The old set goes: deleting a reservation cancels its part job.
+  release(co, olds, PartState::kReleased, "replaced by a move");
+  old_parts = olds;
+  return true;
+}
+
+}  // namespace flexcod
