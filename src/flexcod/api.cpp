@@ -526,7 +526,7 @@ ApiResult Engine::stats() {
   set(o, "messages", msgs);
   set_int(o, "moves", store_.count_moves());
   for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations", "release_retries", "moves_abandoned",
-                        "resched_passes", "late_parts"}) {
+                        "resched_passes", "late_parts", "hold_release_retries", "give_back_retries"}) {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);
   }
