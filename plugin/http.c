@@ -1475,6 +1475,7 @@ static enum MHD_Result _get_metrics(struct MHD_Connection *c, req_t *req)
  * /v1/reservations                 GET list, POST create
  * /v1/reservations/{id}            GET, PATCH, DELETE
  * /v1/reservations/{id}/confirm    POST
+ * /v1/reservations/{id}/jobs       POST; /jobs/{job} GET; /jobs/{job}/release POST
  */
 static enum MHD_Result _reservations(struct MHD_Connection *c, req_t *req,
 				     const flexco_route_t *rt,
@@ -1512,6 +1513,9 @@ static enum MHD_Result _reservations(struct MHD_Connection *c, req_t *req,
 		break;
 	case FLEXCO_RT_JOB_GET:
 		status = flexco_resv_job_get(uid, rt->id, rt->job, &json);
+		break;
+	case FLEXCO_RT_JOB_RELEASE:
+		status = flexco_resv_job_release(uid, rt->id, rt->job, &json);
 		break;
 	case FLEXCO_RT_RESV_CONFIRM:
 		status = flexco_resv_confirm(uid, key, rt->id, &json);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "src/common/env.h"
@@ -141,6 +142,10 @@ extern int flexco_job_submit(const flexco_jobspec_t *spec,
 	d->alloc_node = xstrdup(host);
 	d->alloc_sid = 0;
 	d->het_job_offset = NO_VAL;
+	/* held as `sbatch --hold` holds it: priority 0, JobHeldUser, until
+	 * flexco_job_release() */
+	if (spec->hold)
+		d->priority = 0;
 
 	/* the job_submit plugins and checks sbatch gets, as the user */
 	lock_slurmctld(rlk);
@@ -238,4 +243,51 @@ extern int flexco_job_phase(uint32_t job_id, bool *ran)
 	}
 	unlock_slurmctld(lk);
 	return phase;
+}
+
+extern int flexco_job_release(uint32_t job_id, const char *resv_name,
+			      bool *released)
+{
+	/* _slurm_rpc_update_job's locks: read config, write job, write node,
+	 * read partition, read federation */
+	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = WRITE_LOCK,
+			.node = WRITE_LOCK, .part = READ_LOCK, .fed = READ_LOCK };
+	job_record_t *j;
+	int rc = FLEXCO_RELEASE_OK;
+	time_t now = time(NULL);
+
+	*released = false;
+	lock_slurmctld(lk);
+	j = find_job_record(job_id);
+	if (!j) {
+		rc = FLEXCO_RELEASE_GONE;
+	} else if (!j->resv_name || !resv_name ||
+		   strcmp(j->resv_name, resv_name)) {
+		rc = FLEXCO_RELEASE_OTHER;
+	} else if (IS_JOB_PENDING(j) && (j->priority == 0)) {
+		if (j->state_reason != WAIT_HELD_USER) {
+			/* an administrator's hold stays */
+			rc = FLEXCO_RELEASE_ADMIN_HELD;
+		} else {
+			/* what `scontrol release` does for a user hold
+			 * (job_mgr.c, _release_job_rec) */
+			if (j->details && (j->details->begin_time < now))
+				j->details->begin_time = 0;
+			j->direct_set_prio = 0;
+			set_job_prio(j);
+			j->state_reason = WAIT_NO_REASON;
+			xfree(j->state_desc);
+			j->exit_code = 0;
+			last_job_update = now;
+			*released = true;
+		}
+	}
+	unlock_slurmctld(lk);
+	if (*released) {
+		info("%s: part job %u in %s released", plugin_type, job_id,
+		     resv_name);
+		schedule_job_save();	/* own locks */
+		queue_job_scheduler();
+	}
+	return rc;
 }

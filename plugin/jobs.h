@@ -49,4 +49,17 @@ enum { FLEXCO_PJ_PENDING, FLEXCO_PJ_RUNNING, FLEXCO_PJ_FINISHED,
        FLEXCO_PJ_GONE };
 extern int flexco_job_phase(uint32_t job_id, bool *ran);
 
+/*
+ * Release a part job submitted held ("hold": true; priority 0, reason
+ * JobHeldUser) as `scontrol release` does, under the locks of Slurm's
+ * update RPC, and queue the scheduler after unlocking.  *released: this
+ * call released it (false when it was not held: released before, started
+ * or ended).  The job must be in Slurm reservation resv_name.  No
+ * slurmctld lock may be held.
+ */
+enum { FLEXCO_RELEASE_OK, FLEXCO_RELEASE_GONE, FLEXCO_RELEASE_OTHER,
+       FLEXCO_RELEASE_ADMIN_HELD };
+extern int flexco_job_release(uint32_t job_id, const char *resv_name,
+			      bool *released);
+
 #endif

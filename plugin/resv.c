@@ -1713,6 +1713,70 @@ extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_s,
 	return 200;
 }
 
+/*
+ * POST /v1/reservations/{id}/jobs/{jobid}/release: release a part job
+ * submitted held.  resv_lock is held across the release (then slurmctld's
+ * locks, as for a submission), so a release cannot overtake the
+ * submission of the same job.  Nothing is stored: releasing twice is
+ * harmless, so no Idempotency-Key is needed.
+ */
+extern int flexco_resv_job_release(uid_t uid, const char *id,
+				   const char *job_s, char **json_out)
+{
+	uint64_t jid = 0;
+	int64_t submitted = 0;
+	int part_index = 0, status = 200, i, rc;
+	bool found = false, released = false;
+	char *name = NULL;
+	json_t *o;
+	rv_t *r;
+
+	slurm_mutex_lock(&resv_lock);
+	if (!(r = _lookup(uid, id, true, json_out, &status)))
+		goto out;
+	if (_parse_id(job_s, &jid) || (jid > UINT32_MAX)) {
+		*json_out = _err("bad_request", "job id must be a positive integer");
+		status = 400;
+		goto out;
+	}
+	for (i = 0; i < r->job_cnt; i++)
+		if (r->jobs[i].job_id == jid) {
+			found = true;
+			part_index = r->jobs[i].part_index;
+			submitted = r->jobs[i].submitted;
+		}
+	name = _name_of(r->id);
+	if (!found) {
+		*json_out = _err("not_found", "job %" PRIu64 " is not a job of %s",
+				 jid, name);
+		status = 404;
+		goto out;
+	}
+	rc = flexco_job_release(jid, name, &released);
+	if (rc == FLEXCO_RELEASE_ADMIN_HELD) {
+		*json_out = _err("held", "job %" PRIu64 " is held by an administrator; it stays held",
+				 jid);
+		status = 409;
+		goto out;
+	}
+	/* FLEXCO_RELEASE_OTHER: moved out of the reservation by hand; shown
+	 * as it is, like a job that ended or is gone */
+	if (!(o = flexco_job_state(jid)))	/* purged from slurmctld */
+		o = json_pack("{s:I, s:s, s:n, s:n, s:n, s:n, s:n, s:n, s:n}",
+			      "job_id", (json_int_t) jid, "state", "UNKNOWN",
+			      "reason", "start_time", "end_time", "nodes",
+			      "reservation", "exit_code", "signal");
+	json_object_set_new(o, "flexco_reservation", json_string(name));
+	json_object_set_new(o, "part_index", json_integer(part_index));
+	json_object_set_new(o, "submitted", json_integer(submitted));
+	json_object_set_new(o, "released", json_boolean(released));
+	*json_out = _dump(o);
+out:
+	slurm_mutex_unlock(&resv_lock);
+	xfree(name);
+	return status;
+}
+
 /* One part job event: the job's state from slurmctld plus our record. */
 static void _publish(const char *type, const rv_t *r, const rj_t *j)
 {

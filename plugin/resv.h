@@ -64,6 +64,13 @@ extern int flexco_resv_job_submit(uid_t uid, const flexco_idem_req_t *rq,
 				  char **json_out);
 extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_id,
 			       char **json_out);
+/*
+ * POST /v1/reservations/{id}/jobs/{job}/release (DaemonUsers): release a
+ * part job submitted held; idempotent (a job released before, started,
+ * ended or gone is answered as it is).  200 with the job as GET shows it.
+ */
+extern int flexco_resv_job_release(uid_t uid, const char *id,
+				   const char *job_id, char **json_out);
 
 /*
  * Periodic work from the agent thread: delete tentative reservations past

@@ -131,7 +131,7 @@ int jobspec_members(json_t* o, flexco_jobspec_t* s, char** json_out) {
   static const char* const keys[] = {"script",  "argv",  "environment", "work_dir",
                                      "std_out", "std_err", "time_limit", "nodes",
                                      "name",    "coallocation", "part_index", "parts",
-                                     "start",   nullptr};
+                                     "start",   "hold",    nullptr};
   const char* bad = unknown_member(o, keys);
   if (bad) return fail(json_out, "bad_request", "unknown field '%.64s'", bad);
   if (!json_object_get(o, "script")) return fail(json_out, "bad_request", "'script' is required");
@@ -143,6 +143,10 @@ int jobspec_members(json_t* o, flexco_jobspec_t* s, char** json_out) {
       (rc = str_member(o, "name", 256, false, &s->name, json_out)) ||
       (rc = str_member(o, "coallocation", 128, false, &s->coallocation, json_out)))
     return rc;
+  if (json_t* h = json_object_get(o, "hold")) {
+    if (!json_is_boolean(h)) return fail(json_out, "bad_request", "'hold' must be true or false");
+    s->hold = json_is_true(h);
+  }
   if (std::strncmp(s->script, "#!", 2)) return fail(json_out, "bad_request", "'script' must start with #!");
   if (s->work_dir && s->work_dir[0] != '/')
     return fail(json_out, "bad_request", "'work_dir' must be an absolute path");
@@ -444,6 +448,23 @@ extern "C" void flexco_route(const char* method, const char* path, flexco_route_
     else
       resv_not_allowed(r, method, "POST");
     return;
+  }
+  if (slash && !std::strncmp(slash, "/jobs/", 6) && slash[6]) {
+    // /jobs/{job}/release
+    const char* job = slash + 6;
+    const char* tail = std::strchr(job, '/');
+    const size_t jn = tail ? static_cast<size_t>(tail - job) : 0;
+    if (tail && !std::strcmp(tail, "/release") && jn && jn < sizeof r->job_buf) {
+      std::memcpy(r->job_buf, job, jn);
+      r->job_buf[jn] = '\0';
+      if (!std::strcmp(method, "POST")) {
+        r->kind = FLEXCO_RT_JOB_RELEASE;
+        r->job = r->job_buf;
+      } else {
+        resv_not_allowed(r, method, "POST");
+      }
+      return;
+    }
   }
   if (slash && !std::strncmp(slash, "/jobs/", 6) && slash[6] && !std::strchr(slash + 6, '/')) {
     if (!std::strcmp(method, "GET")) {

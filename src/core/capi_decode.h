@@ -64,6 +64,8 @@ typedef struct {
 	int64_t part_index;	/* -1 if not given */
 	char *parts;		/* "alpha:2,beta:4", NULL if not given */
 	int64_t start;		/* common start, 0 if not given */
+	int hold;		/* "hold": true: submitted held (priority 0)
+				 * until POST .../jobs/{job}/release */
 } flexco_jobspec_t;
 
 int flexco_decode_jobspec(const char *body, size_t len, flexco_jobspec_t *spec,
@@ -152,6 +154,7 @@ typedef enum {
 	FLEXCO_RT_JOB_SUBMIT,		/* POST /v1/reservations/{id}/jobs */
 	FLEXCO_RT_JOB_GET,		/* GET /v1/reservations/{id}/jobs/{job} */
 	FLEXCO_RT_METRICS,		/* GET /metrics (counted as stats) */
+	FLEXCO_RT_JOB_RELEASE,		/* POST /v1/reservations/{id}/jobs/{job}/release */
 } flexco_route_kind_t;
 
 enum { FLEXCO_EP_PROFILE, FLEXCO_EP_STATS, FLEXCO_EP_EVENTS, FLEXCO_EP_RESV,
@@ -164,7 +167,8 @@ typedef struct {
 	const char *allow;	/* for 405 */
 	char message[160];	/* for 404/405 */
 	char id[32];
-	const char *job;
+	const char *job;	/* into the path, or job_buf */
+	char job_buf[32];
 } flexco_route_t;
 
 void flexco_route(const char *method, const char *path, flexco_route_t *r);

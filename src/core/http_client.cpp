@@ -592,6 +592,7 @@ Result<std::int64_t> PluginClient::submit_job(std::int64_t rid, const PartJobReq
     json_object_set_new(o, "parts", a);
   }
   if (q.start > 0) json_object_set_new(o, "start", json_integer(q.start));
+  if (q.hold) json_object_set_new(o, "hold", json_true());
   auto r = call("POST", "/v1/reservations/" + std::to_string(rid) + "/jobs", o, key);
   if (!r.ok()) return r.error();
   std::int64_t id = 0;
@@ -604,6 +605,14 @@ Result<PartJob> PluginClient::get_job(std::int64_t rid, std::int64_t job_id) con
       call("GET", "/v1/reservations/" + std::to_string(rid) + "/jobs/" + std::to_string(job_id),
            nullptr, {}),
       part_job_from_json);
+}
+
+Result<PartJob> PluginClient::release_job(std::int64_t rid, std::int64_t job_id) const {
+  return parse_with<PartJob>(call("POST",
+                                  "/v1/reservations/" + std::to_string(rid) + "/jobs/" +
+                                      std::to_string(job_id) + "/release",
+                                  nullptr, {}),
+                             part_job_from_json);
 }
 
 Result<EventBatch> PluginClient::events(std::int64_t after, int wait_seconds, int max,

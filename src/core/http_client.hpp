@@ -198,6 +198,7 @@ struct PartJobRequest {
   int part_index = 0;
   std::vector<std::pair<std::string, std::int64_t>> parts;  // cluster, nodes
   std::int64_t start = 0;       // common start, 0 = not sent
+  bool hold = false;            // submitted held until release_job
 };
 
 struct PartJob {
@@ -259,6 +260,9 @@ class PluginClient {
   Result<std::int64_t> submit_job(std::int64_t reservation_id, const PartJobRequest& r,
                                   std::string_view idempotency_key) const;
   Result<PartJob> get_job(std::int64_t reservation_id, std::int64_t job_id) const;
+  // POST /v1/reservations/{id}/jobs/{job}/release: a job submitted held
+  // may start (idempotent: no key needed).  The job as it is then.
+  Result<PartJob> release_job(std::int64_t reservation_id, std::int64_t job_id) const;
   // GET /v1/events?after=A&wait=W&max=M (W <= 60; the request's timeout is
   // extended by W seconds).
   Result<EventBatch> events(std::int64_t after, int wait_seconds, int max = 100,

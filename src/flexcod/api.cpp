@@ -400,9 +400,15 @@ ApiResult Engine::cancel(const Caller& who, std::int64_t id) {
     set_state(*co, CoState::kCancelling);
     co->reason = "cancelled by " + who.user;
     auto parts = store_.parts(id, true);
+    // Written with the co-allocation, so that a crash before the release
+    // leaves them to be released at the restart (not "cancelled" with its
+    // reservations and part jobs still in Slurm).
+    for (auto& p : parts)
+      if (holds(p.state)) set_state(p, PartState::kCancelling);
     std::string err;
-    if (!store_.write(*co, {}, co->reason, &err)) return api_error(500, "internal_error", err);
+    if (!store_.write(*co, parts, co->reason, &err)) return api_error(500, "internal_error", err);
     fc_info("co-%ld: cancelled by %s", (long)id, who.user.c_str());
+    test_hold("cancelling");
     if (release(*co, parts, PartState::kCancelled, co->reason)) {
       set_state(*co, CoState::kCancelled);
       co->reason = "cancelled by " + who.user + "; everything released";
@@ -559,7 +565,7 @@ ApiResult Engine::stats() {
   set(o, "messages", msgs);
   set_int(o, "moves", store_.count_moves());
   for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations", "release_retries", "moves_abandoned",
-                        "resched_passes", "late_parts"}) {
+                        "resched_passes", "late_parts", "hold_release_retries", "give_back_retries"}) {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);
   }

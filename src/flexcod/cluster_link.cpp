@@ -36,13 +36,22 @@ void Engine::cluster_loop(std::size_t ci) {
 bool Engine::reconcile_cluster(std::size_t ci) {
   Cluster& c = *clusters_[ci];
   // Parts on this cluster that must be released.
-  for (auto& p : store_.parts_in_states({"cancelling"})) {
-    if (p.cluster != c.conf.name) continue;
-    auto m = co_mutex(p.co_id);
+  for (const auto& listed : store_.parts_in_states({"cancelling"})) {
+    if (listed.cluster != c.conf.name) continue;
+    auto m = co_mutex(listed.co_id);
     std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
     if (!lock.owns_lock()) continue;
-    auto co = store_.get_coalloc(p.co_id);
+    auto co = store_.get_coalloc(listed.co_id);
     if (!co) continue;
+    // Re-read under the lock: the list is older than the lock, and the
+    // reaper (or an earlier release here, a request) may have released
+    // the part since; releasing that stale copy would write it back over
+    // the part's final state.
+    std::optional<PartRecord> fresh;
+    for (const auto& q : store_.parts(listed.co_id, false))
+      if (q.attempt == listed.attempt && q.idx == listed.idx && q.state == "cancelling") fresh = q;
+    if (!fresh) continue;
+    PartRecord& p = *fresh;
     if (!release_part(*co, p)) return false;
     set_state(p, co->state == "cancelling" ? PartState::kCancelled : PartState::kReleased);
     p.reason = "released at recovery";

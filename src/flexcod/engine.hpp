@@ -151,6 +151,14 @@ class Engine {
   bool release(CoRecord& co, std::vector<PartRecord>& parts, PartState final_state,
                const std::string& reason);
   bool release_part(const CoRecord& co, PartRecord& p);
+  // Part jobs are submitted held (no part can start while another part's
+  // submission is unanswered, so a rolled-back or abandoned attempt never
+  // ran anything); once every part has its job and the co-allocation is
+  // written scheduled (or a move's switch is written), their holds are
+  // released, concurrently.  A part whose cluster does not answer is left
+  // to the reaper (retry_pending); false then.
+  bool release_holds(const CoRecord& co, std::vector<PartRecord>& parts);
+  bool release_hold(const CoRecord& co, const PartRecord& p);
 
   // Rescheduling (doc/flexcod.md, "Rescheduling"): after an early end and
   // the cluster's next backfill pass, every scheduled co-allocation is
@@ -203,6 +211,12 @@ class Engine {
   // wait=false skips it when the co-allocation's mutex is taken.
   void finish_if_done(std::int64_t co_id, bool wait = false);
   void give_back_ended(const CoRecord& co, std::vector<PartRecord>& parts);
+  // Requests to a cluster that could not be made now and are retried by
+  // the reaper with its backoff: a held part job to release, an ended
+  // part's reservation to give back.
+  enum class Pending { kReleaseHold, kGiveBack };
+  void add_pending(Pending kind, const PartRecord& p);
+  void retry_pending();
 
   flexco::conf::FlexcodConf conf_;
   std::mutex conf_mutex_;
@@ -250,6 +264,14 @@ class Engine {
     std::int64_t failed_at = 0;
   };
   std::map<std::tuple<std::int64_t, int, int>, ReapRetry> reap_retry_;
+  // The next try of a request that failed `attempts` times: 2 s doubling
+  // to 5 min.  due(): its time has come, or the cluster answered
+  // something since it failed.
+  void schedule_retry(ReapRetry& r);
+  bool due(const ReapRetry& r, const std::string& cluster);
+  // add_pending / retry_pending: (kind, co, attempt, part) -> its retries.
+  std::mutex pending_mutex_;
+  std::map<std::tuple<int, std::int64_t, int, int>, ReapRetry> pending_;
 
   struct Trigger {
     std::int64_t event_time = 0;  // the latest early end's event time

@@ -46,21 +46,123 @@ void Engine::recover_db() {
     fc_info("co-%ld: part %d (attempt %d) on %s: %s", (long)p.co_id, p.idx, p.attempt,
             p.cluster.c_str(), p.reason.c_str());
   }
+  // Part jobs are submitted held and released once the co-allocation is
+  // scheduled: a restart in between leaves them held.  Releasing is
+  // harmless when done already, so every waiting part job of a scheduled
+  // or running co-allocation is released again (by the reaper).
+  for (const CoRecord& co : store_.in_states({"scheduled", "running"})) {
+    for (const auto& p : store_.parts(co.id, true)) {
+      if (p.state == "submitted" && p.job_id != 0) add_pending(Pending::kReleaseHold, p);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------
 // Co-allocation transitions from its parts, the watchdog, the reaper
 
 // The nodes of parts whose job ended are free again: give their
-// reservations back now rather than at their end.  A failure here costs
-// nothing lasting: the reservation ends by itself at planned_end.
+// reservations back now rather than at their end.  A part whose cluster
+// does not answer is given back by the reaper (retry_pending, with its
+// backoff), or at the latest by the reconciliation after a restart (an
+// ended part's reservation is an orphan then) or at its planned end.
 void Engine::give_back_ended(const CoRecord& co, std::vector<PartRecord>& parts) {
   std::string err;
   for (auto& p : parts) {
     if (p.reservation_id == 0 || (p.state != "completed" && p.state != "failed")) continue;
     if (release_part(co, p)) {
-      store_.update_part(p, "reservation " + p.reservation + " released after the part job ended",
-                         &err);
+      p.reason = "reservation " + p.reservation + " released after the part job ended";
+      store_.update_part(p, p.reason, &err);
+    } else {
+      fc_error("co-%ld: part %d on %s: reservation %s not given back yet; will retry",
+               (long)co.id, p.idx, p.cluster.c_str(), p.reservation.c_str());
+      add_pending(Pending::kGiveBack, p);
+    }
+  }
+}
+
+void Engine::schedule_retry(ReapRetry& r) {
+  r.attempts++;
+  const std::int64_t wait = std::min<std::int64_t>(std::int64_t{2} << std::min(r.attempts - 1, 8), 300);
+  r.failed_at = now_seconds();
+  r.next = r.failed_at + wait;
+}
+
+bool Engine::due(const ReapRetry& r, const std::string& cluster_name) {
+  if (now_seconds() >= r.next) return true;
+  // ... or the cluster answered something since: try at once
+  Cluster* c = cluster(cluster_name);
+  if (c == nullptr) return false;
+  std::lock_guard<std::mutex> g(c->m);
+  return c->reachable && c->last_contact > r.failed_at;
+}
+
+void Engine::add_pending(Pending kind, const PartRecord& p) {
+  std::lock_guard<std::mutex> g(pending_mutex_);
+  ReapRetry& r = pending_[std::make_tuple(static_cast<int>(kind), p.co_id, p.attempt, p.idx)];
+  if (r.attempts == 0) schedule_retry(r);  // the first try just failed (or, at recovery, none yet)
+}
+
+void Engine::retry_pending() {
+  std::vector<std::tuple<int, std::int64_t, int, int>> keys;
+  {
+    std::lock_guard<std::mutex> g(pending_mutex_);
+    for (const auto& kv : pending_) keys.push_back(kv.first);
+  }
+  std::set<std::string> failed_now;  // one timeout per dead cluster per pass
+  for (const auto& k : keys) {
+    if (stopping_) return;
+    const auto kind = static_cast<Pending>(std::get<0>(k));
+    const std::int64_t co_id = std::get<1>(k);
+    auto m = co_mutex(co_id);
+    std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
+    if (!lock.owns_lock()) continue;  // a request or an event holds it: next pass
+    // Re-read under the lock: is it still to be done?
+    auto co = store_.get_coalloc(co_id);
+    std::optional<PartRecord> part;
+    for (const auto& q : store_.parts(co_id, false))
+      if (q.attempt == std::get<2>(k) && q.idx == std::get<3>(k)) part = q;
+    bool wanted = co && part;
+    if (wanted && kind == Pending::kReleaseHold)
+      wanted = (co->state == "scheduled" || co->state == "running") && part->current &&
+               part->state == "submitted" && part->job_id != 0;
+    if (wanted && kind == Pending::kGiveBack)
+      wanted = part->reservation_id != 0 && (part->state == "completed" || part->state == "failed");
+    ReapRetry retry;
+    {
+      std::lock_guard<std::mutex> g(pending_mutex_);
+      auto it = pending_.find(k);
+      if (it == pending_.end()) continue;
+      if (!wanted) {
+        pending_.erase(it);
+        continue;
+      }
+      retry = it->second;
+    }
+    if (failed_now.count(part->cluster) || !due(retry, part->cluster)) continue;
+    const bool done = kind == Pending::kReleaseHold ? release_hold(*co, *part) : release_part(*co, *part);
+    std::string err;
+    const char* what = kind == Pending::kReleaseHold ? "part job" : "reservation";
+    if (done) {
+      part->reason = kind == Pending::kReleaseHold
+                         ? "part job " + std::to_string(part->job_id) + " released"
+                         : "reservation " + part->reservation + " released after the part job ended";
+      part->reason += " by the reaper after " + std::to_string(retry.attempts + 1) + " tries";
+      store_.update_part(*part, part->reason, &err);  // same state: no history line
+      fc_info("co-%ld: part %d on %s: %s", (long)co_id, part->idx, part->cluster.c_str(),
+              part->reason.c_str());
+      std::lock_guard<std::mutex> g(pending_mutex_);
+      pending_.erase(k);
+    } else {
+      failed_now.insert(part->cluster);
+      schedule_retry(retry);
+      bump(kind == Pending::kReleaseHold ? "hold_release_retries" : "give_back_retries");
+      fc_verbose("co-%ld: part %d on %s: %s %s: try %d at %s", (long)co_id, part->idx,
+                 part->cluster.c_str(), what,
+                 kind == Pending::kReleaseHold ? "not released" : "not given back",
+                 retry.attempts + 1, slurm_time(retry.next).c_str());
+      std::lock_guard<std::mutex> g(pending_mutex_);
+      auto it = pending_.find(k);
+      if (it != pending_.end()) it->second = retry;
     }
   }
 }
@@ -112,6 +214,7 @@ void Engine::finish_if_done(std::int64_t co_id, bool wait) {
       return;
     }
     if (all_ended) {
+      test_hold("finishing");
       set_state(*co, any_failed ? CoState::kFailed : CoState::kCompleted);
       co->reason = any_failed ? "a part job failed" : "every part job completed";
       store_.update_coalloc(*co, co->reason, &err);
@@ -189,6 +292,7 @@ void Engine::reap_loop() {
     }
     for (std::int64_t id : again) finish_if_done(id, true);
     watch_part_starts();
+    retry_pending();
     // A part whose cluster does not answer is tried again with a backoff
     // (2 s doubling to 5 min), its reason saying so (shown by sreserve
     // show); a cluster that failed once is not tried again in the same
@@ -201,16 +305,7 @@ void Engine::reap_loop() {
       seen.insert(rkey);
       ReapRetry& retry = reap_retry_[rkey];
       if (failed_now.count(p.cluster)) continue;
-      if (now_seconds() < retry.next) {
-        // ... unless the cluster answered something since: try at once
-        Cluster* c = cluster(p.cluster);
-        bool back = false;
-        if (c != nullptr) {
-          std::lock_guard<std::mutex> g(c->m);
-          back = c->reachable && c->last_contact > retry.failed_at;
-        }
-        if (!back) continue;
-      }
+      if (!due(retry, p.cluster)) continue;
       auto m = co_mutex(p.co_id);
       std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
       if (!lock.owns_lock()) continue;
@@ -219,7 +314,12 @@ void Engine::reap_loop() {
       // Only what no request thread is handling: the lock says so.
       auto fresh = store_.parts(p.co_id, false);
       bool still = false;
-      for (const auto& q : fresh) still |= q.attempt == p.attempt && q.idx == p.idx && q.state == "cancelling";
+      for (const auto& q : fresh) {
+        if (q.attempt == p.attempt && q.idx == p.idx && q.state == "cancelling") {
+          still = true;
+          p = q;  // the record as it is now, not as listed
+        }
+      }
       if (!still) continue;
       if (release_part(*co, p)) {
         set_state(p, co->state == "cancelling" ? PartState::kCancelled : PartState::kReleased);
@@ -232,11 +332,7 @@ void Engine::reap_loop() {
         reap_retry_.erase(rkey);
       } else {
         failed_now.insert(p.cluster);
-        retry.attempts++;
-        const std::int64_t wait = std::min<std::int64_t>(
-            std::int64_t{2} << std::min(retry.attempts - 1, 8), 300);
-        retry.failed_at = now_seconds();
-        retry.next = retry.failed_at + wait;
+        schedule_retry(retry);
         Cluster* c = cluster(p.cluster);
         std::string why;
         if (c != nullptr) {

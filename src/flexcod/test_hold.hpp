@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // test_hold.hpp - the commit protocol's fault-injection points.
 //
-// Engine calls test_hold(step) at every step of a commit and a move
+// Engine calls test_hold(step) at every step of a commit and a move, in a
+// cancel and when a co-allocation finishes
 // (doc/flexcod.md, "Testing the protocol").  The installed flexcod links
 // test_hold.cpp compiled without FLEXCO_TEST_HOOKS, where it does nothing;
 // only flexcod-testhooks, built by `make check` for the integration tests

@@ -583,8 +583,8 @@ class Grid:
         r = self.run(cluster, ["scontrol", "show", "hostnames", nodelist])
         return r.stdout.split()
 
-    def restart_slurmctld(self, cluster, while_down=None, timeout=60):
-        """Stop the cluster's slurmctld (SIGTERM, by pid), run while_down()
+    def restart_slurmctld(self, cluster, while_down=None, timeout=60, sig=signal.SIGTERM):
+        """Stop the cluster's slurmctld (sig, SIGTERM by default; by pid), run while_down()
         if given, start it again exactly as localgrid did (same argv,
         environment, working directory and output file) and wait until it
         answers.  The new process carries localgrid's environment mark, so
@@ -605,7 +605,7 @@ class Grid:
         env = proc_environ(pid)
         cwd = proc_cwd(pid) or "/"
         out_path = os.readlink(f"/proc/{pid}/fd/1")
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, sig)
         if not wait_for(lambda: not pid_alive(pid), timeout,
                         f"slurmctld {pid} of {cluster} to exit"):
             raise GridError(f"slurmctld {pid} of {cluster} did not stop")

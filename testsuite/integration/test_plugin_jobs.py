@@ -3,7 +3,8 @@
 """Part jobs through the slurmctld/flexco plugin on a real cluster: a batch
 job of the reservation's user submitted into flexco_<id> with FLEXCO_*
 environment, idempotent under an Idempotency-Key, for DaemonUsers only,
-strict bodies, refused for a reservation that is gone; its state from
+strict bodies, refused for a reservation that is gone; submitted held and
+released (idempotent; an administrator's hold stays); its state from
 slurmctld; the record survives a slurmctld restart."""
 
 import os
@@ -195,6 +196,63 @@ def main():
              and (r.json or {}).get("job_id") == jobid,
              "jobs and the idempotency key survive a slurmctld restart",
              "%r %r" % (rec, r.raw[:200]))
+
+        # -- held, then released --------------------------------------------
+        out3 = os.path.join(tmp, "held.txt")
+        held = {"script": "#!/bin/sh\necho ran > %s\n" % out3, "std_out": "/dev/null",
+                "nodes": 1, "time_limit": 60, "hold": True}
+        r = c.request("POST", path, body=dict(held, hold="yes"))
+        t.ok(r.status == 400 and r.error_code() == "bad_request",
+             "submit with 'hold' not a boolean: 400 bad_request", "%s %r" % (r.status, r.raw[:300]))
+        r = c.request("POST", path, body=held)
+        j3 = (r.json or {}).get("job_id")
+        job = grid.job("alpha", j3) if r.status == 201 else {}
+        g = c.get("/v1/reservations/%s/jobs/%s" % (rid, j3)).json or {}
+        t.ok(r.status == 201 and job.get("JobState") == "PENDING"
+             and job.get("Reason") == "JobHeldUser" and job.get("Priority") == "0"
+             and g.get("state") == "PENDING" and g.get("reason") == "JobHeldUser",
+             "submit with \"hold\": true: 201, the job pending, held (JobHeldUser, priority 0)",
+             "%s %r %r %r" % (r.status, r.raw[:200], job, g))
+        rel = "/v1/reservations/%s/jobs/%s/release" % (rid, j3)
+        r = nobody.request("POST", rel)
+        t.ok(r.status == 403 and r.error_code() == "forbidden",
+             "release by a uid not in DaemonUsers: 403 forbidden", "%s %r" % (r.status, r.raw[:300]))
+        r = c.request("POST", "/v1/reservations/%s/jobs/%s/release" % (rid, j3 + 1000))
+        t.ok(r.status == 404 and r.error_code() == "not_found",
+             "release of a job not of this reservation: 404 not_found",
+             "%s %r" % (r.status, r.raw[:300]))
+        r = c.request("POST", "/v1/reservations/%s/jobs/xyz/release" % rid)
+        t.ok(r.status == 400 and r.error_code() == "bad_request",
+             "release of a non-numeric job id: 400 bad_request", "%s %r" % (r.status, r.raw[:300]))
+        r = c.request("GET", rel)
+        t.ok(r.status == 405 and r.error_code() == "method_not_allowed",
+             "GET .../release: 405 method_not_allowed", "%s %r" % (r.status, r.raw[:300]))
+        job = grid.job("alpha", j3)
+        t.ok(job.get("JobState") == "PENDING" and job.get("Reason") == "JobHeldUser",
+             "the refused requests left it held", "%r" % job)
+        r = c.request("POST", rel)
+        t.ok(r.status == 200 and (r.json or {}).get("released") is True
+             and (r.json or {}).get("job_id") == j3,
+             "POST .../release: 200, released", "%s %r" % (r.status, r.raw[:300]))
+        job = grid.wait_job("alpha", j3)
+        ran = os.path.exists(out3)
+        t.ok(job.get("JobState") == "COMPLETED" and ran,
+             "the released job ran and completed", "%r %r" % (job, ran))
+        r = c.request("POST", rel)
+        t.ok(r.status == 200 and (r.json or {}).get("released") is False
+             and (r.json or {}).get("state") == "COMPLETED",
+             "releasing it again: 200, released false, the job as it is (COMPLETED)",
+             "%s %r" % (r.status, r.raw[:300]))
+        # an administrator's hold is not the plugin's to lift
+        r = c.request("POST", path, body=held)
+        j4 = (r.json or {}).get("job_id")
+        hp = grid.run("alpha", ["scontrol", "hold", str(j4)])
+        r = c.request("POST", "/v1/reservations/%s/jobs/%s/release" % (rid, j4))
+        job = grid.job("alpha", j4)
+        t.ok(hp.returncode == 0 and r.status == 409 and r.error_code() == "held"
+             and job.get("JobState") == "PENDING" and job.get("Reason") == "JobHeldAdmin",
+             "a job an administrator holds (scontrol hold): 409 held, it stays held",
+             "%s %r %r" % (r.status, r.raw[:300], job))
 
         # -- gone -----------------------------------------------------------
         r = c.request("DELETE", "/v1/reservations/%s" % rid)

@@ -173,10 +173,18 @@ START_TEST(jobspec_ok) {
   ck_assert_str_eq(s.parts, "alpha:2,b-1.x:3");
   ck_assert_int_eq(s.part_index, 1);
   ck_assert_int_eq(s.time_limit, 60);
+  ck_assert_int_eq(s.hold, 0);
   flexco_jobspec_free(&s);
   ck_assert_int_eq(job("{\"script\":\"#!x\"}", &s, &code), 0);
   ck_assert_int_eq(s.part_index, -1);
   ck_assert_ptr_null(s.parts);
+  ck_assert_int_eq(s.hold, 0);
+  flexco_jobspec_free(&s);
+  ck_assert_int_eq(job("{\"script\":\"#!x\",\"hold\":true}", &s, &code), 0);
+  ck_assert_int_eq(s.hold, 1);
+  flexco_jobspec_free(&s);
+  ck_assert_int_eq(job("{\"script\":\"#!x\",\"hold\":false}", &s, &code), 0);
+  ck_assert_int_eq(s.hold, 0);
   flexco_jobspec_free(&s);
 }
 END_TEST
@@ -206,6 +214,9 @@ START_TEST(jobspec_refused) {
       "{\"script\":\"#!x\",\"parts\":[{\"cluster\":\"a\",\"nodes\":1,\"x\":2}]}",
       "{\"script\":\"#!x\",\"parts\":[{\"cluster\":\"a\",\"nodes\":1}],\"part_index\":1}",
       "{\"script\":\"#!x\",\"name\":\"" + std::string(257, 'n') + "\"}",
+      "{\"script\":\"#!x\",\"hold\":1}",
+      "{\"script\":\"#!x\",\"hold\":\"true\"}",
+      "{\"script\":\"#!x\",\"hold\":null}",
   };
   for (const auto& b : bad) {
     flexco_jobspec_t s;
@@ -296,6 +307,10 @@ START_TEST(router) {
       {"POST", "/v1/reservations/7/jobs", FLEXCO_RT_JOB_SUBMIT, 0, FLEXCO_EP_RESV, nullptr, "7", nullptr},
       {"GET", "/v1/reservations/7/jobs/42", FLEXCO_RT_JOB_GET, 0, FLEXCO_EP_RESV, nullptr, "7", "42"},
       {"GET", "/v1/reservations/7/jobs/42/x", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"POST", "/v1/reservations/7/jobs/42/release", FLEXCO_RT_JOB_RELEASE, 0, FLEXCO_EP_RESV, nullptr, "7", "42"},
+      {"GET", "/v1/reservations/7/jobs/42/release", FLEXCO_RT_NONE, 405, FLEXCO_EP_RESV, "POST", "7", nullptr},
+      {"POST", "/v1/reservations/7/jobs/42/release/", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "7", nullptr},
+      {"POST", "/v1/reservations/7/jobs//release", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "7", nullptr},
       {"GET", "/v1/reservations/7/jobs/", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "7", nullptr},
       {"POST", "/v1/reservations/7/other", FLEXCO_RT_NONE, 404, FLEXCO_EP_RESV, nullptr, "7", nullptr},
       {"GET", "/v1/reservations/0123456789012345678901234567890", FLEXCO_RT_RESV_GET, 0,
