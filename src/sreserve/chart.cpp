@@ -11,14 +11,7 @@
 
 namespace sreserve {
 
-namespace {
-
-// Column i covers [col_start(i), col_start(i + 1)).
-std::int64_t col_start(const ChartOptions& o, int i) {
-  return o.begin + (o.end - o.begin) * i / o.width;
-}
-
-std::string xml_escape(const std::string& s) {
+std::string svg_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -32,11 +25,19 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-std::string num(double v) {
+std::string svg_num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
   return buf;
 }
+
+namespace {
+
+// Column i covers [col_start(i), col_start(i + 1)).
+std::int64_t col_start(const ChartOptions& o, int i) {
+  return o.begin + (o.end - o.begin) * i / o.width;
+}
+
 
 struct Ticks {
   bool with_date = false;
@@ -133,13 +134,13 @@ std::string render_svg(const std::vector<Series>& series, const ChartOptions& in
   };
   std::string out;
   out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) + "\" height=\"" + num(H) +
-         "\" viewBox=\"0 0 " + num(W) + " " + num(H) +
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_num(W) + "\" height=\"" + svg_num(H) +
+         "\" viewBox=\"0 0 " + svg_num(W) + " " + svg_num(H) +
          "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   out += "<title>free nodes over time</title>\n";
   out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  out += "<text x=\"" + num(left) + "\" y=\"20\" font-size=\"14\">free nodes, " +
-         xml_escape(format_time(o.begin)) + " to " + xml_escape(format_time(o.end)) + "</text>\n";
+  out += "<text x=\"" + svg_num(left) + "\" y=\"20\" font-size=\"14\">free nodes, " +
+         svg_escape(format_time(o.begin)) + " to " + svg_escape(format_time(o.end)) + "</text>\n";
   bool with_date = o.end - o.begin > 86400;
   double y0 = 40;
   if (series.size() > 1) {
@@ -152,7 +153,7 @@ std::string render_svg(const std::vector<Series>& series, const ChartOptions& in
     for (const auto& s : series) cap = std::max(cap, s.capacity);
     auto Y = [&](std::int64_t v) { return base - panel * static_cast<double>(v) / static_cast<double>(cap); };
     out += "<g class=\"overlay\" id=\"all-clusters\">\n";
-    out += "<text x=\"" + num(left) + "\" y=\"" + num(y0 + 22) + "\" font-weight=\"bold\">all clusters</text>\n";
+    out += "<text x=\"" + svg_num(left) + "\" y=\"" + svg_num(y0 + 22) + "\" font-weight=\"bold\">all clusters</text>\n";
     double lx = left + 110;
     for (std::size_t k = 0; k < series.size(); ++k) {
       const auto& s = series[k];
@@ -161,7 +162,7 @@ std::string render_svg(const std::vector<Series>& series, const ChartOptions& in
       std::string d;
       std::int64_t t = o.begin;
       auto to = [&](std::int64_t x, std::int64_t v) {
-        d += (d.empty() ? "M" : " L") + num(X(x)) + "," + num(Y(v));
+        d += (d.empty() ? "M" : " L") + svg_num(X(x)) + "," + svg_num(Y(v));
       };
       std::int64_t prev = -1;
       for (const auto& st : s.steps) {
@@ -182,20 +183,20 @@ std::string render_svg(const std::vector<Series>& series, const ChartOptions& in
         to(o.end, 0);
       }
       out += "<path class=\"free-line\" d=\"" + d + "\" fill=\"none\" stroke=\"" + colour +
-             "\" stroke-width=\"2\"><title>" + xml_escape(s.name) +
+             "\" stroke-width=\"2\"><title>" + svg_escape(s.name) +
              "</title></path>\n";
-      out += "<rect x=\"" + num(lx) + "\" y=\"" + num(y0 + 12) + "\" width=\"14\" height=\"4\" fill=\"" +
-             colour + "\"/><text x=\"" + num(lx + 18) + "\" y=\"" + num(y0 + 22) + "\">" +
-             xml_escape(s.name) + "</text>\n";
+      out += "<rect x=\"" + svg_num(lx) + "\" y=\"" + svg_num(y0 + 12) + "\" width=\"14\" height=\"4\" fill=\"" +
+             colour + "\"/><text x=\"" + svg_num(lx + 18) + "\" y=\"" + svg_num(y0 + 22) + "\">" +
+             svg_escape(s.name) + "</text>\n";
       lx += 30 + 7.0 * static_cast<double>(s.name.size());
     }
-    out += "<line x1=\"" + num(left) + "\" y1=\"" + num(base) + "\" x2=\"" + num(left + plot_w) + "\" y2=\"" +
-           num(base) + "\" stroke=\"black\"/>\n";
-    out += "<line x1=\"" + num(left) + "\" y1=\"" + num(top) + "\" x2=\"" + num(left) + "\" y2=\"" +
-           num(base) + "\" stroke=\"black\"/>\n";
-    out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(top + 4) + "\" text-anchor=\"end\">" +
+    out += "<line x1=\"" + svg_num(left) + "\" y1=\"" + svg_num(base) + "\" x2=\"" + svg_num(left + plot_w) + "\" y2=\"" +
+           svg_num(base) + "\" stroke=\"black\"/>\n";
+    out += "<line x1=\"" + svg_num(left) + "\" y1=\"" + svg_num(top) + "\" x2=\"" + svg_num(left) + "\" y2=\"" +
+           svg_num(base) + "\" stroke=\"black\"/>\n";
+    out += "<text x=\"" + svg_num(left - 6) + "\" y=\"" + svg_num(top + 4) + "\" text-anchor=\"end\">" +
            std::to_string(cap) + "</text>\n";
-    out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(base + 4) + "\" text-anchor=\"end\">0</text>\n";
+    out += "<text x=\"" + svg_num(left - 6) + "\" y=\"" + svg_num(base + 4) + "\" text-anchor=\"end\">0</text>\n";
     out += "</g>\n";
     y0 = base + bottom;
   }
@@ -203,34 +204,34 @@ std::string render_svg(const std::vector<Series>& series, const ChartOptions& in
     double top = y0 + title, base = top + panel;
     std::int64_t cap = std::max<std::int64_t>(s.capacity, 1);
     auto Y = [&](std::int64_t v) { return base - panel * static_cast<double>(v) / static_cast<double>(cap); };
-    out += "<g class=\"cluster\" id=\"" + xml_escape(s.name) + "\">\n";
-    out += "<text x=\"" + num(left) + "\" y=\"" + num(y0 + 22) + "\" font-weight=\"bold\">" +
-           xml_escape(s.name) + "</text>";
+    out += "<g class=\"cluster\" id=\"" + svg_escape(s.name) + "\">\n";
+    out += "<text x=\"" + svg_num(left) + "\" y=\"" + svg_num(y0 + 22) + "\" font-weight=\"bold\">" +
+           svg_escape(s.name) + "</text>";
     if (!s.label.empty())
-      out += "<text x=\"" + num(left + 80) + "\" y=\"" + num(y0 + 22) + "\">" + xml_escape(s.label) +
+      out += "<text x=\"" + svg_num(left + 80) + "\" y=\"" + svg_num(y0 + 22) + "\">" + svg_escape(s.label) +
              "</text>";
     out += "\n";
     for (const auto& st : s.steps) {
       if (st.free <= 0 || st.end <= o.begin || st.start >= o.end) continue;
       double x1 = X(st.start), x2 = X(st.end);
-      out += "<rect x=\"" + num(x1) + "\" y=\"" + num(Y(st.free)) + "\" width=\"" + num(x2 - x1) +
-             "\" height=\"" + num(base - Y(st.free)) + "\" fill=\"#4a90d9\"><title>" +
-             xml_escape(format_time(st.start)) + " to " + xml_escape(format_time(st.end)) + ": " +
+      out += "<rect x=\"" + svg_num(x1) + "\" y=\"" + svg_num(Y(st.free)) + "\" width=\"" + svg_num(x2 - x1) +
+             "\" height=\"" + svg_num(base - Y(st.free)) + "\" fill=\"#4a90d9\"><title>" +
+             svg_escape(format_time(st.start)) + " to " + svg_escape(format_time(st.end)) + ": " +
              std::to_string(st.free) + " free</title></rect>\n";
     }
-    out += "<line x1=\"" + num(left) + "\" y1=\"" + num(base) + "\" x2=\"" + num(left + plot_w) +
-           "\" y2=\"" + num(base) + "\" stroke=\"black\"/>\n";
-    out += "<line x1=\"" + num(left) + "\" y1=\"" + num(top) + "\" x2=\"" + num(left) + "\" y2=\"" +
-           num(base) + "\" stroke=\"black\"/>\n";
-    out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(top + 4) + "\" text-anchor=\"end\">" +
+    out += "<line x1=\"" + svg_num(left) + "\" y1=\"" + svg_num(base) + "\" x2=\"" + svg_num(left + plot_w) +
+           "\" y2=\"" + svg_num(base) + "\" stroke=\"black\"/>\n";
+    out += "<line x1=\"" + svg_num(left) + "\" y1=\"" + svg_num(top) + "\" x2=\"" + svg_num(left) + "\" y2=\"" +
+           svg_num(base) + "\" stroke=\"black\"/>\n";
+    out += "<text x=\"" + svg_num(left - 6) + "\" y=\"" + svg_num(top + 4) + "\" text-anchor=\"end\">" +
            std::to_string(s.capacity) + "</text>\n";
-    out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(base + 4) + "\" text-anchor=\"end\">0</text>\n";
+    out += "<text x=\"" + svg_num(left - 6) + "\" y=\"" + svg_num(base + 4) + "\" text-anchor=\"end\">0</text>\n";
     for (int i = 0; i <= 6; ++i) {
       std::int64_t t = o.begin + (o.end - o.begin) * i / 6;
       double x = X(t);
-      out += "<line x1=\"" + num(x) + "\" y1=\"" + num(base) + "\" x2=\"" + num(x) + "\" y2=\"" +
-             num(base + 5) + "\" stroke=\"black\"/><text x=\"" + num(x) + "\" y=\"" + num(base + 18) +
-             "\" text-anchor=\"middle\">" + xml_escape(format_clock(t, with_date)) + "</text>\n";
+      out += "<line x1=\"" + svg_num(x) + "\" y1=\"" + svg_num(base) + "\" x2=\"" + svg_num(x) + "\" y2=\"" +
+             svg_num(base + 5) + "\" stroke=\"black\"/><text x=\"" + svg_num(x) + "\" y=\"" + svg_num(base + 18) +
+             "\" text-anchor=\"middle\">" + svg_escape(format_clock(t, with_date)) + "</text>\n";
     }
     out += "</g>\n";
     y0 = base + bottom;

@@ -47,6 +47,11 @@ std::string render_chart(const std::vector<Series>& series, const ChartOptions& 
 // (<g class="cluster" id="NAME">).
 std::string render_svg(const std::vector<Series>& series, const ChartOptions& opt);
 
+// For SVG writers (this chart and gantt.cpp's): text escaped for XML
+// attributes and content, and a coordinate with one decimal.
+std::string svg_escape(const std::string& s);
+std::string svg_num(double v);
+
 }  // namespace sreserve
 
 #endif

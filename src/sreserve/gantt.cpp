@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "sreserve/chart.hpp"
 #include "sreserve/timefmt.hpp"
 
 namespace sreserve {
@@ -40,26 +41,6 @@ std::vector<const json_t*> moves_of(const json_t* co) {
   std::stable_sort(out.begin(), out.end(),
                    [](const json_t* a, const json_t* b) { return num(a, "time") < num(b, "time"); });
   return out;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string f1(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
 }
 
 // An axis label: the time of day with seconds on short axes, the date on
@@ -304,33 +285,33 @@ std::string render_gantt_svg(const Gantt& g) {
   };
   std::string o;
   o += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + f1(W) + "\" height=\"" + f1(H) +
-       "\" viewBox=\"0 0 " + f1(W) + " " + f1(H) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_num(W) + "\" height=\"" + svg_num(H) +
+       "\" viewBox=\"0 0 " + svg_num(W) + " " + svg_num(H) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o += "<title>co-" + std::to_string(g.id) + " over time</title>\n";
   o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o += "<text x=\"" + f1(left) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">co-" +
-       std::to_string(g.id) + " (" + xml_escape(g.state) + "), " + std::to_string(g.nodes) +
+  o += "<text x=\"" + svg_num(left) + "\" y=\"22\" font-size=\"15\" font-weight=\"bold\">co-" +
+       std::to_string(g.id) + " (" + svg_escape(g.state) + "), " + std::to_string(g.nodes) +
        " nodes, " + std::to_string(g.moves.size()) + " move" + (g.moves.size() == 1 ? "" : "s") +
        "</text>\n";
-  o += "<text x=\"" + f1(left) + "\" y=\"40\">" + xml_escape(format_time(g.begin)) + " to " +
-       xml_escape(format_time(g.end)) + "</text>\n";
+  o += "<text x=\"" + svg_num(left) + "\" y=\"40\">" + svg_escape(format_time(g.begin)) + " to " +
+       svg_escape(format_time(g.end)) + "</text>\n";
   double y = top;
   for (const auto& cluster : g.clusters) {
     double base = y + lane;
     std::int64_t cap = lane_capacity(g, cluster);
     auto Y = [&](std::int64_t v) { return base - lane * static_cast<double>(v) / static_cast<double>(cap); };
-    o += "<g class=\"lane\" id=\"" + xml_escape(cluster) + "\">\n";
-    o += "<text x=\"" + f1(left - 8) + "\" y=\"" + f1(y + lane / 2) +
-         "\" text-anchor=\"end\" font-weight=\"bold\">" + xml_escape(cluster) + "</text>\n";
-    o += "<rect x=\"" + f1(left) + "\" y=\"" + f1(y) + "\" width=\"" + f1(plot_w) + "\" height=\"" +
-         f1(lane) + "\" fill=\"#f7f7f7\"/>\n";
+    o += "<g class=\"lane\" id=\"" + svg_escape(cluster) + "\">\n";
+    o += "<text x=\"" + svg_num(left - 8) + "\" y=\"" + svg_num(y + lane / 2) +
+         "\" text-anchor=\"end\" font-weight=\"bold\">" + svg_escape(cluster) + "</text>\n";
+    o += "<rect x=\"" + svg_num(left) + "\" y=\"" + svg_num(y) + "\" width=\"" + svg_num(plot_w) + "\" height=\"" +
+         svg_num(lane) + "\" fill=\"#f7f7f7\"/>\n";
     if (const Series* s = profile_of(g, cluster)) {
       for (const auto& st : s->steps) {
         if (st.free <= 0 || st.end <= g.begin || st.start >= g.end) continue;
         double x1 = X(st.start), x2 = X(st.end);
-        o += "<rect class=\"free\" x=\"" + f1(x1) + "\" y=\"" + f1(Y(st.free)) + "\" width=\"" +
-             f1(x2 - x1) + "\" height=\"" + f1(base - Y(st.free)) + "\" fill=\"#bcd6f0\"><title>" +
-             xml_escape(format_time(st.start)) + " to " + xml_escape(format_time(st.end)) + ": " +
+        o += "<rect class=\"free\" x=\"" + svg_num(x1) + "\" y=\"" + svg_num(Y(st.free)) + "\" width=\"" +
+             svg_num(x2 - x1) + "\" height=\"" + svg_num(base - Y(st.free)) + "\" fill=\"#bcd6f0\"><title>" +
+             svg_escape(format_time(st.start)) + " to " + svg_escape(format_time(st.end)) + ": " +
              std::to_string(st.free) + " free</title></rect>\n";
       }
     }
@@ -341,14 +322,14 @@ std::string render_gantt_svg(const Gantt& g) {
                         format_time(w.end) + ", held from " + format_time(w.held_from) +
                         (w.current ? "" : " until " + format_time(w.held_until) + " (moved)");
       if (w.current)
-        o += "<rect class=\"reserved\" x=\"" + f1(x1) + "\" y=\"" + f1(Y(w.nodes)) + "\" width=\"" +
-             f1(std::max(x2 - x1, 1.0)) + "\" height=\"" + f1(base - Y(w.nodes)) + "\" fill=\"" +
-             kGanttReservedColour + "\"><title>" + xml_escape(tip) + "</title></rect>\n";
+        o += "<rect class=\"reserved\" x=\"" + svg_num(x1) + "\" y=\"" + svg_num(Y(w.nodes)) + "\" width=\"" +
+             svg_num(std::max(x2 - x1, 1.0)) + "\" height=\"" + svg_num(base - Y(w.nodes)) + "\" fill=\"" +
+             kGanttReservedColour + "\"><title>" + svg_escape(tip) + "</title></rect>\n";
       else
-        o += "<rect class=\"moved-from\" x=\"" + f1(x1) + "\" y=\"" + f1(Y(w.nodes)) + "\" width=\"" +
-             f1(std::max(x2 - x1, 1.0)) + "\" height=\"" + f1(base - Y(w.nodes)) +
+        o += "<rect class=\"moved-from\" x=\"" + svg_num(x1) + "\" y=\"" + svg_num(Y(w.nodes)) + "\" width=\"" +
+             svg_num(std::max(x2 - x1, 1.0)) + "\" height=\"" + svg_num(base - Y(w.nodes)) +
              "\" fill=\"none\" stroke=\"#666666\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\"><title>" +
-             xml_escape(tip) + "</title></rect>\n";
+             svg_escape(tip) + "</title></rect>\n";
     }
     for (const auto& r : g.runs) {
       if (r.cluster != cluster) continue;
@@ -356,16 +337,16 @@ std::string render_gantt_svg(const Gantt& g) {
       double x1 = X(r.start), x2 = X(std::max(e, r.start));
       double h = std::max(6.0, (base - Y(r.nodes)) * 0.4);
       double yy = base - (base - Y(r.nodes)) / 2 - h / 2;
-      o += "<rect class=\"ran\" x=\"" + f1(x1) + "\" y=\"" + f1(yy) + "\" width=\"" +
-           f1(std::max(x2 - x1, 2.0)) + "\" height=\"" + f1(h) + "\" fill=\"#2e7d32\"><title>part job ran " +
-           xml_escape(format_time(r.start)) + " to " +
-           (r.end > 0 ? xml_escape(format_time(r.end)) : std::string("now (running)")) +
+      o += "<rect class=\"ran\" x=\"" + svg_num(x1) + "\" y=\"" + svg_num(yy) + "\" width=\"" +
+           svg_num(std::max(x2 - x1, 2.0)) + "\" height=\"" + svg_num(h) + "\" fill=\"#2e7d32\"><title>part job ran " +
+           svg_escape(format_time(r.start)) + " to " +
+           (r.end > 0 ? svg_escape(format_time(r.end)) : std::string("now (running)")) +
            "</title></rect>\n";
     }
-    o += "<line x1=\"" + f1(left) + "\" y1=\"" + f1(base) + "\" x2=\"" + f1(left + plot_w) + "\" y2=\"" +
-         f1(base) + "\" stroke=\"black\"/>\n";
-    o += "<text x=\"" + f1(left - 8) + "\" y=\"" + f1(y + 10) + "\" text-anchor=\"end\">" +
-         std::to_string(cap) + "</text><text x=\"" + f1(left - 8) + "\" y=\"" + f1(base) +
+    o += "<line x1=\"" + svg_num(left) + "\" y1=\"" + svg_num(base) + "\" x2=\"" + svg_num(left + plot_w) + "\" y2=\"" +
+         svg_num(base) + "\" stroke=\"black\"/>\n";
+    o += "<text x=\"" + svg_num(left - 8) + "\" y=\"" + svg_num(y + 10) + "\" text-anchor=\"end\">" +
+         std::to_string(cap) + "</text><text x=\"" + svg_num(left - 8) + "\" y=\"" + svg_num(base) +
          "\" text-anchor=\"end\">0</text>\n";
     o += "</g>\n";
     y = base + gap;
@@ -374,57 +355,57 @@ std::string render_gantt_svg(const Gantt& g) {
   double lanes_bottom = top + lanes_h - gap;
   for (const auto& m : g.moves) {
     double x = X(m.time);
-    o += "<line class=\"move\" x1=\"" + f1(x) + "\" y1=\"" + f1(top - 4) + "\" x2=\"" + f1(x) +
-         "\" y2=\"" + f1(lanes_bottom) + "\" stroke=\"#c62828\" stroke-dasharray=\"3,3\"/>";
-    o += "<text x=\"" + f1(x + 3) + "\" y=\"" + f1(top - 6) + "\" fill=\"#c62828\">" + xml_escape(m.kind) +
+    o += "<line class=\"move\" x1=\"" + svg_num(x) + "\" y1=\"" + svg_num(top - 4) + "\" x2=\"" + svg_num(x) +
+         "\" y2=\"" + svg_num(lanes_bottom) + "\" stroke=\"#c62828\" stroke-dasharray=\"3,3\"/>";
+    o += "<text x=\"" + svg_num(x + 3) + "\" y=\"" + svg_num(top - 6) + "\" fill=\"#c62828\">" + svg_escape(m.kind) +
          "</text>\n";
     // old start -> new start, at the top of the first lane
     double a = X(m.from_start), b = X(m.to_start);
-    o += "<line x1=\"" + f1(a) + "\" y1=\"" + f1(top + 6) + "\" x2=\"" + f1(b) + "\" y2=\"" + f1(top + 6) +
-         "\" stroke=\"#c62828\" stroke-width=\"1.5\"/><path d=\"M" + f1(b) + "," + f1(top + 6) + " l" +
+    o += "<line x1=\"" + svg_num(a) + "\" y1=\"" + svg_num(top + 6) + "\" x2=\"" + svg_num(b) + "\" y2=\"" + svg_num(top + 6) +
+         "\" stroke=\"#c62828\" stroke-width=\"1.5\"/><path d=\"M" + svg_num(b) + "," + svg_num(top + 6) + " l" +
          (b < a ? "6,-4 l0,8" : "-6,-4 l0,8") + " z\" fill=\"#c62828\"/>\n";
   }
   if (g.now > g.begin && g.now < g.end) {
     double x = X(g.now);
-    o += "<line class=\"now\" x1=\"" + f1(x) + "\" y1=\"" + f1(top - 4) + "\" x2=\"" + f1(x) + "\" y2=\"" +
-         f1(lanes_bottom) + "\" stroke=\"black\" stroke-dasharray=\"1,3\"/><text x=\"" + f1(x) +
-         "\" y=\"" + f1(lanes_bottom + 12) + "\" text-anchor=\"middle\">now</text>\n";
+    o += "<line class=\"now\" x1=\"" + svg_num(x) + "\" y1=\"" + svg_num(top - 4) + "\" x2=\"" + svg_num(x) + "\" y2=\"" +
+         svg_num(lanes_bottom) + "\" stroke=\"black\" stroke-dasharray=\"1,3\"/><text x=\"" + svg_num(x) +
+         "\" y=\"" + svg_num(lanes_bottom + 12) + "\" text-anchor=\"middle\">now</text>\n";
   }
   // Time axis under the lanes.
   double ay = lanes_bottom + 28;
   for (int i = 0; i <= 6; ++i) {
     std::int64_t t = g.begin + span * i / 6;
     double x = X(t);
-    o += "<line x1=\"" + f1(x) + "\" y1=\"" + f1(ay - 8) + "\" x2=\"" + f1(x) + "\" y2=\"" + f1(ay - 3) +
-         "\" stroke=\"black\"/><text x=\"" + f1(x) + "\" y=\"" + f1(ay + 8) +
-         "\" text-anchor=\"middle\">" + xml_escape(tick_label(t, span)) + "</text>\n";
+    o += "<line x1=\"" + svg_num(x) + "\" y1=\"" + svg_num(ay - 8) + "\" x2=\"" + svg_num(x) + "\" y2=\"" + svg_num(ay - 3) +
+         "\" stroke=\"black\"/><text x=\"" + svg_num(x) + "\" y=\"" + svg_num(ay + 8) +
+         "\" text-anchor=\"middle\">" + svg_escape(tick_label(t, span)) + "</text>\n";
   }
   // Legend.
   double ly = ay + 30;
   auto key = [&](double x, const std::string& swatch, const std::string& text) {
-    o += swatch + "<text x=\"" + f1(x + 22) + "\" y=\"" + f1(ly + 10) + "\">" + xml_escape(text) + "</text>\n";
+    o += swatch + "<text x=\"" + svg_num(x + 22) + "\" y=\"" + svg_num(ly + 10) + "\">" + svg_escape(text) + "</text>\n";
   };
-  key(left, "<rect x=\"" + f1(left) + "\" y=\"" + f1(ly) + "\" width=\"16\" height=\"12\" fill=\"#bcd6f0\"/>",
+  key(left, "<rect x=\"" + svg_num(left) + "\" y=\"" + svg_num(ly) + "\" width=\"16\" height=\"12\" fill=\"#bcd6f0\"/>",
       "free nodes (from now on)");
-  key(left + 200, "<rect x=\"" + f1(left + 200) + "\" y=\"" + f1(ly) + "\" width=\"16\" height=\"12\" fill=\"" +
+  key(left + 200, "<rect x=\"" + svg_num(left + 200) + "\" y=\"" + svg_num(ly) + "\" width=\"16\" height=\"12\" fill=\"" +
                       kGanttReservedColour + "\"/>",
       "reserved window");
-  key(left + 360, "<rect x=\"" + f1(left + 360) + "\" y=\"" + f1(ly) +
+  key(left + 360, "<rect x=\"" + svg_num(left + 360) + "\" y=\"" + svg_num(ly) +
                       "\" width=\"16\" height=\"12\" fill=\"none\" stroke=\"#666666\" stroke-dasharray=\"4,2\"/>",
       "window moved away from");
-  key(left + 560, "<rect x=\"" + f1(left + 560) + "\" y=\"" + f1(ly + 3) +
+  key(left + 560, "<rect x=\"" + svg_num(left + 560) + "\" y=\"" + svg_num(ly + 3) +
                       "\" width=\"16\" height=\"6\" fill=\"#2e7d32\"/>",
       "part job ran");
   ly += 22;
   for (const auto& m : g.moves) {
-    o += "<text x=\"" + f1(left) + "\" y=\"" + f1(ly + 10) + "\" fill=\"#c62828\">" +
-         xml_escape(format_time(m.time) + " " + m.kind + ": start " + format_time(m.from_start) + " -> " +
+    o += "<text x=\"" + svg_num(left) + "\" y=\"" + svg_num(ly + 10) + "\" fill=\"#c62828\">" +
+         svg_escape(format_time(m.time) + " " + m.kind + ": start " + format_time(m.from_start) + " -> " +
                     format_time(m.to_start) + (m.reason.empty() ? "" : " (" + m.reason + ")")) +
          "</text>\n";
     ly += 18;
   }
   for (const auto& n : g.notes) {
-    o += "<text x=\"" + f1(left) + "\" y=\"" + f1(ly + 10) + "\">" + xml_escape(n) + "</text>\n";
+    o += "<text x=\"" + svg_num(left) + "\" y=\"" + svg_num(ly + 10) + "\">" + svg_escape(n) + "</text>\n";
     ly += 18;
   }
   o += "</svg>\n";
