@@ -34,6 +34,7 @@
 #include "events.h"
 #include "flexco_conf.h"
 #include "snapshot.h"
+#include "compute.h"
 #include "resv.h"
 
 /* Built with -fvisibility=hidden: only these entry points are exported. */
@@ -93,8 +94,11 @@ FLEXCO_EXPORT extern int flexco_ctld_init(void)
 	flexco_resv_init(conf);
 	snapshot_set_jobs_per_hold(conf->snapshot_jobs_per_hold);
 	snapshot_set_max_age(conf->snapshot_max_age);
+	/* before the agent: requests may come as soon as it listens */
+	(void) compute_start(conf->compute_threads, conf->compute_nice);
 
 	if (flexco_agent_start(conf) != SLURM_SUCCESS) {
+		compute_stop();
 		flexco_resv_fini();
 		slurm_mutex_lock(&conf_lock);
 		flexco_conf_free(flexco_conf);
@@ -124,7 +128,8 @@ FLEXCO_EXPORT extern int flexco_ctld_fini(void)
 	slurm_mutex_unlock(&conf_lock);
 
 	flexco_agent_stop();
-	snapshot_share_drop();	/* no request runs any more */
+	compute_stop();		/* no request runs any more */
+	snapshot_share_drop();
 	flexco_resv_fini();
 
 	slurm_mutex_lock(&conf_lock);

@@ -32,6 +32,8 @@ static s_p_options_t flexco_options[] = {
 	{.key = "AuthMaxAge", .type = S_P_UINT32},
 	{.key = "AuthMaxSkew", .type = S_P_UINT32},
 	{.key = "BodyTimeout", .type = S_P_UINT32},
+	{.key = "ComputeNice", .type = S_P_UINT32},
+	{.key = "ComputeThreads", .type = S_P_UINT32},
 	{.key = "ConnectionTimeout", .type = S_P_UINT32},
 	{.key = "DaemonUsers", .type = S_P_STRING},
 	{.key = "EventBufferSize", .type = S_P_UINT32},
@@ -64,6 +66,7 @@ static s_p_options_t flexco_options[] = {
 };
 
 #define VALID_KEYS "ActForRoot, AuthMaxAge, AuthMaxSkew, BodyTimeout, " \
+	"ComputeNice, ComputeThreads, " \
 	"ConnectionTimeout, DaemonUsers, EventBufferSize, EventsRateLimit, " \
 	"HeaderTimeout, ListenAddress, ListenPort, MaxConnections, " \
 	"MaxConnectionsPerAddress, MaxLongPolls, MaxLongPollsPerUser, " \
@@ -257,6 +260,10 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000) ||
 	    _get_u32(tbl, path, "SnapshotMaxAge", &conf->snapshot_max_age,
 		     FLEXCO_DEFAULT_SNAPSHOT_MAX_AGE, 0, 60000) ||
+	    _get_u32(tbl, path, "ComputeThreads", &conf->compute_threads,
+		     FLEXCO_DEFAULT_COMPUTE_THREADS, 0, 64) ||
+	    _get_u32(tbl, path, "ComputeNice", &conf->compute_nice,
+		     FLEXCO_DEFAULT_COMPUTE_NICE, 0, 19) ||
 	    _get_u32(tbl, path, "ReplayCacheSize", &conf->replay_cache_size,
 		     FLEXCO_DEFAULT_REPLAY_CACHE, 1024,
 		     FLEXCO_MAX_REPLAY_CACHE) ||
@@ -413,9 +420,10 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
 	     conf->auth_max_age, conf->auth_max_skew, conf->body_timeout,
+	     conf->compute_nice, conf->compute_threads,
 	     conf->connection_timeout,
 	     conf->daemon_users ? conf->daemon_users : "(null)",
 	     conf->event_buffer_size, rate[FLEXCO_RL_EVENTS],

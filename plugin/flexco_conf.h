@@ -36,6 +36,8 @@
 #define FLEXCO_DEFAULT_HISTORY_INTERVAL 300
 #define FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD 250
 #define FLEXCO_DEFAULT_SNAPSHOT_MAX_AGE 1000	/* ms */
+#define FLEXCO_DEFAULT_COMPUTE_THREADS 2
+#define FLEXCO_DEFAULT_COMPUTE_NICE 10
 #define FLEXCO_DEFAULT_MIN_USER_UID 1000	/* Debian's FIRST_UID */
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
 
@@ -77,6 +79,8 @@ typedef struct {
 	double min_fit;		/* MinFit: admission threshold, 0 = off */
 	uint32_t snapshot_jobs_per_hold; /* SnapshotJobsPerHold */
 	uint32_t snapshot_max_age;	/* SnapshotMaxAge, ms (0: never share) */
+	uint32_t compute_threads;	/* ComputeThreads (0: in the request thread) */
+	uint32_t compute_nice;		/* ComputeNice, 0..19 */
 	/* ProbeRateLimit, ProfileRateLimit, EventsRateLimit: Count/Seconds,
 	 * indexed by FLEXCO_RL_*; rate_count 0: no limit */
 	uint32_t rate_count[FLEXCO_RL_CNT];

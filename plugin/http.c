@@ -64,6 +64,7 @@
 #include "privacy.h"
 #include "resv.h"
 #include "snapshot.h"
+#include "compute.h"
 #include "willrun.h"
 
 extern const char plugin_type[];
@@ -827,6 +828,46 @@ static int _query_args(struct MHD_Connection *c, const char *const *allowed,
 /* ---------------------------------------------------------------------- */
 /* endpoints */
 
+/* A profile or a probe computed on a compute thread (compute.h). */
+typedef struct {
+	flexco_snapshot_t *snap;
+	const char *partition;
+	int64_t horizon;
+	char **json, *code, *err;
+	size_t codelen, errlen;
+	int status;
+} profile_task_t;
+
+static void _profile_task(void *arg)
+{
+	profile_task_t *t = arg;
+
+	t->status = flexco_profile_json(t->snap, t->partition, t->horizon,
+					published_share, t->json, t->code,
+					t->codelen, t->err, t->errlen);
+}
+
+typedef struct {
+	flexco_snapshot_t *snap;
+	const char *body;
+	size_t body_len;
+	const flexco_histories_t *hist;
+	const flexco_will_run_answer_t *wa;
+	char **json, *code, *err;
+	size_t codelen, errlen;
+	int status;
+} probe_task_t;
+
+static void _probe_task(void *arg)
+{
+	probe_task_t *t = arg;
+
+	t->status = flexco_probe_json_ex(t->snap, t->body, t->body_len,
+					 published_share, PROBE_VALID_FOR,
+					 t->hist, t->wa, t->json, t->code,
+					 t->codelen, t->err, t->errlen);
+}
+
 static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
 {
 	static const char *const allowed[] = { "partition", "horizon", NULL };
@@ -844,9 +885,15 @@ static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
 		return _send(c, req, 400, json, NULL);
 
 	snap = snapshot_share();	/* read locks inside, released on return */
-	status = flexco_profile_json(snap, vals[0], horizon, published_share,
-				     &json, code, sizeof(code), err,
-				     sizeof(err));
+	{
+		profile_task_t t = {
+			.snap = snap, .partition = vals[0], .horizon = horizon,
+			.json = &json, .code = code, .codelen = sizeof(code),
+			.err = err, .errlen = sizeof(err),
+		};
+		compute_run(_profile_task, &t);	/* no lock held */
+		status = t.status;
+	}
 	snapshot_free(snap);
 	return _send(c, req, status, json, NULL);
 }
@@ -1130,6 +1177,7 @@ static json_t *_stats_json(void)
 {
 	json_t *root = json_object(), *reqs = json_array(), *lat, *ep, *codes;
 	snapshot_lock_stats_t ls;
+	compute_stats_t cs;
 	size_t e, i;
 
 	slurm_mutex_lock(&stats_lock);
@@ -1227,6 +1275,14 @@ static json_t *_stats_json(void)
 		"wait_max_usec", (json_int_t) ls.wait_max_usec,
 		"wait_last_usec", (json_int_t) ls.wait_last_usec,
 		"shared", (json_int_t) ls.shared));
+	compute_get_stats(&cs);
+	json_object_set_new(root, "compute", json_pack(
+		"{s:i, s:i, s:I, s:I, s:I}",
+		"threads", (int) cs.threads,
+		"nice", cs.nice,
+		"runs", (json_int_t) cs.runs,
+		"inline_runs", (json_int_t) cs.inline_runs,
+		"queued_max", (json_int_t) cs.queued_max));
 	return root;
 }
 
@@ -1573,10 +1629,17 @@ static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 	snap = snapshot_share();
 	if (asked)	/* after the snapshot: offers see the state before it */
 		willrun_ask(req->uid, req->gid, &wp, &wa);
-	status = flexco_probe_json_ex(snap, req->body, req->body_len,
-				      published_share, PROBE_VALID_FOR, hist,
-				      asked ? &wa : NULL, &json, code,
-				      sizeof(code), err, sizeof(err));
+	{
+		probe_task_t t = {
+			.snap = snap, .body = req->body,
+			.body_len = req->body_len, .hist = hist,
+			.wa = asked ? &wa : NULL, .json = &json, .code = code,
+			.codelen = sizeof(code), .err = err,
+			.errlen = sizeof(err),
+		};
+		compute_run(_probe_task, &t);	/* no lock held */
+		status = t.status;
+	}
 	if (asked)
 		willrun_free(&wa);
 	flexco_histories_free(hist);

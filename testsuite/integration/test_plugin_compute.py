@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The plugin's compute threads (flexco.conf ComputeThreads, ComputeNice;
+plugin/compute.c) on a real cluster.  Probes and profiles are computed on
+ComputeThreads threads of slurmctld that run at nice ComputeNice, so that
+on a busy controller slurmctld's own threads (RPC handlers, backfill) get
+the CPU first.  Checked here: the threads exist in slurmctld with that
+nice value and slurmctld's other threads keep theirs; probes and profiles
+are computed there (/v1/stats compute.runs), also when many come at once;
+with ComputeThreads=0 they are computed in the request thread as before."""
+
+import os
+import threading
+
+import flexcotest as t
+from flexcohttp import plugin_client
+
+NODES = 2
+PROBE = {"nodes": 1, "duration": 600}
+
+
+def thread_nices(pid):
+    """{tid: nice} of every thread of process pid (/proc/PID/task/TID/stat,
+    field 19)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[int(tid)] = int(fields[16])
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def start(args):
+    grid = t.Grid(nodes=[NODES], args=["--no-flexcod"] + args)
+    grid.__enter__()
+    st = t.wait_for(lambda: (lambda s: s["clusters"][0].get("plugin_url") and s)(grid.status()),
+                    30, "the plugin to listen")
+    c = plugin_client(st["clusters"][0], st["munge_socket"], timeout=60)
+    return grid, st, c
+
+
+def compute_stats(c):
+    return (c.get("/v1/stats").json or {}).get("compute", {})
+
+
+def main():
+    t.require_grid_tools()
+
+    # -- defaults: two threads at nice 10 -----------------------------------
+    grid, st, c = start([])
+    try:
+        cfg = grid.plugin_settings("alpha") or {}
+        t.ok(cfg.get("ComputeThreads") == "2" and cfg.get("ComputeNice") == "10",
+             "slurmctld's log shows ComputeThreads=2 ComputeNice=10 (the defaults)", "%r" % cfg)
+        pid = st["clusters"][0]["slurmctld_pid"]
+        nices = thread_nices(pid)
+        niced = [tid for tid, n in nices.items() if n == 10]
+        others = sorted(set(n for tid, n in nices.items() if n != 10))
+        t.ok(len(niced) == 2, "slurmctld has exactly 2 threads at nice 10", "%r" % nices)
+        t.ok(others == [0], "its other %d threads keep nice 0" % (len(nices) - len(niced)),
+             "%r" % nices)
+        s0 = compute_stats(c)
+        t.ok(s0.get("threads") == 2 and s0.get("nice") == 10,
+             "/v1/stats compute: 2 threads, nice 10", "%r" % s0)
+
+        r1 = c.request("POST", "/v1/probe", body=PROBE)
+        r2 = c.get("/v1/profile")
+        s1 = compute_stats(c)
+        t.ok(r1.status == 200 and (r1.json or {}).get("offers"),
+             "a probe is answered 200 with offers", "%s %r" % (r1.status, r1.raw[:300]))
+        t.ok(r2.status == 200 and (r2.json or {}).get("steps"),
+             "a profile is answered 200 with steps", "%s %r" % (r2.status, r2.raw[:300]))
+        t.ok(s1.get("runs", 0) - s0.get("runs", 0) == 2
+             and s1.get("inline_runs") == s0.get("inline_runs"),
+             "both were computed on the compute threads", "%r %r" % (s0, s1))
+
+        # -- many at once: queued, every one answered ---------------------------
+        codes = []
+        lock = threading.Lock()
+
+        def one():
+            cc = plugin_client(st["clusters"][0], st["munge_socket"], timeout=60)
+            r = cc.request("POST", "/v1/probe", body=PROBE)
+            with lock:
+                codes.append(r.status)
+        ths = [threading.Thread(target=one) for _ in range(12)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+        s2 = compute_stats(c)
+        t.ok(codes == [200] * 12, "12 concurrent probes are all answered 200", "%r" % codes)
+        t.ok(s2.get("runs", 0) - s1.get("runs", 0) == 12,
+             "all 12 computed on the compute threads", "%r %r" % (s1, s2))
+        t.ok(len([n for n in thread_nices(pid).values() if n == 10]) == 2,
+             "still exactly 2 threads at nice 10 afterwards (no thread per request)")
+    finally:
+        grid.__exit__(None, None, None)
+
+    # -- ComputeThreads=0: in the request thread --------------------------------
+    grid, st, c = start(["--plugin-option", "ComputeThreads=0",
+                         "--plugin-option", "ComputeNice=5"])
+    try:
+        pid = st["clusters"][0]["slurmctld_pid"]
+        nices = thread_nices(pid)
+        t.ok(sorted(set(nices.values())) == [0],
+             "ComputeThreads=0: every slurmctld thread at nice 0", "%r" % nices)
+        s0 = compute_stats(c)
+        r1 = c.request("POST", "/v1/probe", body=PROBE)
+        s1 = compute_stats(c)
+        t.ok(r1.status == 200 and s0.get("threads") == 0
+             and s1.get("inline_runs", 0) - s0.get("inline_runs", 0) == 1
+             and s1.get("runs") == s0.get("runs") == 0,
+             "ComputeThreads=0: the probe is answered 200, computed in the request thread",
+             "%s %r %r" % (r1.status, s0, s1))
+    finally:
+        grid.__exit__(None, None, None)
+
+
+if __name__ == "__main__":
+    t.run_main(main)
