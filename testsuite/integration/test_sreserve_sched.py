@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""sreserve submit's partition, account and QOS (issue 17), through the
+grid's real flexcod to real slurmctlds: -p per cluster on the command line
+over a #SBATCH -p, -A from a #SBATCH line; the part jobs and reservations
+land in those partitions with that account as `scontrol show` reports
+them; the values survive a restart of flexcod; an unknown partition is
+refused (400 unknown_partition, sreserve exit 1) with nothing left
+behind; malformed values are 400 bad_request; and the part job passes the
+partition's admission checks as the user's own sbatch would (AllowAccounts
+refuses another account)."""
+
+import json
+import os
+import tempfile
+
+import flexcotest as t
+from flexcodtest import Flexcod, slurm_jobs, slurm_reservations
+from test_sreserve import Sreserve, one_error_line
+
+
+def main():
+    t.require_grid_tools()
+    with t.Grid(nodes=[2, 2]) as grid, tempfile.TemporaryDirectory() as d:
+        st = grid.status()
+        fc = Flexcod(grid)
+        t.wait_for(fc.listening, 60, "flexcod to reconcile both clusters")
+        sr = Sreserve(st["flexcod"]["conf"])
+        # A second partition on alpha, over the same nodes, open to the
+        # accounts acct1 and acct2 only.
+        nodes = grid.run("alpha", ["sinfo", "-h", "-p", "batch", "-o", "%N"]).stdout.strip()
+        r = grid.run("alpha", ["scontrol", "create", "PartitionName=second", "Nodes=" + nodes,
+                               "AllowAccounts=acct1,acct2", "OverSubscribe=EXCLUSIVE"])
+        t.ok(r.returncode == 0, "scontrol create partition second on alpha", r.stdout + r.stderr)
+
+        script = os.path.join(d, "job.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n#SBATCH -N 4 -t 5\n#SBATCH -A acct1\n#SBATCH -p nosuch\nsleep 300\n")
+        r = sr("submit", "-p", "alpha:second,batch", "-o", "/dev/null", "--parsable", script)
+        coid = r.stdout.strip()
+        t.ok(r.returncode == 0 and coid.isdigit() and r.stderr == "",
+             "submit -p alpha:second,batch over #SBATCH -p nosuch, -A from #SBATCH: placed",
+             r.stdout + r.stderr)
+        r = sr("show", coid, "--json")
+        parts = json.loads(r.stdout).get("parts", []) if r.returncode == 0 else []
+        t.ok(sorted((p["cluster"], p.get("partition"), p.get("account"), p.get("qos")) for p in parts)
+             == [("alpha", "second", "acct1", None), ("beta", "batch", "acct1", None)],
+             "show --json: each part's partition and account", r.stdout[:1500])
+        want = {"alpha": "second", "beta": "batch"}
+        for p in parts:
+            job = grid.job(p["cluster"], p["job_id"])
+            t.ok(job.get("Partition") == want[p["cluster"]] and job.get("Account") == "acct1"
+                 and job.get("Reservation") == p.get("reservation"),
+                 f"scontrol show job on {p['cluster']}: Partition={want[p['cluster']]} "
+                 "Account=acct1, in its reservation", repr(job))
+            resv = grid.show(p["cluster"], "reservation", p["reservation"])
+            t.ok(resv.get("PartitionName") == want[p["cluster"]],
+                 f"scontrol show reservation on {p['cluster']}: PartitionName={want[p['cluster']]}",
+                 repr(resv))
+
+        # Persisted: the same after flexcod restarts from its database.
+        fc.restart()
+        r = sr("show", coid, "--json")
+        again = json.loads(r.stdout).get("parts", []) if r.returncode == 0 else []
+        t.ok(sorted((p["cluster"], p.get("partition"), p.get("account")) for p in again)
+             == [("alpha", "second", "acct1"), ("beta", "batch", "acct1")],
+             "after a restart of flexcod: the same partitions and account", r.stdout[:1500])
+
+        before_res, before_jobs = slurm_reservations(grid), slurm_jobs(grid)
+        # An unknown partition: refused before anything is made.
+        r = sr("submit", "-N", "4", "-t", "5", "-p", "beta:nosuch", "-o", "/dev/null",
+               "--wrap", "sleep 1")
+        one_error_line(r, "error", "submit -p beta:nosuch", "cluster beta has no partition 'nosuch'")
+        c = fc.client()
+        body = {"nodes": 1, "duration": 300, "script": "#!/bin/sh\ntrue\n"}
+        resp = c.request("POST", "/v1/coallocations", body=dict(body, partition={"beta": "nosuch"}))
+        t.is_((resp.status, resp.error_code()), (400, "unknown_partition"),
+              "POST partition {beta: nosuch}: 400 unknown_partition")
+        resp = c.request("POST", "/v1/coallocations", body=dict(body, partition="nosuch", dry_run=True))
+        t.is_((resp.status, resp.error_code()), (400, "unknown_partition"),
+              "POST partition nosuch (every cluster), dry run: 400 unknown_partition")
+        for what, extra, msg in [
+                ("a number", {"partition": 5}, "partition: must be a string or an object"),
+                ("an unknown cluster", {"partition": {"gamma": "x"}}, "partition: unknown cluster 'gamma'"),
+                ("a cluster not allowed", {"clusters": ["alpha"], "account": {"beta": "x"}},
+                 "account: cluster 'beta' is not among the allowed clusters"),
+                ("a blank", {"account": "a b"}, "account: not a valid name"),
+                ("a comma", {"qos": {"*": "a,b"}}, "qos.*: not a valid name"),
+                ("an empty object", {"qos": {}}, "qos: must be a string or an object")]:
+            resp = c.request("POST", "/v1/coallocations", body=dict(body, **extra))
+            t.ok(resp.status == 400 and resp.error_code() == "bad_request"
+                 and resp.json["error"]["message"].startswith(msg),
+                 f"POST with {what}: 400 bad_request", f"{resp.status} {resp.raw[:300]!r}")
+        r = sr("list", "-h", "-o", "%i")
+        t.ok(r.returncode == 0 and r.stdout.split() == [coid],
+             "the refused submissions recorded no co-allocation", r.stdout + r.stderr)
+        t.ok(slurm_reservations(grid) == before_res and slurm_jobs(grid) == before_jobs,
+             "and left no reservation or job on any cluster",
+             repr((before_res, slurm_reservations(grid))))
+
+        # The admission checks of the user's own sbatch: partition second
+        # allows acct1 and acct2 only.
+        r = sr("submit", "-N", "2", "-t", "5", "-M", "alpha", "-p", "second", "-A", "acct3",
+               "-o", "/dev/null", "--wrap", "sleep 1")
+        one_error_line(r, "error", "submit -p second -A acct3 (AllowAccounts=acct1,acct2)",
+                       "flexcod: co-")
+        t.ok("Invalid account" in r.stderr or "account" in r.stderr.lower(),
+             "the error names Slurm's refusal of the account", r.stderr)
+        clean = t.wait_for(lambda: slurm_reservations(grid) == before_res
+                           and slurm_jobs(grid) == before_jobs, 60,
+                           "the refused attempt's reservations to be released")
+        t.ok(clean, "the refused attempt left no reservation or job")
+
+        r = sr("cancel", coid)
+        t.ok(r.returncode == 0, "cancel", r.stdout + r.stderr)
+        fc.no_illegal_transitions()
+
+
+if __name__ == "__main__":
+    t.run_main(main)
