@@ -7,8 +7,9 @@ land in those partitions with that account as `scontrol show` reports
 them; the values survive a restart of flexcod; an unknown partition is
 refused (400 unknown_partition, sreserve exit 1) with nothing left
 behind; malformed values are 400 bad_request; and the part job passes the
-partition's admission checks as the user's own sbatch would (AllowAccounts
-refuses another account)."""
+partition's admission checks as the user's own sbatch would (refused
+alike by AllowAccounts under EnforcePartLimits=ALL, which without slurmdbd
+refuses every job)."""
 
 import json
 import os
@@ -19,33 +20,48 @@ from flexcodtest import Flexcod, slurm_jobs, slurm_reservations
 from test_sreserve import Sreserve, one_error_line
 
 
+def job_ids(grid):
+    """{cluster: sorted (job id, reservation)} of the unfinished jobs (their
+    states may change meanwhile)."""
+    return {c: sorted((j[0], j[-1]) for j in jobs) for c, jobs in slurm_jobs(grid).items()}
+
+
 def main():
     t.require_grid_tools()
-    with t.Grid(nodes=[2, 2]) as grid, tempfile.TemporaryDirectory() as d:
+    # EnforcePartLimits=ALL: a partition's AllowAccounts refuses a job at
+    # submission (without it, sbatch's job would be taken and wait with
+    # reason AccountNotAllowed, and so would a part job).
+    with t.Grid(nodes=[2, 2], args=["--slurm-option", "EnforcePartLimits=ALL"]) as grid, \
+            tempfile.TemporaryDirectory() as d:
         st = grid.status()
         fc = Flexcod(grid)
         t.wait_for(fc.listening, 60, "flexcod to reconcile both clusters")
         sr = Sreserve(st["flexcod"]["conf"])
-        # A second partition on alpha, over the same nodes, open to the
-        # accounts acct1 and acct2 only.
+        # A second partition on alpha, over the same nodes; and a third
+        # open to the account acct1 only.
         nodes = grid.run("alpha", ["sinfo", "-h", "-p", "batch", "-o", "%N"]).stdout.strip()
         r = grid.run("alpha", ["scontrol", "create", "PartitionName=second", "Nodes=" + nodes,
-                               "AllowAccounts=acct1,acct2", "OverSubscribe=EXCLUSIVE"])
-        t.ok(r.returncode == 0, "scontrol create partition second on alpha", r.stdout + r.stderr)
+                               "OverSubscribe=EXCLUSIVE"])
+        r2 = grid.run("alpha", ["scontrol", "create", "PartitionName=closed", "Nodes=" + nodes,
+                                "AllowAccounts=acct1", "OverSubscribe=EXCLUSIVE"])
+        t.ok(r.returncode == 0 and r2.returncode == 0,
+             "scontrol create partition second and closed (AllowAccounts=acct1) on alpha",
+             r.stdout + r.stderr + r2.stdout + r2.stderr)
 
         script = os.path.join(d, "job.sh")
         with open(script, "w") as f:
             f.write("#!/bin/sh\n#SBATCH -N 4 -t 5\n#SBATCH -A acct1\n#SBATCH -p nosuch\nsleep 300\n")
-        r = sr("submit", "-p", "alpha:second,batch", "-o", "/dev/null", "--parsable", script)
+        r = sr("submit", "-p", "alpha:second,batch", "-q", "beta:normal", "-o", "/dev/null",
+               "--parsable", script)
         coid = r.stdout.strip()
         t.ok(r.returncode == 0 and coid.isdigit() and r.stderr == "",
-             "submit -p alpha:second,batch over #SBATCH -p nosuch, -A from #SBATCH: placed",
+             "submit -p alpha:second,batch -q beta:normal over #SBATCH -p nosuch, -A from #SBATCH: placed",
              r.stdout + r.stderr)
         r = sr("show", coid, "--json")
         parts = json.loads(r.stdout).get("parts", []) if r.returncode == 0 else []
         t.ok(sorted((p["cluster"], p.get("partition"), p.get("account"), p.get("qos")) for p in parts)
-             == [("alpha", "second", "acct1", None), ("beta", "batch", "acct1", None)],
-             "show --json: each part's partition and account", r.stdout[:1500])
+             == [("alpha", "second", "acct1", None), ("beta", "batch", "acct1", "normal")],
+             "show --json: each part's partition, account and QOS", r.stdout[:1500])
         want = {"alpha": "second", "beta": "batch"}
         for p in parts:
             job = grid.job(p["cluster"], p["job_id"])
@@ -53,6 +69,7 @@ def main():
                  and job.get("Reservation") == p.get("reservation"),
                  f"scontrol show job on {p['cluster']}: Partition={want[p['cluster']]} "
                  "Account=acct1, in its reservation", repr(job))
+            t.note(f"{p['cluster']}: Slurm's QOS of the part job: {job.get('QOS')!r}")
             resv = grid.show(p["cluster"], "reservation", p["reservation"])
             t.ok(resv.get("PartitionName") == want[p["cluster"]],
                  f"scontrol show reservation on {p['cluster']}: PartitionName={want[p['cluster']]}",
@@ -66,7 +83,7 @@ def main():
              == [("alpha", "second", "acct1"), ("beta", "batch", "acct1")],
              "after a restart of flexcod: the same partitions and account", r.stdout[:1500])
 
-        before_res, before_jobs = slurm_reservations(grid), slurm_jobs(grid)
+        before_res, before_jobs = slurm_reservations(grid), job_ids(grid)
         # An unknown partition: refused before anything is made.
         r = sr("submit", "-N", "4", "-t", "5", "-p", "beta:nosuch", "-o", "/dev/null",
                "--wrap", "sleep 1")
@@ -94,20 +111,24 @@ def main():
         r = sr("list", "-h", "-o", "%i")
         t.ok(r.returncode == 0 and r.stdout.split() == [coid],
              "the refused submissions recorded no co-allocation", r.stdout + r.stderr)
-        t.ok(slurm_reservations(grid) == before_res and slurm_jobs(grid) == before_jobs,
+        t.ok(slurm_reservations(grid) == before_res and job_ids(grid) == before_jobs,
              "and left no reservation or job on any cluster",
              repr((before_res, slurm_reservations(grid))))
 
-        # The admission checks of the user's own sbatch: partition second
-        # allows acct1 and acct2 only.
-        r = sr("submit", "-N", "2", "-t", "5", "-M", "alpha", "-p", "second", "-A", "acct3",
-               "-o", "/dev/null", "--wrap", "sleep 1")
-        one_error_line(r, "error", "submit -p second -A acct3 (AllowAccounts=acct1,acct2)",
-                       "flexcod: co-")
-        t.ok("Invalid account" in r.stderr or "account" in r.stderr.lower(),
-             "the error names Slurm's refusal of the account", r.stderr)
+        # The admission checks of the user's own sbatch: without slurmdbd
+        # Slurm knows no account's association, so under EnforcePartLimits
+        # a partition with AllowAccounts refuses every job, sbatch's and a
+        # part job alike.
+        r = grid.run("alpha", ["sbatch", "-p", "closed", "-A", "acct1", "-N", "1", "-t", "5",
+                               "-o", "/dev/null", "--wrap", "true"])
+        t.ok(r.returncode != 0 and "Invalid account or account/partition combination" in r.stderr,
+             "sbatch -p closed -A acct1 on alpha: refused by Slurm", r.stdout + r.stderr)
+        r = sr("submit", "-N", "2", "-t", "5", "-M", "alpha", "-p", "closed", "-A", "acct1",
+               "-o", "/dev/null", "--wrap", "true")
+        one_error_line(r, "error", "submit -M alpha -p closed -A acct1: refused as sbatch is",
+                       "Invalid account or account/partition combination specified")
         clean = t.wait_for(lambda: slurm_reservations(grid) == before_res
-                           and slurm_jobs(grid) == before_jobs, 60,
+                           and job_ids(grid) == before_jobs, 60,
                            "the refused attempt's reservations to be released")
         t.ok(clean, "the refused attempt left no reservation or job")
 
