@@ -7,9 +7,9 @@ land in those partitions with that account as `scontrol show` reports
 them; the values survive a restart of flexcod; an unknown partition is
 refused (400 unknown_partition, sreserve exit 1) with nothing left
 behind; malformed values are 400 bad_request; and the part job passes the
-partition's admission checks as the user's own sbatch would (refused
-alike by AllowAccounts under EnforcePartLimits=ALL, which without slurmdbd
-refuses every job)."""
+partition's admission checks as the user's own sbatch (an account the
+partition's AllowAccounts does not list, under EnforcePartLimits=ALL: taken
+or refused as sbatch's job is)."""
 
 import json
 import os
@@ -69,6 +69,9 @@ def main():
                  and job.get("Reservation") == p.get("reservation"),
                  f"scontrol show job on {p['cluster']}: Partition={want[p['cluster']]} "
                  "Account=acct1, in its reservation", repr(job))
+            # Without slurmdbd Slurm has no QOS records to check the name
+            # against, and what `scontrol show job` then says of it varies
+            # (doc/sreserve.md, "Known limits"): noted, not checked.
             t.note(f"{p['cluster']}: Slurm's QOS of the part job: {job.get('QOS')!r}")
             resv = grid.show(p["cluster"], "reservation", p["reservation"])
             t.ok(resv.get("PartitionName") == want[p["cluster"]],
@@ -115,22 +118,33 @@ def main():
              "and left no reservation or job on any cluster",
              repr((before_res, slurm_reservations(grid))))
 
-        # The admission checks of the user's own sbatch: without slurmdbd
-        # Slurm knows no account's association, so under EnforcePartLimits
-        # a partition with AllowAccounts refuses every job, sbatch's and a
-        # part job alike.
-        r = grid.run("alpha", ["sbatch", "-p", "closed", "-A", "acct1", "-N", "1", "-t", "5",
+        # The admission checks of the user's own sbatch: partition closed
+        # allows acct1 only.  Whether Slurm refuses acct3 at submission
+        # depends on its version and accounting (EnforcePartLimits=ALL;
+        # 22.05 without slurmdbd refuses every account there, knowing no
+        # association; 24.11 takes the job): a part job is taken or refused
+        # exactly as sbatch's job is.
+        r = grid.run("alpha", ["sbatch", "-p", "closed", "-A", "acct3", "-N", "1", "-t", "5",
                                "-o", "/dev/null", "--wrap", "true"])
-        t.ok(r.returncode != 0 and "Invalid account or account/partition combination" in r.stderr,
-             "sbatch -p closed -A acct1 on alpha: refused by Slurm", r.stdout + r.stderr)
-        r = sr("submit", "-N", "2", "-t", "5", "-M", "alpha", "-p", "closed", "-A", "acct1",
-               "-o", "/dev/null", "--wrap", "true")
-        one_error_line(r, "error", "submit -M alpha -p closed -A acct1: refused as sbatch is",
-                       "Invalid account or account/partition combination specified")
+        refused = r.returncode != 0
+        t.note(f"sbatch -p closed -A acct3: {'refused' if refused else 'taken'} "
+               f"({(r.stdout + r.stderr).strip()})")
+        if not refused:
+            grid.run("alpha", ["scancel", r.stdout.split()[-1]])
+        r = sr("submit", "-N", "2", "-t", "5", "-M", "alpha", "-p", "closed", "-A", "acct3",
+               "-o", "/dev/null", "--parsable", "--wrap", "true")
+        if refused:
+            one_error_line(r, "error", "submit -M alpha -p closed -A acct3: refused as sbatch's job",
+                           "Invalid account or account/partition combination specified")
+        else:
+            t.ok(r.returncode == 0 and r.stdout.strip().isdigit(),
+                 "submit -M alpha -p closed -A acct3: taken as sbatch's job", r.stdout + r.stderr)
+            r2 = sr("cancel", r.stdout.strip())
+            t.ok(r2.returncode == 0, "cancel it", r2.stdout + r2.stderr)
         clean = t.wait_for(lambda: slurm_reservations(grid) == before_res
                            and job_ids(grid) == before_jobs, 60,
-                           "the refused attempt's reservations to be released")
-        t.ok(clean, "the refused attempt left no reservation or job")
+                           "that attempt's reservations and jobs to be gone")
+        t.ok(clean, "nothing of it left on the clusters")
 
         r = sr("cancel", coid)
         t.ok(r.returncode == 0, "cancel", r.stdout + r.stderr)
