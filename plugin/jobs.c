@@ -10,7 +10,8 @@
  *  job_allocate() under config read, job write, node write, partition read
  *  and federation read locks, both with the user's uid as the submitter,
  *  so the partition's RootOnly, AllowGroups, AllowAccounts and AllowQos
- *  apply as they do to the user's own sbatch.  Nothing else is done under
+ *  apply as they do to the user's own sbatch, with the account and QOS
+ *  the co-allocation asked for (sreserve submit -A, -q).  Nothing else is done under
  *  the locks; the job and node state saves are scheduled and the scheduler
  *  is queued after unlocking.
  *
@@ -139,6 +140,12 @@ extern int flexco_job_submit(const flexco_jobspec_t *spec,
 	d->time_limit = time_min;
 	d->reservation = xstrdup(resv_name);
 	d->partition = xstrdup(partition);
+	/* as sbatch -A and -q: NULL leaves Slurm's defaults (the user's
+	 * default account, the association's or partition's QOS); checked by
+	 * job_allocate() as for the user's own sbatch (AllowAccounts,
+	 * AllowQos, the associations when accounting enforces them) */
+	d->account = xstrdup(spec->account);
+	d->qos = xstrdup(spec->qos);
 	d->alloc_node = xstrdup(host);
 	d->alloc_sid = 0;
 	d->het_job_offset = NO_VAL;

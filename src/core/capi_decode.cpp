@@ -131,7 +131,8 @@ int jobspec_members(json_t* o, flexco_jobspec_t* s, char** json_out) {
   static const char* const keys[] = {"script",  "argv",  "environment", "work_dir",
                                      "std_out", "std_err", "time_limit", "nodes",
                                      "name",    "coallocation", "part_index", "parts",
-                                     "start",   "hold",    nullptr};
+                                     "start",   "hold",    "account", "qos",
+                                     nullptr};
   const char* bad = unknown_member(o, keys);
   if (bad) return fail(json_out, "bad_request", "unknown field '%.64s'", bad);
   if (!json_object_get(o, "script")) return fail(json_out, "bad_request", "'script' is required");
@@ -141,8 +142,14 @@ int jobspec_members(json_t* o, flexco_jobspec_t* s, char** json_out) {
       (rc = str_member(o, "std_out", FLEXCO_JOB_MAX_STR, false, &s->std_out, json_out)) ||
       (rc = str_member(o, "std_err", FLEXCO_JOB_MAX_STR, false, &s->std_err, json_out)) ||
       (rc = str_member(o, "name", 256, false, &s->name, json_out)) ||
-      (rc = str_member(o, "coallocation", 128, false, &s->coallocation, json_out)))
+      (rc = str_member(o, "coallocation", 128, false, &s->coallocation, json_out)) ||
+      (rc = str_member(o, "account", 64, false, &s->account, json_out)) ||
+      (rc = str_member(o, "qos", 64, false, &s->qos, json_out)))
     return rc;
+  for (const char* n : {s->account, s->qos}) {
+    if (n && (!*n || std::strpbrk(n, " \t\n\r,:=#\"'\\")))
+      return fail(json_out, "bad_request", "'%s' is not a valid name", n == s->account ? "account" : "qos");
+  }
   if (json_t* h = json_object_get(o, "hold")) {
     if (!json_is_boolean(h)) return fail(json_out, "bad_request", "'hold' must be true or false");
     s->hold = json_is_true(h);
@@ -229,6 +236,8 @@ extern "C" void flexco_jobspec_free(flexco_jobspec_t* s) {
   std::free(s->std_err);
   std::free(s->name);
   std::free(s->coallocation);
+  std::free(s->account);
+  std::free(s->qos);
   std::free(s->parts);
   std::memset(s, 0, sizeof *s);
   s->part_index = -1;

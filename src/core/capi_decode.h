@@ -59,6 +59,8 @@ typedef struct {
 	char *std_err;
 	char *name;
 	char *coallocation;
+	char *account;		/* the job's account, NULL: the user's default */
+	char *qos;		/* the job's QOS, NULL: the default */
 	int64_t time_limit;	/* seconds, 0 if not given */
 	int64_t nodes;		/* 0 if not given */
 	int64_t part_index;	/* -1 if not given */

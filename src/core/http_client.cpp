@@ -580,6 +580,8 @@ Result<std::int64_t> PluginClient::submit_job(std::int64_t rid, const PartJobReq
   set_str("std_err", q.std_err);
   set_str("name", q.name);
   set_str("coallocation", q.coallocation);
+  set_str("account", q.account);
+  set_str("qos", q.qos);
   if (q.time_limit > 0) json_object_set_new(o, "time_limit", json_integer(q.time_limit));
   if (q.nodes > 0) json_object_set_new(o, "nodes", json_integer(q.nodes));
   json_object_set_new(o, "part_index", json_integer(q.part_index));

@@ -193,6 +193,7 @@ struct PartJobRequest {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> environment;
   std::string work_dir, std_out, std_err, name, coallocation;
+  std::string account, qos;     // "" = not sent (the user's default)
   std::int64_t time_limit = 0;  // 0 = all that is left of the reservation
   std::int64_t nodes = 0;       // 0 = the reservation's count
   int part_index = 0;

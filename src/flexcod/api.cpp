@@ -58,6 +58,9 @@ JsonPtr Engine::co_json(const CoRecord& co, bool full) {
     set_opt_int(q, "actual_end", p.actual_end);
     set_opt_int(q, "exit_code", p.exit_code, -1);
     set_opt_str(q, "reason", p.reason);
+    set_opt_str(q, "partition", p.partition);
+    set_opt_str(q, "account", p.account);
+    set_opt_str(q, "qos", p.qos);
     json_array_append_new(parts, q);
     if (p.actual_start > 0) {
       first = first == 0 ? p.actual_start : std::min(first, p.actual_start);
@@ -152,7 +155,7 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
   static const std::set<std::string> known = {
       "nodes", "parts", "duration", "ready", "deadline", "overhead", "clusters", "max_parts",
       "policy", "script", "argv", "environment", "work_dir", "std_out", "std_err", "name",
-      "dry_run"};
+      "dry_run", "partition", "account", "qos"};
   const char* k;
   json_t* v;
   json_object_foreach(const_cast<json_t*>(body), k, v) {
@@ -173,7 +176,10 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
       !get_s(body, "policy", &s.policy, &why) || !get_s(body, "script", &s.script, &why) ||
       !get_s(body, "work_dir", &s.work_dir, &why) || !get_s(body, "std_out", &s.std_out, &why) ||
       !get_s(body, "std_err", &s.std_err, &why) || !get_s(body, "name", &s.name, &why) ||
-      !get_str_list(body, "argv", &s.argv, &why) || !get_str_list(body, "clusters", &s.clusters, &why)) {
+      !get_str_list(body, "argv", &s.argv, &why) || !get_str_list(body, "clusters", &s.clusters, &why) ||
+      !get_per_cluster(body, "partition", &s.partition, &why) ||
+      !get_per_cluster(body, "account", &s.account, &why) ||
+      !get_per_cluster(body, "qos", &s.qos, &why)) {
     return api_error(400, "bad_request", why);
   }
   std::int64_t mp = s.max_parts;
@@ -246,8 +252,24 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
       return api_error(400, "bad_request", "parts: cluster '" + f.second + "' is not configured or not allowed");
     }
   }
+  for (const auto* pc : {&s.partition, &s.account, &s.qos}) {
+    const char* what = pc == &s.partition ? "partition" : pc == &s.account ? "account" : "qos";
+    for (const auto& kv : pc->by) {
+      if (cluster(kv.first) == nullptr)
+        return api_error(400, "bad_request", std::string(what) + ": unknown cluster '" + kv.first + "'");
+      if (std::find(s.clusters.begin(), s.clusters.end(), kv.first) == s.clusters.end())
+        return api_error(400, "bad_request",
+                         std::string(what) + ": cluster '" + kv.first + "' is not among the allowed clusters");
+    }
+  }
   if (!s.dry_run && (s.script.size() < 2 || s.script.compare(0, 2, "#!") != 0)) {
     return api_error(400, "bad_request", "script: required, must start with #!");
+  }
+  if (s.partition.given()) {
+    // A partition the cluster does not have is refused here, before
+    // anything is recorded or reserved.
+    auto bad = check_partitions(s);
+    if (bad) return *bad;
   }
 
   if (s.dry_run) {
@@ -360,6 +382,50 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
   }
   auto fresh = store_.get_coalloc(co.id);
   return Answer{201, co_json(fresh ? *fresh : co, true)};
+}
+
+// The partitions a submission names, each asked of its cluster (a profile
+// of it, in parallel, each bounded by ClusterTimeout): a 404
+// unknown_partition answer refuses the submission (400 unknown_partition).
+// A cluster that does not answer is left to the placement, as always.
+std::optional<ApiError> Engine::check_partitions(const Spec& s) {
+  flexco::conf::FlexcodConf conf;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    conf = conf_;
+  }
+  std::vector<std::pair<std::string, std::string>> ask;  // cluster, partition
+  for (const auto& name : s.clusters) {
+    Cluster* c = cluster(name);
+    if (c == nullptr || !c->client) continue;
+    const std::string& p = s.partition.get(name, c->conf.partition);
+    if (!p.empty() && (s.partition.by.count(name) || !s.partition.all.empty())) ask.emplace_back(name, p);
+  }
+  std::vector<std::future<std::optional<std::string>>> futs;
+  for (const auto& a : ask) {
+    futs.push_back(std::async(std::launch::async, [this, a, &conf]() -> std::optional<std::string> {
+      Cluster* c = cluster(a.first);
+      bump("messages.profile");
+      auto r = c->client->profile(3600, a.second, 1000L * conf.cluster_timeout);
+      if (r.ok()) {
+        c->note(true, "");
+        return std::nullopt;
+      }
+      if (r.error().api_code == "unknown_partition") return r.error().message;
+      c->note_error(r.error());
+      return std::nullopt;
+    }));
+  }
+  std::optional<ApiError> bad;
+  for (std::size_t i = 0; i < futs.size(); ++i) {
+    auto why = futs[i].get();
+    if (why && !bad) {
+      bad = api_error(400, "unknown_partition",
+                      "partition: cluster " + ask[i].first + " has no partition '" + ask[i].second +
+                          "' (" + *why + ")");
+    }
+  }
+  return bad;
 }
 
 ApiResult Engine::list(const Caller& who, const std::string& state, const std::string& user, int limit) {

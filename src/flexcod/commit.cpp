@@ -16,8 +16,8 @@ using namespace engine_detail;
 // Each fills in the parts it succeeded on and returns one error (or none)
 // per part; what a failure means is the caller's to decide.
 
-std::vector<PartRecord> Engine::new_parts(const CoRecord& co, const flexco::CoallocPlan& plan,
-                                          int attempt, std::int64_t start, std::int64_t length) {
+std::vector<PartRecord> Engine::new_parts(const CoRecord& co, const Spec& spec,
+                                          const flexco::CoallocPlan& plan, int attempt, std::int64_t start, std::int64_t length) {
   std::vector<PartRecord> parts;
   for (std::size_t i = 0; i < plan.parts.size(); ++i) {
     PartRecord p;
@@ -26,6 +26,11 @@ std::vector<PartRecord> Engine::new_parts(const CoRecord& co, const flexco::Coal
     p.idx = static_cast<int>(i);
     p.cluster = clusters_[plan.parts[i].cluster]->conf.name;
     p.nodes = plan.parts[i].nodes;
+    // The submission's partition, account and QOS on this cluster
+    // (flexcod.conf's Partition when it names no partition).
+    p.partition = spec.partition.get(p.cluster, clusters_[plan.parts[i].cluster]->conf.partition);
+    p.account = spec.account.get(p.cluster, "");
+    p.qos = spec.qos.get(p.cluster, "");
     set_state(p, PartState::kReserving);
     p.resv_key = key(co, attempt, p.idx, "resv");
     p.planned_start = start;
@@ -47,7 +52,7 @@ Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRec
     q.nodes = p.nodes;
     q.start = p.planned_start;
     q.duration = p.planned_end - p.planned_start;
-    q.partition = c->conf.partition;
+    q.partition = p.partition.empty() ? c->conf.partition : p.partition;
     q.confirm_within = confirm_within;
     q.owner = owner_tag();
     bump("messages.reserve");
@@ -115,6 +120,8 @@ Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
     q.work_dir = spec.work_dir;
     q.std_out = spec.std_out;
     q.std_err = spec.std_err;
+    q.account = p.account;
+    q.qos = p.qos;
     q.name = spec.name.empty() ? "co-" + std::to_string(co.id) : spec.name;
     q.coallocation = "co-" + std::to_string(co.id);
     q.part_index = p.idx;
@@ -163,7 +170,7 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   const std::int64_t start = std::max<std::int64_t>(plan.start, now);
   const std::int64_t length = round_up_minutes(plan.duration);
   co.attempt += 1;
-  std::vector<PartRecord> parts = new_parts(co, plan, co.attempt, start, length);
+  std::vector<PartRecord> parts = new_parts(co, spec, plan, co.attempt, start, length);
   const std::string layout_text = parts_text(parts);
   // Earlier attempts are history now.
   std::vector<PartRecord> all = store_.parts(co.id, true);
@@ -318,7 +325,7 @@ bool Engine::release_part(const CoRecord& co, PartRecord& p) {
     q.nodes = p.nodes;
     q.start = p.planned_start;
     q.duration = p.planned_end - p.planned_start;
-    q.partition = c->conf.partition;
+    q.partition = p.partition.empty() ? c->conf.partition : p.partition;
     q.confirm_within = conf.confirm_within;
     q.owner = owner_tag();
     bump("messages.reserve");

@@ -110,7 +110,8 @@ class Engine {
   // nothing, with *why, when it did not answer or its circuit is open.
   std::optional<flexco::Availability> read_profile(std::size_t ci,
                                                    const flexco::conf::FlexcodConf& conf,
-                                                   std::string* why);
+                                                   std::string* why,
+                                                   const std::string* partition = nullptr);
   // The profiles of `which` that pp lacks or holds stale, read in parallel.
   void pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& which);
   Gathered gather(const std::vector<std::size_t>& which, const Spec& spec);
@@ -129,6 +130,9 @@ class Engine {
   };
   // Commit protocol, on a locked co-allocation; true when scheduled.
   bool place(CoRecord& co, const Spec& spec, std::string* why);
+  // A submission's partitions, asked of their clusters: the refusal if
+  // one has no such partition.
+  std::optional<ApiError> check_partitions(const Spec& s);
   void apply_refusals(Gathered& g, const std::vector<Refusal>& refusals);
   bool commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
                       const std::vector<std::size_t>& which, std::set<std::string>* bad_clusters,
@@ -138,8 +142,8 @@ class Engine {
   // part; the parts that succeed are filled in, the result holds each
   // part's error (or none).
   using StepErrors = std::vector<std::optional<flexco::http::Error>>;
-  std::vector<PartRecord> new_parts(const CoRecord& co, const flexco::CoallocPlan& plan,
-                                    int attempt, std::int64_t start, std::int64_t length);
+  std::vector<PartRecord> new_parts(const CoRecord& co, const Spec& spec,
+                                    const flexco::CoallocPlan& plan, int attempt, std::int64_t start, std::int64_t length);
   StepErrors reserve_parts(const CoRecord& co, std::vector<PartRecord>& parts,
                            std::int64_t confirm_within, const char* note);
   StepErrors confirm_parts(const CoRecord& co, int attempt, std::vector<PartRecord>& parts,

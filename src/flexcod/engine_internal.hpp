@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <future>
 #include <iterator>
@@ -134,6 +135,20 @@ struct Engine::PassProfiles {
   std::set<std::size_t> stale;                        // changed by a move
 };
 
+// One of a submission's Slurm settings per cluster (issue 17: partition,
+// account, qos): `all` for every cluster, `by` for the clusters named,
+// which win over `all`.  "" = not given (the cluster's default).
+struct PerCluster {
+  std::string all;
+  std::map<std::string, std::string> by;
+  const std::string& get(const std::string& cluster, const std::string& dflt) const {
+    auto it = by.find(cluster);
+    if (it != by.end()) return it->second;
+    return all.empty() ? dflt : all;
+  }
+  bool given() const { return !all.empty() || !by.empty(); }
+};
+
 // A parsed submission.
 struct Engine::Spec {
   std::int64_t nodes = 0;
@@ -149,6 +164,7 @@ struct Engine::Spec {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
   std::string work_dir, std_out, std_err, name;
+  PerCluster partition, account, qos;  // per cluster (doc/flexcod.md)
   bool dry_run = false;
 };
 
@@ -314,6 +330,47 @@ inline bool get_str_list(const json_t* o, const char* k, std::vector<std::string
       return false;
     }
     out->emplace_back(json_string_value(e), json_string_length(e));
+  }
+  return true;
+}
+
+// A Slurm partition, account or QOS name as a submission may give it:
+// 1-64 bytes, printable, none of blank , : = # " ' \ (doc/flexcod.md).
+inline bool slurm_name_ok(const std::string& v) {
+  if (v.empty() || v.size() > 64) return false;
+  for (unsigned char c : v)
+    if (c <= ' ' || c >= 0x7f || std::strchr(",:=#\"'\\", c)) return false;
+  return true;
+}
+
+// "partition", "account" or "qos" of a submission: a string (every
+// cluster) or an object of cluster name to string, where "*" stands for
+// every cluster not named.  Cluster names are checked by the caller.
+inline bool get_per_cluster(const json_t* o, const char* k, PerCluster* out, std::string* why) {
+  const json_t* v = json_object_get(o, k);
+  if (v == nullptr) return true;
+  auto value = [&](const json_t* e, const std::string& where, std::string* to) {
+    if (!json_is_string(e)) {
+      *why = where + ": must be a string";
+      return false;
+    }
+    to->assign(json_string_value(e), json_string_length(e));
+    if (!slurm_name_ok(*to)) {
+      *why = where + ": not a valid name (1-64 printable characters, none of blank , : = # \" ' \\)";
+      return false;
+    }
+    return true;
+  };
+  if (json_is_string(v)) return value(v, k, &out->all);
+  if (!json_is_object(v) || json_object_size(v) == 0 || json_object_size(v) > 64) {
+    *why = std::string(k) + ": must be a string or an object of 1-64 cluster: string";
+    return false;
+  }
+  const char* ck;
+  const json_t* cv;
+  json_object_foreach(const_cast<json_t*>(v), ck, cv) {
+    const std::string c(ck);
+    if (!value(cv, std::string(k) + "." + c, c == "*" ? &out->all : &out->by[c])) return false;
   }
   return true;
 }

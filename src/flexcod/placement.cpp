@@ -15,15 +15,19 @@ using namespace engine_detail;
 
 std::optional<flexco::Availability> Engine::read_profile(std::size_t ci,
                                                         const flexco::conf::FlexcodConf& conf,
-                                                        std::string* why) {
+                                                        std::string* why,
+                                                        const std::string* partition) {
   Cluster& c = *clusters_[ci];
+  // A submission's own partition (issue 17) is asked for; the configured
+  // one may come from the published cache.
+  const std::string& part = partition ? *partition : c.conf.partition;
   std::int64_t until = 0;
   if (c.is_open(now_seconds(), &until)) {
     *why = "circuit open until " + slurm_time(until) + " (no answer to its last calls)";
     return std::nullopt;
   }
   std::string text;
-  if (conf.availability_mode == "publish") {
+  if (conf.availability_mode == "publish" && part == c.conf.partition) {
     std::lock_guard<std::mutex> lock(c.m);
     if (!c.cached_profile.empty() &&
         now_seconds() - c.cached_at <= 2L * conf.publish_interval + 5) {
@@ -32,7 +36,7 @@ std::optional<flexco::Availability> Engine::read_profile(std::size_t ci,
   }
   if (text.empty()) {
     bump("messages.profile");
-    auto r = c.client->profile(conf.plan_horizon, c.conf.partition, 1000L * conf.cluster_timeout);
+    auto r = c.client->profile(conf.plan_horizon, part, 1000L * conf.cluster_timeout);
     if (!r.ok()) {
       c.note_error(r.error());
       *why = r.error().message;
@@ -104,7 +108,8 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
     futs.push_back(std::async(std::launch::async, [this, ci, &spec, &conf]() {
       One one;
       Cluster& c = *clusters_[ci];
-      one.avail = read_profile(ci, conf, &one.why);
+      const std::string& part = spec.partition.get(c.conf.name, c.conf.partition);
+      one.avail = read_profile(ci, conf, &one.why, &part);
       if (!one.avail) return one;
       if (spec.policy == "cores") {
         bump("messages.probe");
@@ -121,7 +126,7 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
         set_int(q.get(), "earliest_start", std::max(spec.ready, now_seconds()));
         if (spec.deadline > 0) set_int(q.get(), "latest_end", spec.deadline);
         set_int(q.get(), "max_offers", 16);
-        if (!c.conf.partition.empty()) set_str(q.get(), "partition", c.conf.partition);
+        if (!part.empty()) set_str(q.get(), "partition", part);
         auto p = c.client->probe(q.get(), 1000L * conf.cluster_timeout);
         if (p.ok()) {
           const json_t* offers = json_object_get(p.value().get(), "offers");

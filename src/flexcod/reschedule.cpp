@@ -80,6 +80,9 @@ Engine::Spec Engine::spec_from(const CoRecord& co) {
   (void)get_s(j.get(), "std_err", &s.std_err, &why);
   (void)get_s(j.get(), "name", &s.name, &why);
   (void)get_str_list(j.get(), "argv", &s.argv, &why);
+  (void)get_per_cluster(j.get(), "partition", &s.partition, &why);
+  (void)get_per_cluster(j.get(), "account", &s.account, &why);
+  (void)get_per_cluster(j.get(), "qos", &s.qos, &why);
   if (const json_t* env = json_object_get(j.get(), "environment")) {
     const char* k;
     json_t* v;
@@ -507,7 +510,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   int attempt = co.attempt;
   for (const auto& p : store_.parts(co.id, false)) attempt = std::max(attempt, p.attempt);
   attempt += 1;
-  std::vector<PartRecord> parts = new_parts(co, plan, attempt, start, length);
+  std::vector<PartRecord> parts = new_parts(co, spec, plan, attempt, start, length);
   for (auto& p : parts) p.current = false;  // until the switch
   const std::string what = kind + " " + parts_text(old_parts) + " at " +
                            slurm_time(stored.planned_start) + " -> " + parts_text(parts) +

@@ -51,6 +51,8 @@ const char* kSchema =
     " planned_start INTEGER NOT NULL DEFAULT 0, planned_end INTEGER NOT NULL DEFAULT 0,"
     " actual_start INTEGER NOT NULL DEFAULT 0, actual_end INTEGER NOT NULL DEFAULT 0,"
     " exit_code INTEGER NOT NULL DEFAULT -1, current INTEGER NOT NULL DEFAULT 1,"
+    " slurm_partition TEXT NOT NULL DEFAULT '', slurm_account TEXT NOT NULL DEFAULT '',"
+    " slurm_qos TEXT NOT NULL DEFAULT '',"
     " PRIMARY KEY(co_id, attempt, idx));"
     "CREATE INDEX IF NOT EXISTS parts_state ON parts(state);"
     "CREATE INDEX IF NOT EXISTS coallocations_state ON coallocations(state);"
@@ -162,7 +164,7 @@ CoRecord read_co(Stmt& s) {
 const char* kPartCols =
     "co_id, attempt, idx, cluster, nodes, state, reason, resv_key, reservation_id, reservation,"
     " node_list, job_key, job_id, job_state, planned_start, planned_end, actual_start, actual_end,"
-    " exit_code, current";
+    " exit_code, current, slurm_partition, slurm_account, slurm_qos";
 
 PartRecord read_part(Stmt& s) {
   PartRecord p;
@@ -187,6 +189,9 @@ PartRecord read_part(Stmt& s) {
   p.actual_end = s.i64(i++);
   p.exit_code = static_cast<int>(s.i64(i++));
   p.current = s.i64(i++) != 0;
+  p.partition = s.str(i++);
+  p.account = s.str(i++);
+  p.qos = s.str(i++);
   return p;
 }
 
@@ -284,8 +289,12 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
     *error = "getrandom failed";
     return nullptr;
   }
+  if (!s->migrate(error)) {
+    *error = path + ": " + *error;
+    return nullptr;
+  }
   if (fresh) {
-    Stmt ins(db, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '1')");
+    Stmt ins(db, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '2')");
     ins.bind(s->instance_);
     if (ins.step() != SQLITE_DONE) {
       *error = path + ": " + ins.errmsg();
@@ -296,6 +305,27 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
 }
 
 Store::~Store() { sqlite3_close(db_); }
+
+// Schema 2 (issue 17) added the parts' Slurm partition, account and QOS.
+// A database made before has none of the three columns: they are added,
+// empty (the cluster's default, as those parts were made), in one
+// transaction with the schema mark.
+bool Store::migrate(std::string* error) {
+  bool has = false;
+  {
+    Stmt q(db_, "SELECT 1 FROM pragma_table_info('parts') WHERE name='slurm_partition'");
+    has = q.step() == SQLITE_ROW;
+  }
+  if (has) return true;
+  return exec("BEGIN IMMEDIATE;"
+              "ALTER TABLE parts ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';"
+              "ALTER TABLE parts ADD COLUMN slurm_account TEXT NOT NULL DEFAULT '';"
+              "ALTER TABLE parts ADD COLUMN slurm_qos TEXT NOT NULL DEFAULT '';"
+              "UPDATE meta SET value='2' WHERE key='schema';"
+              "COMMIT;",
+              error) ||
+         (exec("ROLLBACK", nullptr), false);
+}
 
 bool Store::exec(const char* sql, std::string* error) {
   char* msg = nullptr;
@@ -341,13 +371,14 @@ bool Store::put_part(const PartRecord& p, std::string* error) {
   Stmt s(db_,
          "INSERT OR REPLACE INTO parts(co_id, attempt, idx, cluster, nodes, state, reason, resv_key,"
          " reservation_id, reservation, node_list, job_key, job_id, job_state, planned_start,"
-         " planned_end, actual_start, actual_end, exit_code, current)"
-         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         " planned_end, actual_start, actual_end, exit_code, current, slurm_partition,"
+         " slurm_account, slurm_qos)"
+         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(p.co_id).bind(p.attempt).bind(p.idx).bind(p.cluster).bind(p.nodes).bind(p.state)
       .bind(p.reason).bind(p.resv_key).bind(p.reservation_id).bind(p.reservation)
       .bind(p.node_list).bind(p.job_key).bind(p.job_id).bind(p.job_state).bind(p.planned_start)
       .bind(p.planned_end).bind(p.actual_start).bind(p.actual_end).bind(p.exit_code)
-      .bind(p.current ? 1 : 0);
+      .bind(p.current ? 1 : 0).bind(p.partition).bind(p.account).bind(p.qos);
   if (s.step() != SQLITE_DONE) {
     if (error) *error = "write part: " + s.errmsg();
     return false;

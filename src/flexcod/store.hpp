@@ -73,6 +73,9 @@ struct PartRecord {
   std::int64_t actual_end = 0;
   int exit_code = -1;
   bool current = true;  // belongs to the co-allocation's current placement
+  // Where and how its job runs (issue 17; "" = the cluster's default):
+  // the reservation's partition, the part job's account and QOS.
+  std::string partition, account, qos;
 };
 
 struct Transition {
@@ -166,6 +169,7 @@ class Store {
 
  private:
   bool exec(const char* sql, std::string* error);
+  bool migrate(std::string* error);  // an older database to this schema
   bool put_co(const CoRecord& co, std::string* error);
   bool put_part(const PartRecord& p, std::string* error);
   bool add_transition(std::int64_t co_id, const std::string& what, const std::string& from,

@@ -24,6 +24,13 @@ enum LongOnly {
   kOptChart,  // show --chart (gantt.hpp)
 };
 
+bool name_ok(const std::string& v) {
+  if (v.empty() || v.size() > 64) return false;
+  for (unsigned char c : v)
+    if (c <= ' ' || c >= 0x7f || std::strchr(",:=#\"'\\", c)) return false;
+  return true;
+}
+
 const struct {
   Command c;
   const char* name;
@@ -79,6 +86,14 @@ struct Parser {
       return fail(std::string(name) + ": a co-allocation needs a finite time limit, not \"" +
                   arg + "\"");
     *out = p.value;
+    return true;
+  }
+
+  bool cluster_value(const char* name, const char* arg, ClusterValue* out) {
+    ClusterValue v;
+    std::string e;
+    if (!parse_cluster_value(arg, name, &v, &e)) return fail(e);
+    *out = v;  // the last one given wins, as sbatch's
     return true;
   }
 
@@ -143,7 +158,10 @@ struct Parser {
         if (!to_int64(arg, 1, 64, &v)) return fail("--max-offers: not an integer 1-64: \"" + std::string(arg) + "\"");
         o.max_offers = static_cast<int>(v);
         return true;
-      case kOptPartition: o.partition = arg; return true;
+      case 'p':
+      case kOptPartition: return cluster_value(c == 'p' ? "-p" : "--partition", arg, &o.partition);
+      case 'A': return cluster_value("-A", arg, &o.account);
+      case 'q': return cluster_value("-q", arg, &o.qos);
       case kOptPolicy: {
         std::string p = arg;
         if (p != "flexco" && p != "coarp" && p != "hpcm" && p != "cores")
@@ -257,6 +275,9 @@ const struct option kSubmitLong[] = {
     {"policy", required_argument, nullptr, kOptPolicy},
     {"max-parts", required_argument, nullptr, kOptMaxParts},
     {"overhead", required_argument, nullptr, kOptOverhead},
+    {"partition", required_argument, nullptr, 'p'},
+    {"account", required_argument, nullptr, 'A'},
+    {"qos", required_argument, nullptr, 'q'},
     {"job-name", required_argument, nullptr, 'J'},
     {"chdir", required_argument, nullptr, 'D'},
     {"export", required_argument, nullptr, kOptExport},
@@ -309,9 +330,9 @@ const struct option kUiLong[] = {
 
 const char* short_opts(Command c) {
   switch (c) {
-    case Command::kOffers: return ":vhN:t:M:o:O:";
-    case Command::kProfile: return ":vhM:o:O:";
-    case Command::kSubmit: return "+:vVN:t:M:J:D:o:e:";  // stop at SCRIPT, as sbatch
+    case Command::kOffers: return ":vhN:t:M:o:O:p:";
+    case Command::kProfile: return ":vhM:o:O:p:";
+    case Command::kSubmit: return "+:vVN:t:M:J:D:o:e:p:A:q:";  // stop at SCRIPT, as sbatch
     case Command::kList: return ":vho:O:i:M:";
     case Command::kShow: return ":vho:O:i:";
     case Command::kUpdate: return ":vM:";
@@ -369,7 +390,7 @@ bool takes_next_value(const std::string& t) {
           return true;
     return false;
   }
-  static const std::string kWithValue = "NtMoOiJDe";
+  static const std::string kWithValue = "NtMoOiJDepAq";
   for (std::size_t k = 1; k < t.size(); ++k)
     if (kWithValue.find(t[k]) != std::string::npos) return k + 1 == t.size();
   return false;
@@ -628,12 +649,63 @@ bool apply_script_directives(const std::string& script, Options* o,
   if (o->export_spec == "ALL") o->export_spec = s.export_spec;
   if (o->output.empty()) o->output = s.output;
   if (o->error.empty()) o->error = s.error;
+  if (!o->partition.given()) o->partition = s.partition;
+  if (!o->account.given()) o->account = s.account;
+  if (!o->qos.given()) o->qos = s.qos;
   if (o->nodes_min == 0) *error = "submit: -N/--nodes is required (command line or #SBATCH)";
   else if (o->nodes_min != o->nodes_max) *error = "submit: -N takes one node count, not a range";
   else if (o->duration == 0) *error = "submit: -t/--time is required (command line or #SBATCH)";
   else if (o->deadline && o->deadline <= (o->begin ? o->begin : o->now))
     *error = "--deadline is not after the earliest start";
   return error->empty();
+}
+
+std::string ClusterValue::get(const std::string& cluster, const std::string& dflt) const {
+  for (const auto& kv : by)
+    if (kv.first == cluster) return kv.second;
+  return all.empty() ? dflt : all;
+}
+
+bool parse_cluster_value(const std::string& text, const std::string& opt, ClusterValue* out,
+                         std::string* error) {
+  ClusterValue v;
+  std::string item;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    std::size_t colon = item.find(':');
+    std::string cluster = colon == std::string::npos ? "" : item.substr(0, colon);
+    std::string value = colon == std::string::npos ? item : item.substr(colon + 1);
+    if (colon != std::string::npos && cluster.empty()) {
+      *error = opt + ": \"" + item + "\" names no cluster (CLUSTER:VALUE)";
+      return false;
+    }
+    if (!name_ok(value)) {
+      *error = opt + ": \"" + value + "\" is not a valid name (1-64 characters, none of blank , : = # \" ' \\)";
+      return false;
+    }
+    if (cluster.empty()) {
+      if (!v.all.empty()) {
+        *error = opt + ": one value for all clusters, not \"" + v.all + "\" and \"" + value +
+                 "\" (per cluster: CLUSTER:VALUE)";
+        return false;
+      }
+      v.all = value;
+      continue;
+    }
+    for (const auto& kv : v.by) {
+      if (kv.first == cluster) {
+        *error = opt + ": cluster \"" + cluster + "\" given twice";
+        return false;
+      }
+    }
+    v.by.emplace_back(cluster, value);
+  }
+  *out = v;
+  return true;
 }
 
 std::vector<std::string> option_spellings(Command c) {
@@ -653,15 +725,16 @@ std::string usage_text(Command c) {
   switch (c) {
     case Command::kOffers:
       return "Usage: sreserve offers -N NODES[-MAX] -t TIME [--begin=TIME] [--deadline=TIME]\n"
-             "         [-M CLUSTERS] [--partition=NAME] [--max-parts=N] [--max-offers=N]\n"
+             "         [-M CLUSTERS] [-p PARTITION] [--max-parts=N] [--max-offers=N]\n"
              "         [--policy=NAME] [--overhead=F] [-o FORMAT | -O FIELDS] [-h] [--json|--yaml] [-v]\n";
     case Command::kProfile:
-      return "Usage: sreserve profile [-M CLUSTERS] [--horizon=TIME] [--partition=NAME]\n"
+      return "Usage: sreserve profile [-M CLUSTERS] [--horizon=TIME] [-p PARTITION]\n"
              "         [--svg=FILE] [--width=COLUMNS] [--steps [-o FORMAT | -O FIELDS] [-h]]\n"
              "         [--json|--yaml] [-v]\n";
     case Command::kSubmit:
       return "Usage: sreserve submit -N NODES -t TIME [--begin=TIME] [--deadline=TIME]\n"
              "         [-M CLUSTERS] [--policy=NAME] [--max-parts=N] [--overhead=F]\n"
+             "         [-p PARTITION] [-A ACCOUNT] [-q QOS]\n"
              "         [-J NAME] [-D DIR] [--export=ALL|NONE|VAR[=VAL],...] [-o FILE] [-e FILE]\n"
              "         [--test-only] [--parsable] [--json|--yaml] [-v] {SCRIPT [ARGS...] | --wrap=CMD}\n";
     case Command::kList:
@@ -709,7 +782,8 @@ std::string help_text(Command c) {
              "      --begin=TIME          earliest start (default now)\n"
              "      --deadline=TIME       latest end\n"
              "  -M, --clusters=LIST       clusters to ask (default all of flexcod.conf)\n"
-             "      --partition=NAME      partition (default: each cluster's default)\n"
+             "  -p, --partition=PARTITION partition: NAME, CLUSTER:NAME,... or both (default:\n"
+             "                            flexcod.conf's Partition, else Slurm's default)\n"
              "      --max-parts=P         at most P parts (default: the number of clusters)\n"
              "      --max-offers=N        offers per cluster (1-64, default 8)\n"
              "      --policy=NAME, --overhead=F   passed to flexcod's dry run\n"
@@ -723,7 +797,8 @@ std::string help_text(Command c) {
              "\nFree nodes over time per cluster (GET /v1/profile), drawn as a chart.\n\n"
              "  -M, --clusters=LIST       clusters (default all)\n"
              "      --horizon=TIME        how far ahead (default 1-0, i.e. 24 hours)\n"
-             "      --partition=NAME      partition (default: each cluster's default)\n"
+             "  -p, --partition=PARTITION partition: NAME, CLUSTER:NAME,... or both (default:\n"
+             "                            flexcod.conf's Partition, else Slurm's default)\n"
              "      --svg=FILE            also write the chart as SVG to FILE\n"
              "      --width=COLUMNS       chart width (default: the terminal's)\n"
              "      --steps               a table of the steps instead of the chart\n"
@@ -745,6 +820,10 @@ std::string help_text(Command c) {
              "      --policy=NAME         flexco, coarp, hpcm or cores\n"
              "      --max-parts=N         at most N parts\n"
              "      --overhead=F          run time added when split (0.1 = 10 %)\n"
+             "  -p, --partition=PARTITION partition of the parts: NAME (all clusters),\n"
+             "                            CLUSTER:NAME,... or both (a cluster's own wins)\n"
+             "  -A, --account=ACCOUNT     account of the part jobs (NAME, CLUSTER:NAME,...)\n"
+             "  -q, --qos=QOS             QOS of the part jobs (NAME, CLUSTER:NAME,...)\n"
              "  -J, --job-name=NAME       name of the part jobs\n"
              "  -D, --chdir=DIR           working directory (default the current one)\n"
              "      --export=SPEC         ALL (default), NONE, or VAR[=VALUE],... (ALL,... adds)\n"

@@ -32,6 +32,22 @@ enum Exit : int {
 // for it by name.
 inline constexpr const char* kDataFormat = "v1";
 
+// A Slurm setting given plainly or per cluster (-p, -A, -q):
+// "VALUE", "CLUSTER:VALUE[,CLUSTER:VALUE...]" or both in one list
+// ("VALUE,CLUSTER:VALUE"); a cluster's own value wins over the plain one,
+// which holds for every other cluster (sreserve(1), PER-CLUSTER VALUES).
+struct ClusterValue {
+  std::string all;                                        // "" = none
+  std::vector<std::pair<std::string, std::string>> by;   // cluster, value
+  bool given() const { return !all.empty() || !by.empty(); }
+  // The value for `cluster`, else `dflt`.
+  std::string get(const std::string& cluster, const std::string& dflt = "") const;
+};
+
+// Parses the value of -p, -A or -q (`opt` names it in the error).
+bool parse_cluster_value(const std::string& text, const std::string& opt, ClusterValue* out,
+                         std::string* error);
+
 enum class Command { kNone, kOffers, kProfile, kSubmit, kList, kShow, kUpdate, kCancel, kUi };
 
 const char* command_name(Command c);
@@ -65,7 +81,8 @@ struct Options {
   bool deadline_none = false;                 // update --deadline none
   int max_parts = 0;                          // --max-parts, 0 = daemon's default
   int max_offers = 8;                         // offers --max-offers
-  std::string partition;                      // offers/profile --partition
+  ClusterValue partition;                     // -p/--partition (offers, profile, submit)
+  ClusterValue account, qos;                  // submit -A/--account, -q/--qos
   std::string policy;                         // --policy
   double overhead = -1;                       // --overhead, <0 = not given
 

@@ -238,6 +238,16 @@ std::string text(const json_t* j) {
   return out;
 }
 
+// -p, -A or -q as flexcod takes it (doc/flexcod.md): a string for every
+// cluster, or an object of cluster: value with "*" for the others.
+json_t* cluster_value_json(const ClusterValue& v) {
+  if (v.by.empty()) return json_string(v.all.c_str());
+  json_t* o = json_object();
+  for (const auto& kv : v.by) json_object_set_new(o, kv.first.c_str(), json_string(kv.second.c_str()));
+  if (!v.all.empty()) json_object_set_new(o, "*", json_string(v.all.c_str()));
+  return o;
+}
+
 J clusters_array(const std::vector<std::string>& names) {
   J a(json_array());
   for (const auto& n : names) json_array_append_new(a.get(), json_string(n.c_str()));
@@ -361,7 +371,8 @@ int main(int argc, char** argv) {
         if (o.begin) json_object_set_new(req.get(), "earliest_start", json_integer(o.begin));
         if (o.deadline) json_object_set_new(req.get(), "latest_end", json_integer(o.deadline));
         json_object_set_new(req.get(), "max_offers", json_integer(o.max_offers));
-        std::string part = !c.partition.empty() ? c.partition : o.partition;
+        // -p for this cluster, else -p for all, else flexcod.conf's Partition
+        std::string part = o.partition.get(c.name, c.partition);
         if (!part.empty()) json_object_set_new(req.get(), "partition", json_string(part.c_str()));
         std::string body = text(req.get());
         threads.emplace_back([&caller, &answers, k, c, body]() {
@@ -380,6 +391,7 @@ int main(int argc, char** argv) {
       if (o.max_parts) json_object_set_new(dry.get(), "max_parts", json_integer(o.max_parts));
       if (!o.policy.empty()) json_object_set_new(dry.get(), "policy", json_string(o.policy.c_str()));
       if (o.overhead >= 0) json_object_set_new(dry.get(), "overhead", json_real(o.overhead));
+      if (o.partition.given()) json_object_set_new(dry.get(), "partition", cluster_value_json(o.partition));
       json_object_set_new(dry.get(), "dry_run", json_true());
       json_array_append_new(daemon.get(), caller.call("flexcod", daemon_url, "POST",
                                                       "/v1/coallocations", text(dry.get()))
@@ -393,7 +405,8 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < chosen.size(); ++k) {
         const auto& c = chosen[k];
         std::string path = "/v1/profile?horizon=" + std::to_string(o.horizon);
-        std::string part = !c.partition.empty() ? c.partition : o.partition;
+        // -p for this cluster, else -p for all, else flexcod.conf's Partition
+        std::string part = o.partition.get(c.name, c.partition);
         if (!part.empty()) path += "&partition=" + url_encode(part);
         threads.emplace_back([&caller, &answers, k, c, path]() {
           answers[k] = caller.call(c.name, c.url, "GET", path, "");
@@ -413,6 +426,9 @@ int main(int argc, char** argv) {
       if (o.max_parts) json_object_set_new(req.get(), "max_parts", json_integer(o.max_parts));
       if (!o.policy.empty()) json_object_set_new(req.get(), "policy", json_string(o.policy.c_str()));
       if (o.overhead >= 0) json_object_set_new(req.get(), "overhead", json_real(o.overhead));
+      if (o.partition.given()) json_object_set_new(req.get(), "partition", cluster_value_json(o.partition));
+      if (o.account.given()) json_object_set_new(req.get(), "account", cluster_value_json(o.account));
+      if (o.qos.given()) json_object_set_new(req.get(), "qos", cluster_value_json(o.qos));
       std::string script;
       if (!o.wrap.empty()) {
         script = "#!/bin/sh\n# This script was created by sreserve --wrap\n\n" + o.wrap + "\n";

@@ -238,17 +238,17 @@ def with_flexcod(grid, st):
     r = sr("submit", "-N", "8", "-t", "5", "--test-only")
     t.ok(r.returncode == 0 and r.stdout.startswith("co-allocation to start at "),
          "submit --test-only: where and when, nothing reserved", r.stdout + r.stderr)
-    # -N and -t from the script's #SBATCH lines; -p, which flexcod cannot
-    # take yet, skips its line with a warning
+    # -N and -t from the script's #SBATCH lines; --mail-type, which flexcod
+    # does not take, skips its line with a warning
     with tempfile.TemporaryDirectory() as d:
         script = os.path.join(d, "job.sh")
         with open(script, "w") as f:
-            f.write("#!/bin/sh\n#SBATCH -N 8 --time=5\n#SBATCH -p debug\nhostname\n")
+            f.write("#!/bin/sh\n#SBATCH -N 8 --time=5\n#SBATCH --mail-type=END\nhostname\n")
         r = sr("submit", "--test-only", script)
     t.ok(r.returncode == 0 and r.stdout.startswith("co-allocation to start at ")
-         and r.stderr.startswith("sreserve: warning: #SBATCH line 3: invalid option -- 'p'")
+         and r.stderr.startswith("sreserve: warning: #SBATCH line 3: unrecognized option '--mail-type=END'")
          and len(r.stderr.splitlines()) == 1,
-         "submit SCRIPT: -N and -t from #SBATCH lines, -p skipped with a warning",
+         "submit SCRIPT: -N and -t from #SBATCH lines, --mail-type skipped with a warning",
          r.stdout + r.stderr)
     r = sr("list", "--json")
     t.ok(r.returncode == 0 and json.loads(r.stdout).get("coallocations") == [],

@@ -180,6 +180,11 @@ START_TEST(jobspec_ok) {
   ck_assert_ptr_null(s.parts);
   ck_assert_int_eq(s.hold, 0);
   flexco_jobspec_free(&s);
+  ck_assert_int_eq(job("{\"script\":\"#!x\",\"account\":\"proj1\",\"qos\":\"high\"}", &s, &code), 0);
+  ck_assert_str_eq(s.account, "proj1");
+  ck_assert_str_eq(s.qos, "high");
+  flexco_jobspec_free(&s);
+  ck_assert_ptr_null(s.account);
   ck_assert_int_eq(job("{\"script\":\"#!x\",\"hold\":true}", &s, &code), 0);
   ck_assert_int_eq(s.hold, 1);
   flexco_jobspec_free(&s);
@@ -205,6 +210,11 @@ START_TEST(jobspec_refused) {
       "{\"script\":\"#!x\",\"environment\":{\"A-B\":\"1\"}}",
       "{\"script\":\"#!x\",\"environment\":{\"A\":1}}",
       "{\"script\":\"#!x\",\"work_dir\":\"tmp\"}",
+      "{\"script\":\"#!x\",\"account\":\"\"}",
+      "{\"script\":\"#!x\",\"account\":\"a b\"}",
+      "{\"script\":\"#!x\",\"account\":1}",
+      "{\"script\":\"#!x\",\"qos\":\"a,b\"}",
+      "{\"script\":\"#!x\",\"qos\":\"0123456789012345678901234567890123456789012345678901234567890123x\"}",
       "{\"script\":\"#!x\",\"time_limit\":59}",
       "{\"script\":\"#!x\",\"part_index\":64}",
       "{\"script\":\"#!x\",\"parts\":[]}",

@@ -175,6 +175,79 @@ START_TEST(coalloc_round_trip_and_transitions) {
 }
 END_TEST
 
+// A database of schema 1 (before issue 17: parts without partition,
+// account and QOS) opens as schema 2: the columns are added, empty for the
+// parts it held, and kept for new parts.
+START_TEST(schema_1_is_migrated) {
+  const std::string path = fresh_path("old.db");
+  sqlite3* db = nullptr;
+  ck_assert(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  const char* old =
+      "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "INSERT INTO meta VALUES('instance', '0123456789abcdef'), ('schema', '1');"
+      "CREATE TABLE coallocations("
+      " id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, user TEXT NOT NULL,"
+      " state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', policy TEXT NOT NULL,"
+      " nodes INTEGER NOT NULL, duration INTEGER NOT NULL, run_time INTEGER NOT NULL DEFAULT 0,"
+      " overhead REAL NOT NULL DEFAULT 0, ready INTEGER NOT NULL, deadline INTEGER NOT NULL DEFAULT 0,"
+      " clusters TEXT NOT NULL, max_parts INTEGER NOT NULL, request TEXT NOT NULL,"
+      " submitted INTEGER NOT NULL, changed INTEGER NOT NULL,"
+      " planned_start INTEGER NOT NULL DEFAULT 0, planned_end INTEGER NOT NULL DEFAULT 0,"
+      " moves INTEGER NOT NULL DEFAULT 0, attempt INTEGER NOT NULL DEFAULT 0);"
+      "CREATE TABLE parts("
+      " co_id INTEGER NOT NULL REFERENCES coallocations(id), attempt INTEGER NOT NULL,"
+      " idx INTEGER NOT NULL, cluster TEXT NOT NULL, nodes INTEGER NOT NULL, state TEXT NOT NULL,"
+      " reason TEXT NOT NULL DEFAULT '', resv_key TEXT NOT NULL DEFAULT '',"
+      " reservation_id INTEGER NOT NULL DEFAULT 0, reservation TEXT NOT NULL DEFAULT '',"
+      " node_list TEXT NOT NULL DEFAULT '', job_key TEXT NOT NULL DEFAULT '',"
+      " job_id INTEGER NOT NULL DEFAULT 0, job_state TEXT NOT NULL DEFAULT '',"
+      " planned_start INTEGER NOT NULL DEFAULT 0, planned_end INTEGER NOT NULL DEFAULT 0,"
+      " actual_start INTEGER NOT NULL DEFAULT 0, actual_end INTEGER NOT NULL DEFAULT 0,"
+      " exit_code INTEGER NOT NULL DEFAULT -1, current INTEGER NOT NULL DEFAULT 1,"
+      " PRIMARY KEY(co_id, attempt, idx));"
+      "INSERT INTO coallocations(uid, user, state, policy, nodes, duration, ready, clusters,"
+      " max_parts, request, submitted, changed, attempt)"
+      " VALUES(1000, 'alice', 'scheduled', 'flexco', 5, 600, 100, 'alpha', 4, '{}', 1, 1, 1);"
+      "INSERT INTO parts(co_id, attempt, idx, cluster, nodes, state, job_id)"
+      " VALUES(1, 1, 0, 'alpha', 5, 'submitted', 42);";
+  char* msg = nullptr;
+  ck_assert_msg(sqlite3_exec(db, old, nullptr, nullptr, &msg) == SQLITE_OK, "%s", msg ? msg : "");
+  sqlite3_close(db);
+
+  std::string err;
+  auto s = Store::open(path, &err);
+  ck_assert_msg(s != nullptr, "%s", err.c_str());
+  ck_assert_str_eq(s->instance().c_str(), "0123456789abcdef");
+  auto ps = s->parts(1, true);
+  ck_assert_int_eq(ps.size(), 1);
+  ck_assert(ps[0].job_id == 42 && ps[0].partition.empty() && ps[0].account.empty() && ps[0].qos.empty());
+  auto co = s->get_coalloc(1);
+  ck_assert(co.has_value());
+  PartRecord p = sample_part(1, 2, 0, "alpha", "reserving");
+  p.partition = "gpu";
+  p.account = "proj";
+  p.qos = "long";
+  co->attempt = 2;
+  ck_assert(s->write(*co, {p}, "attempt 2", &err));
+  s.reset();
+  s = Store::open(path, &err);  // opened again: nothing more to migrate
+  ck_assert_msg(s != nullptr, "%s", err.c_str());
+  ps = s->parts(1, false);
+  ck_assert_int_eq(ps.size(), 2);
+  bool found = false;
+  for (const auto& q : ps)
+    if (q.attempt == 2) found = q.partition == "gpu" && q.account == "proj" && q.qos == "long";
+  ck_assert(found);
+  ck_assert(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, nullptr);
+  ck_assert(sqlite3_step(st) == SQLITE_ROW);
+  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "2");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+END_TEST
+
 START_TEST(attempts_and_states) {
   std::string err;
   auto s = Store::open(fresh_path("c.db"), &err);
@@ -358,6 +431,7 @@ Suite* make_suite() {
   TCase* tc = tcase_create("sqlite");
   tcase_add_test(tc, open_creates_and_keeps_instance);
   tcase_add_test(tc, open_fails_with_reason);
+  tcase_add_test(tc, schema_1_is_migrated);
   tcase_add_test(tc, database_files_are_private);
   tcase_add_test(tc, coalloc_round_trip_and_transitions);
   tcase_add_test(tc, attempts_and_states);

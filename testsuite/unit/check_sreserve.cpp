@@ -579,13 +579,15 @@ START_TEST(sbatch_directives) {
       "\n"
       "#SBATCH -N 6 --time=1:00:00   # six nodes for an hour\n"
       "#SBATCH --job-name=\"my job\" -o out.%j\n"
-      "#SBATCH -p big -A proj\n"          // flexcod takes no partition/account: skipped
+      "#SBATCH -p big -A proj --qos=low\n"
+      "#SBATCH --mail-type=END\n"         // flexcod takes no mail: skipped
       "#SBATCH --error err.txt -M alpha,beta\n"
       "#SBATCHX -N 99\n"                  // not a directive
       "##SBATCH -N 98\n"                  // commented out, as sbatch
       "srun ./a.out\n"
       "#SBATCH -D /after/the/command\n";  // after the first command: not read
-  ParseResult r = parse_args({"sreserve", "submit", "-t", "30", "-o", "mine.txt", "job.sh"}, NOW);
+  ParseResult r = parse_args({"sreserve", "submit", "-t", "30", "-o", "mine.txt", "-p",
+                              "alpha:small,beta:gpu", "job.sh"}, NOW);
   ck_assert_msg(r.ok, "%s", r.error.c_str());  // -N may come from the script
   std::vector<std::string> warnings;
   std::string err;
@@ -599,9 +601,18 @@ START_TEST(sbatch_directives) {
   STREQ(o.error, "err.txt");
   ck_assert_int_eq(o.clusters.size(), 2);
   ck_assert(o.chdir.empty());
+  // -p on the command line wins as a whole; -A and -q come from the script
+  STREQ(o.partition.all, "");
+  ck_assert_int_eq(o.partition.by.size(), 2);
+  STREQ(o.partition.get("alpha"), "small");
+  STREQ(o.partition.get("beta"), "gpu");
+  STREQ(o.partition.get("gamma", "dflt"), "dflt");
+  STREQ(o.account.get("alpha"), "proj");
+  STREQ(o.account.get("beta"), "proj");
+  STREQ(o.qos.get("beta"), "low");
   ck_assert_int_eq(warnings.size(), 1);
-  ck_assert_msg(warnings[0].find("line 6: invalid option -- 'p'") != std::string::npos, "%s",
-                warnings[0].c_str());
+  ck_assert_msg(warnings[0].find("line 7: unrecognized option '--mail-type=END'") != std::string::npos,
+                "%s", warnings[0].c_str());
 
   // -N neither on the command line nor in the script
   r = parse_args({"sreserve", "submit", "-t", "30", "job.sh"}, NOW);
@@ -745,6 +756,54 @@ START_TEST(manual_agrees) {
 }
 END_TEST
 
+// -p, -A, -q: plain, per cluster, or both; errors name the option.
+START_TEST(cluster_values) {
+  ClusterValue v;
+  std::string err;
+  ck_assert(parse_cluster_value("batch", "-p", &v, &err));
+  STREQ(v.all, "batch");
+  ck_assert(v.by.empty());
+  ck_assert(parse_cluster_value("batch,beta:gpu", "-p", &v, &err));
+  STREQ(v.get("alpha"), "batch");
+  STREQ(v.get("beta"), "gpu");
+  ck_assert(parse_cluster_value("alpha:a1,beta:b1", "-A", &v, &err));
+  STREQ(v.all, "");
+  STREQ(v.get("alpha"), "a1");
+  STREQ(v.get("gamma", "x"), "x");
+  struct {
+    const char* text;
+    const char* error;
+  } bad[] = {
+      {"", "-p: \"\" is not a valid name (1-64 characters, none of blank , : = # \" ' \\)"},
+      {"a,b", "-p: one value for all clusters, not \"a\" and \"b\" (per cluster: CLUSTER:VALUE)"},
+      {"alpha:x,alpha:y", "-p: cluster \"alpha\" given twice"},
+      {":x", "-p: \":x\" names no cluster (CLUSTER:VALUE)"},
+      {"alpha:", "-p: \"\" is not a valid name (1-64 characters, none of blank , : = # \" ' \\)"},
+      {"alpha:b:c", "-p: \"b:c\" is not a valid name (1-64 characters, none of blank , : = # \" ' \\)"},
+      {"batch,", "-p: \"\" is not a valid name (1-64 characters, none of blank , : = # \" ' \\)"},
+  };
+  for (const auto& b : bad) {
+    err.clear();
+    ck_assert_msg(!parse_cluster_value(b.text, "-p", &v, &err), "%s accepted", b.text);
+    ck_assert_msg(err == b.error, "%s: %s", b.text, err.c_str());
+  }
+  // on the command line: a usage error; only submit takes -A and -q
+  ParseResult r = parse_args({"sreserve", "submit", "-N", "2", "-t", "5", "-p", "a,b", "--wrap", "x"}, NOW);
+  ck_assert(!r.ok);
+  STREQ(r.error, "-p: one value for all clusters, not \"a\" and \"b\" (per cluster: CLUSTER:VALUE)");
+  r = parse_args({"sreserve", "submit", "-N", "2", "-t", "5", "--account=alpha:x", "--qos", "long",
+                  "--partition", "beta:gpu", "--wrap", "x"}, NOW);
+  ck_assert_msg(r.ok, "%s", r.error.c_str());
+  STREQ(r.options.account.get("alpha"), "x");
+  STREQ(r.options.qos.get("beta"), "long");
+  STREQ(r.options.partition.get("beta"), "gpu");
+  r = parse_args({"sreserve", "offers", "-N", "2", "-t", "5", "-p", "alpha:gpu"}, NOW);
+  ck_assert_msg(r.ok, "%s", r.error.c_str());
+  r = parse_args({"sreserve", "offers", "-N", "2", "-t", "5", "-A", "x"}, NOW);
+  ck_assert(!r.ok);
+}
+END_TEST
+
 Suite* sreserve_suite() {
   Suite* s = suite_create("sreserve");
   TCase* tc = tcase_create("core");
@@ -757,6 +816,7 @@ Suite* sreserve_suite() {
   tcase_add_test(tc, chart_terminal);
   tcase_add_test(tc, chart_svg);
   tcase_add_test(tc, command_lines);
+  tcase_add_test(tc, cluster_values);
   tcase_add_test(tc, option_placement);
   tcase_add_test(tc, environment);
   tcase_add_test(tc, sbatch_directives);
