@@ -1,29 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// COARP (offers composition; Algorithms 1 and 2 of the paper), as read in
-// doc/coalloc.md:
+// COARP, after "Co-allocation in grid computing using resources offers and
+// advance reservation planning" (doc/coalloc.md, "COARP"; the section and
+// algorithm numbers below are the paper's):
 //
-//   * offer generation (Alg. 1): every cluster offers slots for the job:
-//     its explicit offers, or the first options.max_offers event starts of
-//     its free profile for a part (duration runtime + overhead) with the
-//     nodes free over that window, plus the earliest slot taking the whole
-//     job (duration runtime);
-//   * composition (Alg. 2): all slots in ascending order of finish time
-//     (start + duration; ties: more nodes, then lower cluster index); a
-//     whole-job slot ends the walk on its cluster; otherwise each slot
-//     adds its cluster to the composition, and the composition is taken at
-//     the slot's start as soon as its clusters, in the order they joined,
-//     can hold every node there for the whole (split) duration (if that
-//     takes more than max_parts clusters: the largest first).  Our job
-//     is one parallel program, so unlike the paper the parts share one
-//     start; a cluster that joined with an earlier slot gives what it has
-//     free at the later start;
+//   * offer generation (§3.1, Algorithm 1): every provider (cluster) offers
+//     the free slots S(i, c, s, n, D) of its reservation plan for the job:
+//     start s, n free processors, duration D.  Here the offers are the
+//     cluster's explicit ClusterView::offers: the answer of the production
+//     probe (core/probe.cpp, POST /v1/probe; core/offer_probe.hpp builds
+//     the query, flexcod sends it to each plugin, flexco-sim probes its
+//     simulated clusters with it).  A cluster without offers (its probe
+//     failed) offers the first options.max_offers event starts of its free
+//     profile for a part, plus the earliest slot taking the whole job;
+//   * composition (§3.2, Algorithm 2): OffersList = every slot of every
+//     provider, sorted in ascending order of FinishTime = StartTime +
+//     DurationTime (Algorithm 2, step 2); D = runtime + overhead for a
+//     part, runtime for a slot holding the whole job (nodes >= P).  Ties,
+//     which the paper leaves open: more nodes, then the lower cluster
+//     index.  BestOffersList = the first slots of that order whose
+//     processors cover the job's P (step 3).  The paper's jobs are
+//     divisible and each slot is reserved at its own start (step 4); ours
+//     is one parallel program whose parts share one start, so the
+//     BestOffersList is reserved at the start S of its last slot, and a
+//     provider that joined with an earlier slot gives what it offers over
+//     [S, S + D): its largest offer covering that window, else (its slots
+//     are event starts and rarely cover another cluster's start) the free
+//     nodes of the availability its offers came from.  The nodes are
+//     taken from the providers in the order they joined (if that takes
+//     more than max_parts clusters: the largest first).  A whole-job slot
+//     reached first ends the walk on its own;
 //   * if the slots run out (the paper's global waiting queue) the walk is
-//     repeated with four times as many slots per cluster, until no cluster
-//     has more;
-//   * cost: with free profiles, the earliest start of any plan (FlexCo's
-//     search) bounds the walk from below: compositions are tried only from
-//     there and every cluster offers a slot there, so the walk rarely
-//     looks at more than a few starts: O(C K log(C K) + C log P).
+//     repeated with four times as many derived slots per cluster, until no
+//     cluster has more;
+//   * with free profiles only (no cluster has offers: e.g. every probe
+//     failed) the same walk runs without materialising the slots; the
+//     earliest start of any plan (FlexCo's search) bounds it from below:
+//     O(C K log(C K) + C log P).
 
 #include <algorithm>
 #include <tuple>
@@ -69,6 +81,17 @@ std::vector<PlanPart> take_in_order(std::vector<PlanPart> offered, Amount n, std
     parts = fill();
   }
   return parts;
+}
+
+// What a provider that joined the composition gives a part over
+// [s, s + d): its largest offer covering the window (§3.2's slot), else the
+// free nodes of its availability there (fit 1, p_res 1): a probe's slots
+// start at the cluster's own change points, not at the start of another
+// cluster's slot.
+cd::Usable offered_at(const ClusterView& v, Time s, Duration d) {
+  cd::Usable u = cd::usable(v, s, d, 1.0);
+  if (u.nodes == 0 && !v.offers.empty()) u = cd::Usable{cd::avail(v, s, d), 1.0, 1.0};
+  return u;
 }
 
 std::optional<CoallocPlan> compose(const CoallocRequest& r,
@@ -127,7 +150,7 @@ std::optional<CoallocPlan> compose(const CoallocRequest& r,
     if (limit < 2 || x.start < low) continue;
     std::vector<PlanPart> offered;
     for (std::size_t c : joined) {
-      cd::Usable u = cd::usable(clusters[c], x.start, dm, 1.0);
+      cd::Usable u = offered_at(clusters[c], x.start, dm);
       if (u.nodes > 0) offered.push_back(PlanPart{c, u.nodes, u.fit, u.p_res});
     }
     std::vector<PlanPart> parts = take_in_order(std::move(offered), r.nodes, limit);

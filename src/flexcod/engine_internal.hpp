@@ -27,6 +27,7 @@
 #include "core/sha256.hpp"
 #include "core/wire_profile.hpp"
 #include "flexcod/log.hpp"
+#include "flexcod/planning.hpp"
 #include "flexcod/states.hpp"
 #include "flexcod/test_hold.hpp"
 
@@ -208,11 +209,7 @@ inline bool holds(const std::string& s) {
 
 inline std::int64_t round_up_minutes(std::int64_t s) { return std::max<std::int64_t>(60, (s + 59) / 60 * 60); }
 
-// Each reservation is this much longer than its part job's time limit, so a
-// part job that Slurm starts a little after the reservation's start (the
-// scheduler's next pass) still fits before the reservation ends; Slurm never
-// starts a job whose time limit would run past its reservation's end.
-inline constexpr std::int64_t kStartSlack = 60;
+// kStartSlack: flexcod/planning.hpp.
 
 // A time as Slurm's commands print it (local time, ISO 8601 without zone).
 inline std::string slurm_time(std::int64_t t) {

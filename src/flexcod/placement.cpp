@@ -6,9 +6,30 @@
 
 #include "flexcod/engine_internal.hpp"
 
+#include <new>
+
+#include "core/offer_probe.hpp"
+
 namespace flexcod {
 
 using namespace engine_detail;
+
+namespace {
+
+// Engine::Spec's planning parameters (a template: Spec is private to Engine).
+template <class Spec>
+PlanAsk plan_ask(const Spec& spec) {
+  PlanAsk a;
+  a.nodes = spec.nodes;
+  a.duration = spec.duration;
+  a.ready = spec.ready;
+  a.deadline = spec.deadline;
+  a.overhead = spec.overhead;
+  a.max_parts = spec.max_parts;
+  return a;
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // Availability and planning
@@ -111,41 +132,31 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
       const std::string& part = spec.partition.get(c.conf.name, c.conf.partition);
       one.avail = read_profile(ci, conf, &one.why, &part);
       if (!one.avail) return one;
-      if (spec.policy == "cores") {
+      if (policy_probes(spec.policy)) {
         bump("messages.probe");
-        JsonPtr q(json_object());
-        const std::int64_t maxn =
-            std::max<std::int64_t>(1, std::min<std::int64_t>(spec.nodes, one.avail->nodes_published));
-        set(q.get(), "nodes", json_pack("{s:I,s:I}", "min", static_cast<json_int_t>(1), "max",
-                                        static_cast<json_int_t>(maxn)));
-        // As long as the planner's request (with the start slack), with the
-        // overhead since the offers may be composed into a split plan.
-        const std::int64_t run = spec.duration + kStartSlack;
-        const std::int64_t d = run + static_cast<std::int64_t>(std::ceil(spec.overhead * run));
-        set_int(q.get(), "duration", d);
-        set_int(q.get(), "earliest_start", std::max(spec.ready, now_seconds()));
-        if (spec.deadline > 0) set_int(q.get(), "latest_end", spec.deadline);
-        set_int(q.get(), "max_offers", 16);
-        if (!part.empty()) set_str(q.get(), "partition", part);
+        // The query core/offer_probe.hpp defines for the planners (flexco-sim
+        // answers the same one itself): node counts up to the request,
+        // the split duration of the planner's request, from its ready time.
+        const std::string body =
+            probe_body(plan_ask(spec), one.avail->nodes_published, now_seconds(), part);
+        JsonPtr q(json_loads(body.c_str(), 0, nullptr));
+        if (!q) throw std::bad_alloc();  // our own JSON: only memory can fail
         auto p = c.client->probe(q.get(), 1000L * conf.cluster_timeout);
+        std::string failed;
         if (p.ok()) {
-          const json_t* offers = json_object_get(p.value().get(), "offers");
-          std::size_t i;
-          const json_t* o;
-          json_array_foreach(offers, i, o) {
-            flexco::CoallocOffer off;
-            off.start = json_integer_value(json_object_get(o, "start"));
-            off.end = json_integer_value(json_object_get(o, "end"));
-            off.nodes = json_integer_value(json_object_get(o, "nodes"));
-            off.fit = json_number_value(json_object_get(o, "fit"));
-            off.p_res = json_number_value(json_object_get(o, "p_res"));
-            if (off.start < off.end && off.nodes >= 1) one.offers.push_back(off);
+          auto offers = flexco::offers_from_probe_answer(http::json_text(p.value().get()));
+          if (offers.ok()) {
+            one.offers = std::move(offers).value();
+            one.raw = http::json_ref(json_object_get(p.value().get(), "offers"));
+          } else {
+            failed = offers.error().message;
           }
-          one.raw = http::json_ref(json_object_get(p.value().get(), "offers"));
         } else {
-          fc_verbose("cluster %s: probe failed, offers derived from its profile: %s",
-                     c.conf.name.c_str(), p.error().message.c_str());
+          failed = p.error().message;
         }
+        if (!failed.empty())
+          fc_verbose("cluster %s: probe failed, offers derived from its profile: %s",
+                     c.conf.name.c_str(), failed.c_str());
       }
       one.ok = true;
       return one;
@@ -220,29 +231,16 @@ bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathe
     *why = "no common start found";
     return false;
   }
-  std::vector<flexco::ClusterView> views;
-  for (std::size_t k = 0; k < g.idx.size(); ++k) {
-    flexco::ClusterView v;
-    v.name = clusters_[g.idx[k]]->conf.name;
-    v.capacity = g.avail[k].nodes_published;
-    v.free = &g.avail[k].nodes;
-    v.offers = g.offers[k];
-    views.push_back(std::move(v));
-  }
-  flexco::CoallocRequest req;
-  req.nodes = spec.nodes;
-  req.runtime = spec.duration + kStartSlack;
-  req.ready = std::max(spec.ready, now);
-  req.deadline = spec.deadline > 0 ? spec.deadline : flexco::kForever;
-  req.overhead = spec.overhead;
-  req.max_parts = static_cast<std::size_t>(spec.max_parts);
+  std::vector<std::string> names;
+  for (std::size_t k : g.idx) names.push_back(clusters_[k]->conf.name);
+  std::vector<flexco::ClusterView> views = plan_views(names, g.avail, g.offers);
+  const flexco::CoallocRequest req = plan_request(plan_ask(spec), now);
   auto policy = flexco::parse_policy(spec.policy);
   if (!policy.ok()) {
     *why = policy.error().message;
     return false;
   }
-  flexco::CoallocOptions opts;
-  opts.now = now;
+  const flexco::CoallocOptions opts = plan_options(now);
   std::lock_guard<std::mutex> lock(planner_mutex_);
   flexco::PlannerState scratch = planner_state_;  // a dry run plans on this copy
   auto r = flexco::plan_coalloc(policy.value(), req, views, dry_run ? scratch : planner_state_, opts);

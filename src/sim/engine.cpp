@@ -3,6 +3,8 @@
 
 #include "sim/engine.hpp"
 
+#include "core/offer_probe.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -92,18 +94,47 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   return e;
 }
 
-std::vector<ClusterView> Engine::views(const std::vector<const Profile*>& profiles) const {
-  std::vector<ClusterView> v(cfg_.clusters.size());
-  for (std::size_t c = 0; c < v.size(); ++c) {
-    v[c].name = cfg_.clusters[c].name;
-    v[c].capacity = cfg_.clusters[c].nodes;
-    v[c].free = profiles[c];
-    // HPCM's M/M/c inputs, as observed so far on the cluster's local load.
-    if (arrivals_[c] > 0 && now_ > 0) {
-      v[c].arrival_rate = static_cast<double>(arrivals_[c]) / static_cast<double>(now_);
-      v[c].service_rate = static_cast<double>(arrivals_[c]) / run_sum_[c];
+CoallocRequest meta_request(const Job& job, Time now) {
+  CoallocRequest r;
+  r.nodes = job.nodes;
+  r.runtime = job.estimate;
+  r.ready = now;
+  r.overhead = job.overhead_pct / 100.0;
+  return r;
+}
+
+ClusterView cluster_view(const ClusterSpec& cluster, const Profile* free, std::int64_t arrivals,
+                         double run_sum, Time now) {
+  ClusterView v;
+  v.name = cluster.name;
+  v.capacity = cluster.nodes;
+  v.free = free;
+  // HPCM's M/M/c inputs, as observed so far on the cluster's local load.
+  if (arrivals > 0 && now > 0) {
+    v.arrival_rate = static_cast<double>(arrivals) / static_cast<double>(now);
+    v.service_rate = static_cast<double>(arrivals) / run_sum;
+  }
+  return v;
+}
+
+Result<CoallocPlan> plan_metajob(Policy policy, const CoallocRequest& request,
+                                 std::vector<ClusterView> views, Time now, PlannerState& state) {
+  if (policy == Policy::kCoarp || policy == Policy::kCores) {
+    for (ClusterView& v : views) {
+      auto o = probe_offers_from_profile(*v.free, v.capacity, now, request, v.name);
+      if (!o) return wrap("probe of cluster " + v.name, o.error());
+      v.offers = std::move(o).value();
     }
   }
+  CoallocOptions opts;
+  opts.now = now;
+  return plan_coalloc(policy, request, views, state, opts);
+}
+
+std::vector<ClusterView> Engine::views(const std::vector<const Profile*>& profiles) const {
+  std::vector<ClusterView> v;
+  for (std::size_t c = 0; c < cfg_.clusters.size(); ++c)
+    v.push_back(cluster_view(cfg_.clusters[c], profiles[c], arrivals_[c], run_sum_[c], now_));
   return v;
 }
 
@@ -175,10 +206,7 @@ Status Engine::submit_meta(const Job& j) {
   }
   MetaRec m;
   m.job = j;
-  m.request.nodes = j.nodes;
-  m.request.runtime = j.estimate;
-  m.request.ready = now_;
-  m.request.overhead = j.overhead_pct / 100.0;
+  m.request = meta_request(j, now_);
   const std::int64_t k = static_cast<std::int64_t>(sched_.size());
 
   // The clusters' current plans, read in place (the planner only reads).
@@ -192,7 +220,7 @@ Status Engine::submit_meta(const Job& j) {
     return p;
   };
   auto plan_with = [&](const std::vector<const Profile*>& profiles) {
-    return plan_coalloc(cfg_.planner, m.request, views(profiles), planner_state_);
+    return plan_metajob(cfg_.planner, m.request, views(profiles), now_, planner_state_);
   };
 
   std::vector<const Profile*> avail;

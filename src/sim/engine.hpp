@@ -123,6 +123,25 @@ struct Metrics {
   Saturation saturation;
 };
 
+// The metascheduler's planning step, as plain functions (Engine uses them;
+// testsuite/unit/check_plan_equiv.cpp feeds them and flexcod's the same
+// recorded situation).
+//
+// The request of a metajob submitted at `now`: its estimate as runtime,
+// ready at `now`, overhead_pct / 100.
+CoallocRequest meta_request(const Job& job, Time now);
+// A cluster as the planners see it: its free profile and, for HPCM, the
+// M/M/c rates of the local jobs observed on it so far (`arrivals` jobs
+// whose run times sum to `run_sum`, over [0, now)).
+ClusterView cluster_view(const ClusterSpec& cluster, const Profile* free, std::int64_t arrivals,
+                         double run_sum, Time now);
+// Plans a metajob: for the policies that plan on offers (COARP, CORES)
+// every cluster is first probed as flexcod probes a real one, with the
+// production probe on its free profile (core/offer_probe.hpp,
+// probe_offers_from_profile); then plan_coalloc with options.now = now.
+Result<CoallocPlan> plan_metajob(Policy policy, const CoallocRequest& request,
+                                 std::vector<ClusterView> views, Time now, PlannerState& state);
+
 // A pull source of jobs in submit order.
 class JobSource {
  public:

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/coalloc.hpp"
+#include "core/offer_probe.hpp"
 
 // Last: check.h defines macros that clash with the C++ library.
 #include <check.h>
@@ -355,6 +356,79 @@ START_TEST(coarp_profiles_change_point) {
   EQ(p.value().start, 100);
   EQ(p.value().duration, 15);
   PARTS(p.value(), "A10 B5");
+}
+END_TEST
+
+// The paper's Algorithm 2 on offers, by hand.  Three providers (10 nodes
+// each); the job: P = 8 nodes x 100 s, overhead 0.1, so a part lasts
+// D = 100 + ceil(0.1 * 100) = 110 s and a whole-job slot 100 s.
+//   A: 3 free over [0, 50), 6 from 50.  Offers (Algorithm 1, event starts):
+//      (s 0, n 3, [0, 110)), (s 50, n 6, [50, 160))
+//   B: none free over [0, 20), 4 over [20, 300), 8 from 300.
+//      Offers: (20, 4, [20, 130)), (300, 8, [300, 410))
+//   C: none free over [0, 40), 5 from 40.  Offer: (40, 5, [40, 150)),
+//      fit 0.8, p_res 0.9
+// OffersList by FinishTime = StartTime + DurationTime (Algorithm 2, step 2):
+//   A@0 0+110 = 110 (3), B@20 20+110 = 130 (4), C@40 40+110 = 150 (5),
+//   A@50 50+110 = 160 (6), B@300 whole 300+100 = 400 (8), B@300 part 410.
+// BestOffersList (step 3): A@0, B@20, C@40: 3 + 4 = 7 < 8, 3 + 4 + 5 = 12
+// >= 8.  The paper reserves each at its own start; our parts share the
+// start of the last, S = 40, over [40, 150): A gives 3 (no offer of A
+// covers [40, 150): its availability, min(3, 6) = 3), B 4 (its offer ends
+// at 130 < 150: min(4) over [40, 150) = 4), C 5; in joining order
+// A3 + B4 + C1 = 8.  The plan starts at 40 and ends at 150, the finish
+// time of the last slot; C's part carries C's offer's fit and p_res.
+// (Taking only covering offers, A and B gave nothing at 40 or 50 and the
+// walk reached B's whole-job slot: B8 at 300, ending at 400.)
+START_TEST(coarp_paper_offers_by_hand) {
+  Grid g({{10, {{0, 50, 7}, {50, kForever, 4}}},
+          {10, {{0, 20, 10}, {20, 280, 6}, {300, kForever, 2}}},
+          {10, {{0, 40, 10}, {40, kForever, 5}}}});
+  g.views[0].offers = {{0, 110, 3, 1.0, 1.0}, {50, 160, 6, 1.0, 1.0}};
+  g.views[1].offers = {{20, 130, 4, 1.0, 1.0}, {300, 410, 8, 1.0, 1.0}};
+  g.views[2].offers = {{40, 150, 5, 0.8, 0.9}};
+  auto p = plan_coarp(req(8, 100, 0.1), g.views);
+  OK(p);
+  EQ(p.value().start, 40);
+  EQ(p.value().duration, 110);
+  EQ(p.value().end(), 150);
+  PARTS(p.value(), "A3 B4 C1");
+  NEAR(p.value().parts[2].fit, 0.8);
+  NEAR(p.value().parts[2].p_res, 0.9);
+  NEAR(p.value().parts[0].fit, 1.0);
+}
+END_TEST
+
+// The same providers, their offers now made by the production probe
+// (core/probe.cpp via probe_offers_from_profile, as flexco-sim does): the
+// query asks node counts 1..8 for D = 110 s from 0, event distribution.
+// A: n <= 3 fit at 0 and at its change point 50, n = 4..6 only at 50,
+// n = 7, 8 never: 3 + 6 = 9 offers, ordered by start, then nodes.  B and C
+// give the slots of the hand example (B: n <= 4 at 20 and 300, n <= 8 at
+// 300; C: n <= 5 at 40), so the plan is the same.
+START_TEST(coarp_probe_offers_from_profiles) {
+  Grid g({{10, {{0, 50, 7}, {50, kForever, 4}}},
+          {10, {{0, 20, 10}, {20, 280, 6}, {300, kForever, 2}}},
+          {10, {{0, 40, 10}, {40, kForever, 5}}}});
+  CoallocRequest r = req(8, 100, 0.1);
+  for (std::size_t c = 0; c < 3; ++c) {
+    auto o = probe_offers_from_profile(g.profiles[c], 10, 0, r);
+    OK(o);
+    g.views[c].offers = o.value();
+  }
+  std::string a;
+  for (const CoallocOffer& o : g.views[0].offers) {
+    EQ(o.end - o.start, 110);
+    a += std::to_string(o.start) + ":" + std::to_string(o.nodes) + " ";
+  }
+  ck_assert_str_eq(a.c_str(), "0:1 0:2 0:3 50:1 50:2 50:3 50:4 50:5 50:6 ");
+  EQ(g.views[1].offers.size(), 12);
+  EQ(g.views[2].offers.size(), 5);
+  auto p = plan_coarp(r, g.views);
+  OK(p);
+  EQ(p.value().start, 40);
+  EQ(p.value().duration, 110);
+  PARTS(p.value(), "A3 B4 C1");
 }
 END_TEST
 
@@ -958,6 +1032,8 @@ Suite* coalloc_suite() {
   tcase_add_test(tc, coarp_whole_slot_and_split);
   tcase_add_test(tc, coarp_explicit_offers);
   tcase_add_test(tc, coarp_profiles_change_point);
+  tcase_add_test(tc, coarp_paper_offers_by_hand);
+  tcase_add_test(tc, coarp_probe_offers_from_profiles);
   tcase_add_loop_test(tc, hpcm_site_values, 0, N(kSiteCases));
   tcase_add_test(tc, hpcm_plan_probability_is_product);
   tcase_add_test(tc, hpcm_choice);
