@@ -106,7 +106,7 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
       Cluster& c = *clusters_[ci];
       one.avail = read_profile(ci, conf, &one.why);
       if (!one.avail) return one;
-      if (spec.policy == "cores") {
+      if (spec.policy == "cores" || spec.policy == "cores-seq") {
         bump("messages.probe");
         JsonPtr q(json_object());
         const std::int64_t maxn =
