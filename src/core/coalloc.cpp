@@ -21,16 +21,18 @@ const char* policy_name(Policy policy) noexcept {
     case Policy::kCoarp: return "coarp";
     case Policy::kHpcm: return "hpcm";
     case Policy::kCores: return "cores";
+    case Policy::kCoresSeq: return "cores-seq";
   }
   return "?";
 }
 
 Result<Policy> parse_policy(const std::string& name) {
-  for (Policy p : {Policy::kFlexCo, Policy::kCoarp, Policy::kHpcm, Policy::kCores})
+  for (Policy p : {Policy::kFlexCo, Policy::kCoarp, Policy::kHpcm, Policy::kCores,
+                   Policy::kCoresSeq})
     if (name == policy_name(p)) return p;
   return cd::make_error(Errc::kInvalidArgument, "parse_policy",
                         "unknown policy \"" + name +
-                            "\" (valid: flexco, coarp, hpcm, cores)");
+                            "\" (valid: flexco, coarp, hpcm, cores, cores-seq)");
 }
 
 Duration coalloc_overhead(const CoallocRequest& request) noexcept {
@@ -48,6 +50,7 @@ Result<CoallocPlan> plan_coalloc(Policy policy, const CoallocRequest& request,
     case Policy::kCoarp: return plan_coarp(request, clusters, options);
     case Policy::kHpcm: return plan_hpcm(request, clusters, state, options);
     case Policy::kCores: return plan_cores(request, clusters, options);
+    case Policy::kCoresSeq: return plan_cores_seq(request, clusters, options);
   }
   return cd::make_error(Errc::kInvalidArgument, "plan_coalloc",
                         "unknown policy value " +

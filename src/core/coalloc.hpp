@@ -23,6 +23,11 @@
 //   cores   CORES (Roeblitz, ch. 9 and 11): offers scored by end time,
 //           fitness and reservation success probability; the parts are
 //           returned in smallest-p_res-first allocation order.
+//   cores-seq  CORES as the thesis runs it: the same candidates and
+//           objective, but only candidates whose parts pass the GRS
+//           admission threshold (fit or p_res >= 0.85, §9.6.3); meant to be
+//           allocated with cores_allocate (Algorithm 2, sequential,
+//           smallest p_res first, alternative search on a denial).
 //
 // Plans are pure functions of their inputs plus the small explicit
 // PlannerState (rotation index, RNG, caches).  Nothing here logs, exits or
@@ -34,6 +39,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,9 +51,9 @@ namespace flexco {
 // ---------------------------------------------------------------------------
 // Policies
 
-enum class Policy { kFlexCo, kCoarp, kHpcm, kCores };
+enum class Policy { kFlexCo, kCoarp, kHpcm, kCores, kCoresSeq };
 
-// "flexco", "coarp", "hpcm", "cores".
+// "flexco", "coarp", "hpcm", "cores", "cores-seq".
 const char* policy_name(Policy policy) noexcept;
 // The inverse of policy_name (exact, lower case); an unknown name is
 // Errc::kInvalidArgument listing the valid ones.
@@ -147,6 +154,13 @@ struct CoallocOptions {
   std::size_t max_offers = 16;
   // "now" for derived p_res and HPCM's relative deadline; -1: request.ready.
   Time now = -1;
+  // cores-seq: the GRS admission filter of the thesis' experiments
+  // (§9.6.3, "threshold for filtering reserve messages = 0.85"): a
+  // cluster's offer is used for a part only when its property is at least
+  // cores_threshold.  In [0, 1]; 0 admits everything.
+  enum class CoresProperty { kFit, kPRes };
+  double cores_threshold = 0.85;
+  CoresProperty cores_threshold_on = CoresProperty::kFit;
 };
 
 // The small state a policy carries across requests.  One per planner
@@ -184,6 +198,98 @@ Result<CoallocPlan> plan_hpcm(const CoallocRequest& request,
 Result<CoallocPlan> plan_cores(const CoallocRequest& request,
                                const std::vector<ClusterView>& clusters,
                                const CoallocOptions& options = {});
+// plan_cores with the admission threshold (options.cores_threshold on
+// options.cores_threshold_on).  With derived offers (fit 1, static p_res)
+// and the threshold on p_res, no start earlier than
+// now + h ln(1/(1 - threshold)) passes (6 h for the thesis' h and 0.85).
+Result<CoallocPlan> plan_cores_seq(const CoallocRequest& request,
+                                   const std::vector<ClusterView>& clusters,
+                                   const CoallocOptions& options = {});
+
+// ---------------------------------------------------------------------------
+// CORES allocation (thesis ch. 11.3)
+//
+// The metrics of §11.3.1 for one order psi of n parts, parts independent,
+// p(i, j) the success probability of part i sent at step j (1-based):
+//   P_sq(j)  = prod_{i<=j} p(psi^-1(i), i)                            (11.2)
+//   F_E      = sum_{k=2..n} P_sq(k-1) * (sum_{j<k} pen_psi^-1(j))
+//                           * (1 - p(psi^-1(k), k))                   (11.6)
+// and their averages over all n! orders (11.3, 11.7), for Example 11.1's
+// model p(i, j) = (1 - (j - 1) alpha_i) p_esr_i (clipped to [0, 1]).
+
+struct CoresPartOdds {
+  double p_esr = 1.0;    // estimated success rate at step 1, [0, 1]
+  double alpha = 0.0;    // decay per later step, [0, 1]
+  double penalty = 0.0;  // cancellation fee p^pen, >= 0
+  double at_step(std::size_t step) const noexcept;  // p(i, step)
+};
+
+struct CoresOrderMetrics {
+  double success = 0.0;  // P_sq(n)
+  double fee = 0.0;      // F_E
+};
+
+// order: a permutation of 0..n-1, order[j] = the part sent at step j + 1.
+Result<CoresOrderMetrics> cores_order_metrics(const std::vector<CoresPartOdds>& parts,
+                                              const std::vector<std::size_t>& order);
+// The mean over all n! orders (the "random" scheme); n in [1, 8].
+Result<CoresOrderMetrics> cores_random_order_metrics(const std::vector<CoresPartOdds>& parts);
+// Smallest success probability first (p(i, 1) ascending) and smallest
+// cancellation fee first; ties: lower index.
+std::vector<std::size_t> cores_order_smallest_success(const std::vector<CoresPartOdds>& parts);
+std::vector<std::size_t> cores_order_smallest_fee(const std::vector<CoresPartOdds>& parts);
+
+// Algorithm 2 (sequential allocation).  The caller supplies the messages:
+//   reserve(plan, part)   send a reserve for one part of `plan`; true when
+//                         granted;
+//   cancel(plan, part)    cancel a part granted earlier;
+//   alternative(plan, reserved, failed)
+//                         a new candidate after plan.parts[failed] was
+//                         denied (reserved[i]: plan.parts[i] is held), or
+//                         nullopt when there is none.
+// Lines 1/15: the next part sent is the not yet reserved part with the
+// smallest p_res (ties: lower cluster).  Line 9: after an alternative, a
+// held part is kept when the new plan has a part on the same cluster with
+// the same nodes, start and duration; every other held part is cancelled.
+// Line 14 (expired preliminary reservations) does not arise: the caller
+// confirms (line 16) after success.  At most max_searches alternative
+// searches.  On failure every held part is cancelled and the error is
+// kNoFit naming the denied part.
+struct CoresAllocStats {
+  std::size_t reserves = 0;  // reserve messages sent
+  std::size_t denials = 0;
+  std::size_t searches = 0;  // alternative searches (line 7)
+  std::size_t cancels = 0;   // cancel messages sent (lines 9 and 12)
+};
+struct CoresAllocIo {
+  std::function<bool(const CoallocPlan&, const PlanPart&)> reserve;
+  std::function<void(const CoallocPlan&, const PlanPart&)> cancel;
+  std::function<std::optional<CoallocPlan>(const CoallocPlan&, const std::vector<bool>&,
+                                           std::size_t)>
+      alternative;
+};
+// Returns the plan that was reserved, its parts in the order they were
+// granted.
+Result<CoallocPlan> cores_allocate(const CoallocPlan& candidate, const CoresAllocIo& io,
+                                   CoresAllocStats* stats = nullptr,
+                                   std::size_t max_searches = 8);
+
+// The alternative search of cores-seq (§11.3.2 and §10.6), for
+// cores_allocate's `alternative`:
+//   1. FNRP: same start and duration, the held parts kept, the nodes of
+//      the denied part and of the parts not yet reserved spread again over
+//      the admitted clusters that hold no kept part and are not in
+//      `excluded` (fill order as plan_cores: decreasing
+//      w_fit fit + w_pres p_res); a plan of two or more parts;
+//   2. else the refinement "exclude faulty resource": plan_cores_seq again
+//      with the `excluded` clusters not allowed.
+// `excluded` (one flag per cluster, or empty) should hold every cluster that
+// denied a part earlier in this allocation.  nullopt when neither finds a plan.
+// The denied part's cluster (plan.parts[failed]) is excluded as well.
+Result<std::optional<CoallocPlan>> cores_alternative(
+    const CoallocRequest& request, const std::vector<ClusterView>& clusters,
+    const CoallocOptions& options, const CoallocPlan& plan, const std::vector<bool>& reserved,
+    std::size_t failed, const std::vector<bool>& excluded);
 
 // HPCM Theorem 1 (standard M/M/c form): probability that a sub-task sent
 // to a cluster with c nodes, arrival rate lambda and per-node service rate

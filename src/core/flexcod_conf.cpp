@@ -269,8 +269,9 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
         if (c.admin_users.empty()) return parser.err(line, "AdminUsers: empty list");
       } else if (k == "defaultpolicy") {
         const std::string l = lower(v);
-        if (l != "flexco" && l != "coarp" && l != "hpcm" && l != "cores") {
-          return parser.err(line, "DefaultPolicy: '" + v + "' is not one of flexco, coarp, hpcm, cores");
+        if (l != "flexco" && l != "coarp" && l != "hpcm" && l != "cores" && l != "cores-seq") {
+          return parser.err(line, "DefaultPolicy: '" + v +
+                                      "' is not one of flexco, coarp, hpcm, cores, cores-seq");
         }
         c.default_policy = l;
       } else if (k == "availabilitymode") {

@@ -13,7 +13,7 @@
 //     PidFile=/run/flexcod.pid
 //     MungeSocket=/run/munge/munge.socket.2
 //     AdminUsers=root,slurm
-//     DefaultPolicy=flexco                    (flexco|coarp|hpcm|cores)
+//     DefaultPolicy=flexco                    (flexco|coarp|hpcm|cores|cores-seq)
 //     AvailabilityMode=probe                  (probe | publish)
 //     PublishInterval=300
 //     RescheduleMode=remap                    (off | shift | remap)

@@ -236,8 +236,9 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
   if (s.duration < 60 || s.duration > 31622400) {
     return api_error(400, "bad_request", "duration: required, 60..31622400 seconds");
   }
-  if (s.policy != "flexco" && s.policy != "coarp" && s.policy != "hpcm" && s.policy != "cores") {
-    return api_error(400, "bad_request", "policy: one of flexco, coarp, hpcm, cores");
+  if (s.policy != "flexco" && s.policy != "coarp" && s.policy != "hpcm" && s.policy != "cores" &&
+      s.policy != "cores-seq") {
+    return api_error(400, "bad_request", "policy: one of flexco, coarp, hpcm, cores, cores-seq");
   }
   if (s.deadline != 0 && s.deadline <= s.ready) return api_error(400, "bad_request", "deadline: must be after ready");
   if (s.clusters.empty()) {

@@ -26,7 +26,7 @@ flexco::CoallocOptions plan_options(std::int64_t now) {
   return opts;
 }
 
-bool policy_probes(const std::string& policy) { return policy == "coarp" || policy == "cores"; }
+bool policy_probes(const std::string& policy) { return policy == "coarp" || policy == "cores" || policy == "cores-seq"; }
 
 std::string probe_body(const PlanAsk& ask, std::int64_t published, std::int64_t now,
                        const std::string& partition) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -119,7 +120,7 @@ ClusterView cluster_view(const ClusterSpec& cluster, const Profile* free, std::i
 
 Result<CoallocPlan> plan_metajob(Policy policy, const CoallocRequest& request,
                                  std::vector<ClusterView> views, Time now, PlannerState& state) {
-  if (policy == Policy::kCoarp || policy == Policy::kCores) {
+  if (policy == Policy::kCoarp || policy == Policy::kCores || policy == Policy::kCoresSeq) {
     for (ClusterView& v : views) {
       auto o = probe_offers_from_profile(*v.free, v.capacity, now, request, v.name);
       if (!o) return wrap("probe of cluster " + v.name, o.error());
@@ -230,7 +231,54 @@ Status Engine::submit_meta(const Job& j) {
     for (const Profile& p : published_) avail.push_back(&p);
   }
   auto plan = plan_with(avail);
-  if (plan && cfg_.publish_interval > 0) {
+  if (plan && cfg_.planner == Policy::kCoresSeq) {
+    // CORES Algorithm 2: the parts are reserved one at a time, smallest
+    // p_res first; a part that no longer fits is denied and
+    // cores_alternative searches on the clusters' current plans.
+    const std::uint64_t id = j.id;
+    std::vector<bool> excluded(sched_.size(), false);
+    CoresAllocIo io;
+    io.reserve = [&](const CoallocPlan& p, const PlanPart& x) {
+      m_.messages += 1;  // reserve (as book(): reserve + confirm per part)
+      LocalScheduler& s = sched_[x.cluster];
+      (void)s.replan();
+      auto min = s.profile().min_over(p.start, p.duration);
+      if (!min || min.value() < x.nodes) {
+        ++m_.violations;
+        return false;
+      }
+      return static_cast<bool>(s.add_reservation(FixedSpan{id, p.start, p.end(), x.nodes}));
+    };
+    io.cancel = [&](const CoallocPlan&, const PlanPart& x) {
+      m_.messages += 2;  // cancel, acknowledge
+      (void)sched_[x.cluster].remove_reservation(id);
+    };
+    io.alternative = [&](const CoallocPlan& p, const std::vector<bool>& held,
+                         std::size_t failed) -> std::optional<CoallocPlan> {
+      auto a = cores_alternative(m.request, views(fresh()), CoallocOptions{}, p, held, failed,
+                                 excluded);
+      excluded[p.parts[failed].cluster] = true;
+      if (!a) return std::nullopt;
+      return std::move(a).value();
+    };
+    auto got = cores_allocate(plan.value(), io);
+    if (got) {
+      m.plan = std::move(got).value();
+      backlog_ += static_cast<double>(j.nodes) * static_cast<double>(j.run);
+      ++backlog_jobs_;
+      auto it = meta_.emplace(j.id, std::move(m)).first;
+      MetaRec& r = it->second;
+      for (const PlanPart& x : r.plan.parts) {
+        waiting_[x.cluster].insert({r.plan.start, r.job.id});
+        m_.messages += 1;  // confirm (line 16)
+      }
+      ++r.version;
+      meta_starts_.push(Ev{r.plan.start, r.job.id, r.version});
+      return {};
+    }
+    // Every held part was cancelled: plan on the current state and book.
+    plan = plan_with(fresh());
+  } else if (plan && cfg_.publish_interval > 0) {
     // Stale information: the slot must still be free when reserved.
     bool ok = true;
     for (const PlanPart& p : plan.value().parts) {

@@ -11,11 +11,13 @@
 
 #include "flexco_config.h"
 #include "sim/config.hpp"
+#include "sim/cores_whatif.hpp"
 
 namespace {
 
 const char* kUsage =
     "Usage: flexco-sim [-c FILE] [--jobs FILE] [--moves FILE] [Key=Value ...]\n"
+    "       flexco-sim --cores-whatif Trace=FILE [Jobs=N] [Bat=H,...] [Stf=H,...] ...\n"
     "Replays SWF traces on simulated clusters and a co-allocating metascheduler\n"
     "and prints the metrics as key=value lines.  See flexco-sim(1).\n";
 
@@ -31,6 +33,14 @@ int main(int argc, char** argv) {
   SimConfig cfg;
   std::vector<std::string> words;
   std::string conf, jobs_path, moves_path;
+  if (argc >= 2 && std::strcmp(argv[1], "--cores-whatif") == 0) {
+    // The CORES probing experiment (doc/sim-report.md): its own words.
+    WhatifConfig wc;
+    std::vector<std::string> ww(argv + 2, argv + argc);
+    if (auto st = apply_whatif_words(wc, ww); !st) return die(st.error().message, 2);
+    if (auto st = run_whatif(wc); !st) return die(st.error().message);
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto need = [&](std::string& out) {

@@ -164,8 +164,9 @@ struct Parser {
       case 'q': return cluster_value("-q", arg, &o.qos);
       case kOptPolicy: {
         std::string p = arg;
-        if (p != "flexco" && p != "coarp" && p != "hpcm" && p != "cores")
-          return fail("--policy: \"" + p + "\" is not one of flexco, coarp, hpcm, cores");
+        if (p != "flexco" && p != "coarp" && p != "hpcm" && p != "cores" && p != "cores-seq")
+          return fail("--policy: \"" + p +
+                      "\" is not one of flexco, coarp, hpcm, cores, cores-seq");
         o.policy = p;
         return true;
       }

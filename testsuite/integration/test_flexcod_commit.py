@@ -221,7 +221,7 @@ def main():
         r = c.get("/v1/coallocations/999")
         t.ok(r.status == 404, "an unknown id: 404")
         # -- every policy ------------------------------------------------------
-        for pol in ("flexco", "coarp", "hpcm", "cores"):
+        for pol in ("flexco", "coarp", "hpcm", "cores", "cores-seq"):
             st, doc = fc.submit({"nodes": 7, "duration": 300, "policy": pol, "dry_run": True})
             plan = (doc or {}).get("plan") or {}
             t.ok(st == 200 and sum(p["nodes"] for p in plan.get("parts", [])) == 7

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,7 +113,8 @@ std::string parts_str(const CoallocPlan& p) {
 // Names
 
 START_TEST(policy_names) {
-  for (Policy p : {Policy::kFlexCo, Policy::kCoarp, Policy::kHpcm, Policy::kCores}) {
+  for (Policy p : {Policy::kFlexCo, Policy::kCoarp, Policy::kHpcm, Policy::kCores,
+                   Policy::kCoresSeq}) {
     auto back = parse_policy(policy_name(p));
     OK(back);
     ck_assert(back.value() == p);
@@ -121,6 +123,8 @@ START_TEST(policy_names) {
   ck_assert(!bad.ok());
   EQ(static_cast<int>(bad.error().code), static_cast<int>(Errc::kInvalidArgument));
   HAS(bad.error().message, "parse_policy: unknown policy \"FlexCo\" (valid: flexco, coarp");
+  HAS(bad.error().message, "cores, cores-seq)");
+  ck_assert(parse_policy("cores-seq").value() == Policy::kCoresSeq);
   ck_assert(parse_reschedule_mode("shift").value() == RescheduleMode::kShift);
   ck_assert(parse_reschedule_mode("remap").value() == RescheduleMode::kShiftRemap);
   ck_assert(parse_reschedule_mode(reschedule_mode_name(RescheduleMode::kShiftRemap)).value() ==
@@ -642,6 +646,233 @@ START_TEST(cores_static_p_res) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// CORES as the thesis runs it (cores-seq, ch. 9.6.3 and 11.3)
+
+// The GRS admission threshold.  A offers 4 nodes at [0, 1000) with fit
+// 0.80, B 4 nodes at [500, 1500) with fit 0.90, both p_res 1.  4 nodes x
+// 100 s; candidate ends 100 (A) and 600 (B), span 600:
+//   cores:     J_A = 100/600 - 0.80 - 1 = -1.6333, J_B = 1 - 0.90 - 1 = -0.9: A at 0
+//   cores-seq: A's fit 0.80 < 0.85 is refused: B at 500, score -0.9.
+START_TEST(cores_seq_threshold_on_fit) {
+  Grid g({{10, {}}, {10, {}}});
+  g.views[0].offers = {{0, 1000, 4, 0.80, 1.0}};
+  g.views[1].offers = {{500, 1500, 4, 0.90, 1.0}};
+  auto plain = plan_cores(req(4, 100), g.views);
+  OK(plain);
+  PARTS(plain.value(), "A4");
+  EQ(plain.value().start, 0);
+  NEAR(plain.value().score, 100.0 / 600.0 - 1.8);
+  PlannerState state;
+  auto seq = plan_coalloc(Policy::kCoresSeq, req(4, 100), g.views, state);
+  OK(seq);
+  PARTS(seq.value(), "B4");
+  EQ(seq.value().start, 500);
+  NEAR(seq.value().score, 1.0 - 0.9 - 1.0);
+  // Threshold 0 admits everything: plan_cores' answer.
+  CoallocOptions o;
+  o.cores_threshold = 0.0;
+  auto all = plan_cores_seq(req(4, 100), g.views, o);
+  OK(all);
+  PARTS(all.value(), "A4");
+  // Nothing passes 0.95: no plan (kNoFit).
+  o.cores_threshold = 0.95;
+  auto none = plan_cores_seq(req(4, 100), g.views, o);
+  ck_assert(!none.ok());
+  EQ(static_cast<int>(none.error().code), static_cast<int>(Errc::kNoFit));
+  o.cores_threshold = 1.5;
+  auto bad = plan_cores_seq(req(4, 100), g.views, o);
+  ck_assert(!bad.ok());
+  EQ(static_cast<int>(bad.error().code), static_cast<int>(Errc::kInvalidArgument));
+  HAS(bad.error().message, "plan_cores_seq: options.cores_threshold must be in [0, 1]");
+}
+END_TEST
+
+// Derived offers, threshold 0.85 on p_res, now 0, h 11386: the first start
+// that passes is ceil(11386 ln(1/0.15)) = ceil(21600.61) = 21601, where
+// p_res = 1 - e^(-21601/11386) = 0.8500052 (the thesis' "6 h book-ahead").
+// plan_cores would start at 0 (p_res 0).
+START_TEST(cores_seq_threshold_on_static_p_res) {
+  Grid g(std::vector<ClusterSpec>{{10, {}}});
+  CoallocOptions o;
+  o.now = 0;
+  o.cores_threshold_on = CoallocOptions::CoresProperty::kPRes;
+  auto p = plan_cores_seq(req(4, 100), g.views, o);
+  OK(p);
+  EQ(p.value().start, 21601);
+  NEAR(p.value().parts[0].p_res, 1.0 - std::exp(-21601.0 / 11386.0));
+  ck_assert(p.value().parts[0].p_res >= 0.85);
+  EQ(plan_cores(req(4, 100), g.views, o).value().start, 0);
+}
+END_TEST
+
+// Example 11.1 (§11.3.1): n = 3, p_esr = (0.85, 0.90, 0.95), alpha 0.01,
+// p(i, j) = (1 - (j - 1) 0.01) p_esr_i.  Case A: pen_i = p(i, 1); case B:
+// pen_i = p(4 - i, 1).  Order (1, 2, 3) is smallest success first:
+//   A: F = 0.85*0.85*(1 - 0.99*0.90) + 0.85*0.891*(0.85 + 0.90)*(1 - 0.98*0.95)
+//        = 0.0787525 + 0.0914500125 = 0.1702025125          (thesis 0.170)
+//   B: F = 0.85*0.95*0.109 + 0.75735*(0.95 + 0.90)*0.069
+//        = 0.0880175 + 0.0966757275 = 0.1846932275          (thesis 0.185)
+// Smallest fee first: A the same order (0.170); B order (3, 2, 1):
+//   F = 0.95*0.85*0.109 + 0.95*0.891*(0.85 + 0.90)*(1 - 0.98*0.85)
+//     = 0.0880175 + 0.2473750125 = 0.3353925125             (thesis 0.335)
+// Random (mean over the 6 orders): A 0.2642095, B 0.2593912 (thesis 0.264,
+// 0.259).  Success 0.85*0.891*0.931 = 0.70509285 for every order.
+START_TEST(cores_example_11_1) {
+  std::vector<CoresPartOdds> a = {{0.85, 0.01, 0.85}, {0.90, 0.01, 0.90}, {0.95, 0.01, 0.95}};
+  std::vector<CoresPartOdds> b = {{0.85, 0.01, 0.95}, {0.90, 0.01, 0.90}, {0.95, 0.01, 0.85}};
+  auto eq3 = [](double x, double thesis) { return std::fabs(std::round(x * 1000) / 1000 - thesis) < 1e-9; };
+  const std::vector<std::size_t> sa = cores_order_smallest_success(a);
+  const std::vector<std::size_t> sb = cores_order_smallest_success(b);
+  ck_assert(sa == (std::vector<std::size_t>{0, 1, 2}));
+  ck_assert(sb == (std::vector<std::size_t>{0, 1, 2}));
+  ck_assert(cores_order_smallest_fee(a) == (std::vector<std::size_t>{0, 1, 2}));
+  ck_assert(cores_order_smallest_fee(b) == (std::vector<std::size_t>{2, 1, 0}));
+  auto ma = cores_order_metrics(a, sa);
+  auto mb = cores_order_metrics(b, sb);
+  auto fb = cores_order_metrics(b, cores_order_smallest_fee(b));
+  auto ra = cores_random_order_metrics(a);
+  auto rb = cores_random_order_metrics(b);
+  OK(ma);
+  OK(mb);
+  OK(fb);
+  OK(ra);
+  OK(rb);
+  ck_assert(std::fabs(ma.value().fee - 0.1702025125) < 1e-12);
+  ck_assert(std::fabs(mb.value().fee - 0.1846932275) < 1e-12);
+  ck_assert(std::fabs(fb.value().fee - 0.3353925125) < 1e-12);
+  ck_assert(std::fabs(ma.value().success - 0.70509285) < 1e-12);
+  ck_assert(std::fabs(fb.value().success - 0.70509285) < 1e-12);
+  ck_assert(std::fabs(ra.value().success - 0.70509285) < 1e-12);
+  ck_assert(eq3(ra.value().fee, 0.264));
+  ck_assert(eq3(rb.value().fee, 0.259));
+  ck_assert(eq3(ma.value().fee, 0.170));
+  ck_assert(eq3(mb.value().fee, 0.185));
+  ck_assert(eq3(fb.value().fee, 0.335));
+  // Smallest success first has the lowest fee in both cases.
+  ck_assert(ma.value().fee <= ra.value().fee && mb.value().fee < rb.value().fee &&
+            mb.value().fee < fb.value().fee);
+  auto bad = cores_order_metrics(a, {0, 0, 1});
+  ck_assert(!bad.ok());
+  HAS(bad.error().message, "cores_order_metrics: order is not a permutation of 0..2");
+}
+END_TEST
+
+// Algorithm 2 with cores-seq's alternative search.  Five clusters, offers
+// over [0, 1000) of 4 nodes each (fit, p_res; score fit + p_res):
+//   A (1, 0.90) 1.90   B (1, 0.95) 1.95   C (1, 0.99) 1.99
+//   D (0.86, 0.60) 1.46   E (0.50, 1.0) refused (fit < 0.85)
+// 8 nodes x 100 s: the split fills C then B: plan C4 B4 at 0, sent
+// smallest p_res first: B.  B and C deny every reserve.
+//   1. reserve B4 denied; search 1 (FNRP, nothing held, B out): C4 A4;
+//   2. reserve A4 (p_res 0.90 < 0.99) granted;
+//   3. reserve C4 denied; search 2 (B, C out): A4 kept, D4 (E refused);
+//   4. reserve D4 granted.  A4 D4: 4 reserves, 2 denials, 2 searches, no
+//      cancel.
+// Initial plan with A8 at 2000 also a candidate (below): ends 100 and 2100,
+// J = 100/2100 - 1 - 0.9405 = -1.893 beats 1 - 1 - 0.99: still C4 B4.
+// Without D, A also offers 8 nodes over [2000, 3000): at step 3 FNRP finds
+// nothing, the refinement (only A eligible) plans A8 at 2000; A4 at 0 is
+// not in it and is cancelled; reserve A8 granted: 4 reserves, 1 cancel.
+// Without D and that offer nothing is left: A4 is cancelled, kNoFit.
+struct AllocCase {
+  bool with_d;
+  bool late_a;
+  const char* log;
+  const char* parts;  // "" on failure
+  Time start;
+  std::size_t reserves, searches, cancels;
+};
+const AllocCase kAllocCases[] = {
+    {true, false, "B4@0- A4@0+ C4@0- D4@0+", "A4 D4", 0, 4, 2, 0},
+    {false, true, "B4@0- A4@0+ C4@0- cancel:A4@0 A8@2000+", "A8", 2000, 4, 2, 1},
+    {false, false, "B4@0- A4@0+ C4@0- cancel:A4@0", "", 0, 3, 2, 1},
+};
+
+START_TEST(cores_algorithm_2) {
+  const AllocCase& c = kAllocCases[_i];
+  Grid g({{10, {}}, {10, {}}, {10, {}}, {10, {}}, {10, {}}});
+  g.views[0].offers = {{0, 1000, 4, 1.0, 0.90}};
+  if (c.late_a) g.views[0].offers.push_back({2000, 3000, 8, 1.0, 0.99});
+  g.views[1].offers = {{0, 1000, 4, 1.0, 0.95}};
+  g.views[2].offers = {{0, 1000, 4, 1.0, 0.99}};
+  // "Without D": D's only offer is refused too (fit 0.50).
+  g.views[3].offers = {{0, 1000, 4, c.with_d ? 0.86 : 0.50, 0.60}};
+  g.views[4].offers = {{0, 1000, 4, 0.50, 1.0}};
+  const CoallocRequest r = req(8, 100);
+  const CoallocOptions o;
+  auto first = plan_cores_seq(r, g.views, o);
+  OK(first);
+  PARTS(first.value(), "B4 C4");
+  // Normalised end 100/100, or 100/2100 beside A8 at 2000 (ends 2100).
+  NEAR(first.value().score, 100.0 / (c.late_a ? 2100.0 : 100.0) - 1.0 - 0.95 * 0.99);
+  std::string log;
+  auto tag = [](const CoallocPlan& p, const PlanPart& x) {
+    return std::string(1, static_cast<char>('A' + x.cluster)) + std::to_string(x.nodes) + "@" +
+           std::to_string(p.start);
+  };
+  std::vector<bool> excluded(g.views.size(), false);
+  CoresAllocIo io;
+  io.reserve = [&](const CoallocPlan& p, const PlanPart& x) {
+    bool ok = x.cluster != 1 && x.cluster != 2;
+    log += (log.empty() ? "" : " ") + tag(p, x) + (ok ? "+" : "-");
+    return ok;
+  };
+  io.cancel = [&](const CoallocPlan& p, const PlanPart& x) { log += " cancel:" + tag(p, x); };
+  io.alternative = [&](const CoallocPlan& p, const std::vector<bool>& held,
+                       std::size_t failed) -> std::optional<CoallocPlan> {
+    auto a = cores_alternative(r, g.views, o, p, held, failed, excluded);
+    excluded[p.parts[failed].cluster] = true;
+    ck_assert_msg(a.ok(), "cores_alternative: %s", a.ok() ? "" : a.error().message.c_str());
+    return a.value();
+  };
+  CoresAllocStats st;
+  auto got = cores_allocate(first.value(), io, &st);
+  ck_assert_msg(log == c.log, "line %d: log \"%s\", expected \"%s\"", __LINE__, log.c_str(), c.log);
+  EQ(st.reserves, c.reserves);
+  EQ(st.denials, 2);
+  EQ(st.searches, c.searches);
+  EQ(st.cancels, c.cancels);
+  if (*c.parts == '\0') {
+    ck_assert(!got.ok());
+    EQ(static_cast<int>(got.error().code), static_cast<int>(Errc::kNoFit));
+    HAS(got.error().message,
+        "cores_allocate: the part of 4 nodes on cluster 2 at 0 was denied and no alternative "
+        "was found after 2 searches; 1 held parts cancelled");
+    return;
+  }
+  OK(got);
+  PARTS(got.value(), c.parts);
+  EQ(got.value().start, c.start);
+}
+END_TEST
+
+// The alternative is bounded: max_searches 0 fails at the first denial.
+START_TEST(cores_allocate_bounds) {
+  CoallocPlan p;
+  p.duration = 10;
+  p.parts = {PlanPart{0, 2, 1.0, 0.5}, PlanPart{1, 2, 1.0, 0.9}};
+  CoresAllocIo io;
+  int alternatives = 0;
+  io.reserve = [](const CoallocPlan&, const PlanPart& x) { return x.cluster == 0; };
+  io.cancel = [](const CoallocPlan&, const PlanPart&) {};
+  io.alternative = [&](const CoallocPlan&, const std::vector<bool>&, std::size_t) {
+    ++alternatives;
+    return std::optional<CoallocPlan>();
+  };
+  CoresAllocStats st;
+  auto got = cores_allocate(p, io, &st, 0);
+  ck_assert(!got.ok());
+  EQ(alternatives, 0);
+  EQ(st.reserves, 2);
+  EQ(st.cancels, 1);
+  CoresAllocIo none;
+  auto bad = cores_allocate(p, none);
+  ck_assert(!bad.ok());
+  HAS(bad.error().message, "cores_allocate: reserve, cancel and alternative are all needed");
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // Rescheduling
 
 // The current plan: A6 B3 at 1000 for 110 s (9 nodes x 100 s, overhead
@@ -1043,6 +1274,11 @@ Suite* coalloc_suite() {
   tcase_add_test(tc, cores_order_and_objective);
   tcase_add_loop_test(tc, cores_weights, 0, N(kCoresWeightCases));
   tcase_add_test(tc, cores_static_p_res);
+  tcase_add_test(tc, cores_seq_threshold_on_fit);
+  tcase_add_test(tc, cores_seq_threshold_on_static_p_res);
+  tcase_add_test(tc, cores_example_11_1);
+  tcase_add_loop_test(tc, cores_algorithm_2, 0, N(kAllocCases));
+  tcase_add_test(tc, cores_allocate_bounds);
   tcase_add_loop_test(tc, reschedule_decision, 0, N(kReschedCases));
   tcase_add_test(tc, reschedule_no_gain_and_errors);
   tcase_add_test(tc, reschedule_pass_order);
