@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace flexco::sim {
@@ -76,13 +77,19 @@ Status apply_words(SimConfig& c, const std::vector<std::string>& words, const st
     bool b;
     if (key == "ClusterName") {
       if (v.empty()) return invalid("empty name");
-      c.clusters.push_back(ClusterConfig{v, 0, {}});
+      c.clusters.push_back(ClusterConfig{v, 0, false, {}});
       cluster = &c.clusters.back();
     } else if (key == "Nodes" || key == "Trace" || key == "Part") {
       if (!cluster) return bad(where, key + " must follow ClusterName= on its line");
       if (key == "Nodes") {
-        if (!to_int(v, i) || i < 1) return invalid("not a positive integer");
-        cluster->nodes = i;
+        if (v == "auto") {
+          cluster->auto_nodes = true;
+          cluster->nodes = 0;
+        } else {
+          if (!to_int(v, i) || i < 1) return invalid("not a positive integer or auto");
+          cluster->nodes = i;
+          cluster->auto_nodes = false;
+        }
       } else if (key == "Trace") {
         if (v.empty()) return invalid("empty path");
         cluster->traces.push_back(LocalTrace{v, 0, 1});
@@ -100,6 +107,14 @@ Status apply_words(SimConfig& c, const std::vector<std::string>& words, const st
       c.trace_dir = (!v.empty() && v[0] != '/' && !c.base_dir.empty()) ? c.base_dir + "/" + v : v;
     } else if (key == "MetaTrace") {
       c.meta_trace = v;
+    } else if (key == "MetaPart") {
+      auto slash = v.find('/');
+      std::int64_t p, n;
+      if (slash == std::string::npos || !to_int(v.substr(0, slash), p) ||
+          !to_int(v.substr(slash + 1), n) || n < 1 || p < 1 || p > n)
+        return invalid("expected i/n with 1 <= i <= n");
+      c.meta_part = static_cast<int>(p - 1);
+      c.meta_parts = static_cast<int>(n);
     } else if (key == "MetaMaxJobs") {
       if (!to_int(v, i) || i < 0) return invalid("not a count");
       c.meta_max_jobs = static_cast<std::uint64_t>(i);
@@ -128,6 +143,27 @@ Status apply_words(SimConfig& c, const std::vector<std::string>& words, const st
     } else if (key == "ModelMaxEstimate") {
       if (!to_duration(v, i) || i < 60) return invalid("not a duration >= 60 s");
       c.local_rules.model_max = c.meta_rules.model_max = i;
+    } else if (key == "TraceSize") {
+      if (v == "allocated") c.local_rules.size_field = c.meta_rules.size_field = SizeField::kAllocated;
+      else if (v == "requested") c.local_rules.size_field = c.meta_rules.size_field = SizeField::kRequested;
+      else return invalid("expected allocated or requested");
+    } else if (key == "TraceUnit") {
+      if (v == "procs") c.local_rules.unit = c.meta_rules.unit = SizeUnit::kProcs;
+      else if (v == "nodes") c.local_rules.unit = c.meta_rules.unit = SizeUnit::kNodes;
+      else return invalid("expected procs or nodes");
+    } else if (key == "TraceProcsPerNode") {
+      if (!to_int(v, i) || i < 0 || i > 1000000) return invalid("not in [0, 1000000] (0: from the header)");
+      c.local_rules.procs_per_node = c.meta_rules.procs_per_node = i;
+    } else if (key == "TracePartial") {
+      if (v != "drop" && v != "keep") return invalid("expected drop or keep");
+      c.local_rules.keep_partial = c.meta_rules.keep_partial = v == "keep";
+    } else if (key == "TraceErrors") {
+      if (v != "stop" && v != "skip") return invalid("expected stop or skip");
+      c.local_rules.lenient = c.meta_rules.lenient = v == "skip";
+    } else if (key == "Estimates") {
+      if (v != "trace" && v != "model" && v != "exact") return invalid("expected trace, model or exact");
+      c.local_rules.model_always = c.meta_rules.model_always = v == "model";
+      c.local_rules.exact_estimates = c.meta_rules.exact_estimates = v == "exact";
     } else if (key == "ModelAlways") {
       if (!to_bool(v, b)) return invalid("not yes/no");
       c.local_rules.model_always = c.meta_rules.model_always = b;
@@ -194,26 +230,64 @@ std::string resolve(const SimConfig& c, const std::string& p) {
 
 }  // namespace
 
-Result<Prepared> prepare(const SimConfig& c) {
+Result<Prepared> prepare(const SimConfig& config) {
   static const std::string kWhere = "prepare";
-  if (c.clusters.empty()) return bad(kWhere, "no clusters (ClusterName=... Nodes=...)");
+  if (config.clusters.empty()) return bad(kWhere, "no clusters (ClusterName=... Nodes=...)");
   Prepared out;
+  SimConfig c = config;
+  // Nodes=auto: the header's MaxProcs (MaxNodes with TraceUnit=nodes) of
+  // the cluster's first trace, else its largest job.
+  for (ClusterConfig& cl : c.clusters) {
+    if (!cl.auto_nodes) continue;
+    if (cl.traces.empty()) return bad(kWhere, "cluster " + cl.name + ": Nodes=auto needs a Trace=");
+    JobRules r = c.local_rules;
+    r.max_nodes = 0;
+    r.no_small = false;
+    const std::string path = resolve(c, cl.traces.front().path);
+    auto s = scan_trace(path, r);
+    if (!s) return Error{Errc::kInvalidArgument, s.error().message};
+    const TraceScan& ts = s.value();
+    const auto& header = r.unit == SizeUnit::kNodes ? ts.max_nodes : ts.max_procs;
+    const char* key = r.unit == SizeUnit::kNodes ? "MaxNodes" : "MaxProcs";
+    if (header) {
+      cl.nodes = static_cast<Amount>(*header);
+      out.notes.push_back("cluster " + cl.name + ": Nodes=" + std::to_string(cl.nodes) +
+                          " (header " + key + " of " + path + ")");
+    } else if (ts.largest > 0) {
+      cl.nodes = ts.largest;
+      out.notes.push_back("cluster " + cl.name + ": Nodes=" + std::to_string(cl.nodes) + " (no " +
+                          key + " in the header of " + path + ": its largest job)");
+    } else {
+      return bad(path, std::string("Nodes=auto: no ") + key + " in the header and no job to size by");
+    }
+  }
   EngineConfig ec = c.engine;
   ec.clusters.clear();
   Amount capacity = 0, largest = 0;
   for (const ClusterConfig& cl : c.clusters) {
     if (cl.nodes < 1) return bad(kWhere, "cluster " + cl.name + ": Nodes= missing");
     ec.clusters.push_back(ClusterSpec{cl.name, cl.nodes});
+    out.cluster_nodes.push_back(cl.nodes);
     capacity += cl.nodes;
     largest = std::max(largest, cl.nodes);
   }
   // Scans: the segment bounds and the work, for the load and the horizon.
   std::map<std::string, TraceScan> scans;
+  std::set<std::string> reported;
   auto scan_of = [&](const std::string& path, const JobRules& rules) -> Result<TraceScan> {
     std::string key = path + (rules.overhead ? "#meta#" : "#local#") + std::to_string(rules.max_nodes);
     if (auto it = scans.find(key); it != scans.end()) return it->second;
     auto s = scan_trace(path, rules);
-    if (!s) return bad(path, s.error().message);
+    if (!s) return Error{Errc::kInvalidArgument, s.error().message};
+    // Each file's skipped lines reported once, whatever its parts.
+    if (reported.insert(path).second) {
+      out.malformed += s.value().malformed;
+      out.partial += s.value().partial;
+      if (s.value().malformed > 0)
+        out.notes.push_back(std::to_string(s.value().malformed) +
+                            " malformed lines skipped (TraceErrors=skip), the first: " +
+                            s.value().first_malformed);
+    }
     scans.emplace(key, s.value());
     return s.value();
   };
@@ -272,7 +346,8 @@ Result<Prepared> prepare(const SimConfig& c) {
     if (c.horizon == "meta" || c.horizon == "local") {
       if (!meta_scan) return bad(kWhere, "Horizon=meta needs MetaTrace");
       return static_cast<Time>(
-                 static_cast<double>(meta_scan->last_submit - meta_scan->first_submit + 1) * ms) +
+                 static_cast<double>(meta_scan->last_submit - meta_scan->first_submit + 1) /
+                     c.meta_parts * ms) +
              1;
     }
     to_duration(c.horizon, h);
@@ -300,6 +375,8 @@ Result<Prepared> prepare(const SimConfig& c) {
   if (meta_scan) {
     StreamSpec sp;
     sp.path = resolve(c, c.meta_trace);
+    sp.part = c.meta_part;
+    sp.parts = c.meta_parts;
     sp.max_jobs = c.meta_max_jobs;
     sp.kind = JobKind::kMeta;
     sp.seed = c.seed;
@@ -331,7 +408,7 @@ Result<Prepared> prepare(const SimConfig& c) {
     sp.horizon = kForever;
     sp.max_jobs = 0;
     auto s = TraceStream::open(sp, scan_for(k));
-    if (!s) return bad(sp.path, s.error().message);
+    if (!s) return Error{Errc::kInvalidArgument, s.error().message};
     Arrivals a;
     a.loop = specs[k].loop;
     a.max_jobs = specs[k].max_jobs;
@@ -339,7 +416,7 @@ Result<Prepared> prepare(const SimConfig& c) {
     double sum = 0;
     for (;;) {
       auto j = s.value().next();
-      if (!j) return bad(sp.path, j.error().message);
+      if (!j) return Error{Errc::kInvalidArgument, j.error().message};
       if (!j.value()) break;
       sum += static_cast<double>(j.value()->run) * static_cast<double>(j.value()->nodes);
       a.at.push_back(static_cast<double>(j.value()->submit));
@@ -437,7 +514,7 @@ Result<Prepared> prepare(const SimConfig& c) {
     sp.time_scale = k < nlocal ? lscale : mscale;
     sp.horizon = horizon;
     auto s = TraceStream::open(sp, scan_for(k));
-    if (!s) return bad(sp.path, s.error().message);
+    if (!s) return Error{Errc::kInvalidArgument, s.error().message};
     out.sources.push_back(std::make_unique<TraceSource>(std::move(s).value()));
   }
   ec.horizon = horizon;

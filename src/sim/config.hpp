@@ -24,6 +24,7 @@ struct LocalTrace {
 struct ClusterConfig {
   std::string name;
   Amount nodes = 0;
+  bool auto_nodes = false;         // Nodes=auto: from its first trace's header
   std::vector<LocalTrace> traces;  // local load, each Trace= one stream
 };
 
@@ -33,6 +34,7 @@ struct SimConfig {
   std::string base_dir;         // while reading a file: its directory (a
                                 // relative TraceDir there is taken from it)
   std::string meta_trace;
+  int meta_part = 0, meta_parts = 1;  // MetaPart=i/n (0-based here)
   std::uint64_t meta_max_jobs = 0;
   double target_load = 0.8;     // 0: no scaling (MetaTimeScale, LocalTimeScale)
   double meta_share = -1;       // < 0: local load as traced, metajobs fill up
@@ -68,6 +70,12 @@ struct Prepared {
   // kLoadTolerance of them.
   double offered_load = 0;
   double meta_share = 0;
+  // Per trace read: lines skipped under TraceErrors=skip, cluster sizes
+  // taken from a header (Nodes=auto); main prints them on stderr.
+  std::vector<std::string> notes;
+  std::vector<Amount> cluster_nodes;  // per cluster, Nodes=auto resolved
+  std::int64_t malformed = 0;  // lines skipped over all traces (each once)
+  std::int64_t partial = 0;    // partial-execution lines over all traces (each once)
 };
 inline constexpr double kLoadTolerance = 0.03;  // relative, for both
 Result<Prepared> prepare(const SimConfig& config);

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   if (!prep) return die(prep.error().message, 2);
   Prepared& p = prep.value();
   Engine& e = *p.engine;
+  for (const std::string& note : p.notes) std::fprintf(stderr, "flexco-sim: %s\n", note.c_str());
 
   std::ofstream jobs_out, moves_out;
   if (!jobs_path.empty()) {
@@ -109,7 +110,8 @@ int main(int argc, char** argv) {
   if (!st) return die(st.error().message);
 
   const Metrics& m = e.metrics();
-  std::int64_t read = 0, modelled = 0, small = 0, too_large = 0, no_data = 0, loops = 0;
+  std::int64_t read = 0, modelled = 0, small = 0, too_large = 0, no_data = 0, loops = 0,
+               partial = 0;
   for (auto& s : p.sources) {
     const Counts& c = s->stream().counts();
     read += c.read;
@@ -117,6 +119,7 @@ int main(int argc, char** argv) {
     small += c.small;
     too_large += c.too_large;
     no_data += c.no_data;
+    partial += c.partial;
     loops += c.loops;
   }
   const EngineConfig& ec = cfg.engine;
@@ -126,15 +129,25 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(cfg.seed));
   std::printf("estimate_factor=%g\nno_small_jobs=%s\n", cfg.local_rules.estimate_factor,
               cfg.local_rules.no_small ? "yes" : "no");
+  std::printf("estimates=%s\ntrace_unit=%s\ntrace_size=%s\n",
+              cfg.local_rules.exact_estimates ? "exact"
+              : cfg.local_rules.model_always  ? "model"
+                                              : "trace",
+              cfg.local_rules.unit == SizeUnit::kNodes ? "nodes" : "procs",
+              cfg.local_rules.size_field == SizeField::kRequested ? "requested" : "allocated");
+  for (std::size_t i = 0; i < cfg.clusters.size(); ++i)
+    std::printf("cluster_%s_nodes=%lld\n", cfg.clusters[i].name.c_str(),
+                static_cast<long long>(p.cluster_nodes[i]));
   std::printf("horizon=%lld\nlocal_time_scale=%.6g\nmeta_time_scale=%.6g\noffered_load=%.4f\n"
               "target_load=%.4f\nmeta_share=%.4f\n",
               static_cast<long long>(p.horizon), p.local_time_scale, p.meta_time_scale,
               p.offered_load, cfg.target_load, p.meta_share);
   if (cfg.meta_share >= 0) std::printf("target_meta_share=%.4f\n", cfg.meta_share);
   std::printf("trace_jobs_read=%lld\nmodelled_estimates=%lld\nsmall_dropped=%lld\n"
-              "too_large_dropped=%lld\nno_data_dropped=%lld\nlocal_loops=%lld\n",
+              "too_large_dropped=%lld\nno_data_dropped=%lld\npartial_dropped=%lld\n"
+              "malformed_skipped=%lld\nlocal_loops=%lld\n",
               (long long)read, (long long)modelled, (long long)small, (long long)too_large,
-              (long long)no_data, (long long)loops);
+              (long long)no_data, (long long)partial, (long long)p.malformed, (long long)loops);
   auto kind = [&](const char* name, const KindMetrics& k) {
     std::printf("%s_jobs=%lld\n%s_response=%.2f\n%s_wait=%.2f\n%s_bsld=%.4f\n", name,
                 (long long)k.jobs, name, k.mean_response(), name, k.mean_wait(), name,

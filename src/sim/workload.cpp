@@ -42,13 +42,40 @@ swf::Error stream_error(const std::string& message) {
   return swf::Error{swf::Errc::kInvalidArgument, 0, message};
 }
 
-// Run time and size of a trace job, or nullopt when unknown or zero.
-std::optional<std::pair<Duration, Amount>> run_and_size(const swf::Job& j) {
-  std::int64_t procs = j.allocated_procs.value_or(0);
-  if (procs <= 0) procs = j.requested_procs.value_or(0);
-  Duration run = j.run_time.value_or(0);
-  if (procs <= 0 || run <= 0) return std::nullopt;
-  return std::make_pair(run, static_cast<Amount>(procs));
+// What a trace line gives the simulation.
+enum class Verdict { kJob, kNoData, kPartial };
+
+// Run time and size (in the rules' unit) of a trace job.  A partial
+// execution (status 2-4) is left out unless TracePartial=keep: the SWF
+// definition gives such a job a summary line (status 0, 1 or 5) with its
+// whole run, so replaying both would count its work twice.
+Verdict classify(const swf::Job& j, const JobRules& r, std::int64_t ppn, Duration& run,
+                 Amount& size) {
+  if (!r.keep_partial && j.status &&
+      (*j.status == swf::JobStatus::kPartial ||
+       *j.status == swf::JobStatus::kLastPartialCompleted ||
+       *j.status == swf::JobStatus::kLastPartialFailed))
+    return Verdict::kPartial;
+  const auto& first = r.size_field == SizeField::kAllocated ? j.allocated_procs : j.requested_procs;
+  const auto& second = r.size_field == SizeField::kAllocated ? j.requested_procs : j.allocated_procs;
+  std::int64_t procs = first.value_or(0);
+  if (procs <= 0) procs = second.value_or(0);
+  run = j.run_time.value_or(0);
+  if (procs <= 0 || run <= 0) return Verdict::kNoData;
+  size = static_cast<Amount>(r.unit == SizeUnit::kNodes ? (procs + ppn - 1) / ppn : procs);
+  return Verdict::kJob;
+}
+
+swf::Options reader_options(const JobRules& r) {
+  swf::Options o;
+  o.mode = r.lenient ? swf::Mode::kLenient : swf::Mode::kStrict;
+  return o;
+}
+
+// An error of the reader with the file in front: "PATH: line N: ...".
+swf::Error in_file(const std::string& path, swf::Error e) {
+  if (!path.empty() && e.message.rfind("cannot open", 0) != 0) e.message = path + ": " + e.message;
+  return e;
 }
 
 bool is_small(const JobRules& r, Duration run, Amount nodes) {
@@ -85,34 +112,75 @@ int draw_overhead(double lambda, int cap, std::mt19937_64& rng) {
   return std::min(k, cap);
 }
 
-swf::Result<TraceScan> scan_trace(const std::string& path, const JobRules& rules) {
-  auto reader = swf::Reader::open(path);
-  if (!reader) return reader.error();
+namespace {
+
+swf::Result<TraceScan> scan_reader(const std::string& path, swf::Reader& reader,
+                                   const JobRules& rules) {
   TraceScan scan;
+  const swf::Header& h = reader.header();
+  scan.max_nodes = h.max_nodes();
+  scan.max_procs = h.max_procs();
+  if (rules.unit == SizeUnit::kNodes) {
+    if (rules.procs_per_node > 0) {
+      scan.procs_per_node = rules.procs_per_node;
+    } else if (scan.max_nodes && scan.max_procs) {
+      // MaxProcs / MaxNodes, rounded up: DAS2-fs1 64 / 32, SDSC-BLUE 1152 / 144.
+      scan.procs_per_node = (*scan.max_procs + *scan.max_nodes - 1) / *scan.max_nodes;
+    } else {
+      return swf::Error{swf::Errc::kInvalidArgument, 0,
+                        path + ": TraceUnit=nodes needs MaxNodes and MaxProcs in the header, "
+                               "or TraceProcsPerNode="};
+    }
+  }
   bool first = true;
   for (;;) {
-    auto next = reader.value().next();
-    if (!next) return next.error();
+    auto next = reader.next();
+    if (!next) return in_file(path, next.error());
     if (!next.value()) break;
     const swf::Job& j = *next.value();
+    ++scan.status[j.status ? static_cast<int>(*j.status) + 1 : 0];
     if (first || j.submit_time < scan.first_submit) scan.first_submit = j.submit_time;
     if (first || j.submit_time > scan.last_submit) scan.last_submit = j.submit_time;
     first = false;
-    auto rs = run_and_size(j);
-    if (!rs || (rules.max_nodes > 0 && rs->second > rules.max_nodes) ||
-        is_small(rules, rs->first, rs->second)) {
+    Duration run = 0;
+    Amount size = 0;
+    const Verdict v = classify(j, rules, scan.procs_per_node, run, size);
+    if (v == Verdict::kPartial) ++scan.partial;
+    if (v != Verdict::kJob) {
+      ++scan.dropped;
+      continue;
+    }
+    scan.largest = std::max(scan.largest, size);
+    if ((rules.max_nodes > 0 && size > rules.max_nodes) || is_small(rules, run, size)) {
       ++scan.dropped;
       continue;
     }
     ++scan.jobs;
-    scan.work += static_cast<double>(rs->first) * static_cast<double>(rs->second);
+    scan.work += static_cast<double>(run) * static_cast<double>(size);
     if (j.requested_time.value_or(0) > 0) scan.has_estimates = true;
   }
+  scan.malformed = reader.stats().malformed_lines;
+  if (!reader.diagnostics().empty())
+    scan.first_malformed = in_file(path, reader.diagnostics().front()).message;
   return scan;
 }
 
+}  // namespace
+
+swf::Result<TraceScan> scan_trace(const std::string& path, const JobRules& rules) {
+  auto reader = swf::Reader::open(path, reader_options(rules));
+  if (!reader) return in_file(path, reader.error());
+  return scan_reader(path, reader.value(), rules);
+}
+
+swf::Result<TraceScan> scan_trace_text(const std::string& text, const JobRules& rules) {
+  auto reader = swf::Reader::from_string(text, reader_options(rules));
+  if (!reader) return reader.error();
+  return scan_reader("", reader.value(), rules);
+}
+
 TraceStream::TraceStream(const StreamSpec& spec, const TraceScan& scan)
-    : spec_(spec), rng_(stream_rng(spec.seed, spec.index)) {
+    : spec_(spec), ppn_(scan.procs_per_node), rng_(stream_rng(spec.seed, spec.index)) {
   std::int64_t span = scan.last_submit - scan.first_submit + 1;
   std::int64_t len = std::max<std::int64_t>(1, span / spec.parts);
   seg_from_ = scan.first_submit + len * spec.part;
@@ -142,8 +210,9 @@ swf::Result<TraceStream> TraceStream::from_string(const StreamSpec& spec, const 
 }
 
 BasicStatus<swf::Error> TraceStream::reopen() {
-  auto reader = in_memory_ ? swf::Reader::from_string(text_) : swf::Reader::open(spec_.path);
-  if (!reader) return reader.error();
+  auto reader = in_memory_ ? swf::Reader::from_string(text_, reader_options(spec_.rules))
+                           : swf::Reader::open(spec_.path, reader_options(spec_.rules));
+  if (!reader) return in_file(spec_.path, reader.error());
   swf::OrderOptions order;
   order.window = 4096;
   order.late = swf::LatePolicy::kDrop;
@@ -158,13 +227,14 @@ const swf::Reader* TraceStream::reader() const noexcept {
 }
 
 std::optional<Job> TraceStream::convert(const swf::Job& j) {
-  auto rs = run_and_size(j);
-  if (!rs) {
-    ++counts_.no_data;
-    return std::nullopt;
-  }
-  auto [run, nodes] = *rs;
   const JobRules& r = spec_.rules;
+  Duration run = 0;
+  Amount nodes = 0;
+  switch (classify(j, r, ppn_, run, nodes)) {
+    case Verdict::kPartial: ++counts_.partial; return std::nullopt;
+    case Verdict::kNoData: ++counts_.no_data; return std::nullopt;
+    case Verdict::kJob: break;
+  }
   if (r.max_nodes > 0 && nodes > r.max_nodes) {
     ++counts_.too_large;
     return std::nullopt;
@@ -174,7 +244,9 @@ std::optional<Job> TraceStream::convert(const swf::Job& j) {
     return std::nullopt;
   }
   Duration est = j.requested_time.value_or(0);
-  if (est <= 0 || r.model_always) {
+  if (r.exact_estimates) {
+    est = run;  // de Assuncao's set-up: run times taken as estimates
+  } else if (est <= 0 || r.model_always) {
     est = model_estimate(run, r.model_max, rng_);
     ++counts_.modelled;
   } else if (run > est) {
@@ -202,7 +274,7 @@ swf::Result<std::optional<Job>> TraceStream::next() {
   while (!done_) {
     if (spec_.max_jobs > 0 && static_cast<std::uint64_t>(counts_.emitted) >= spec_.max_jobs) break;
     auto next = reader_->next();
-    if (!next) return next.error();
+    if (!next) return in_file(spec_.path, next.error());
     if (!next.value() || next.value()->submit_time >= seg_to_) {
       if (!spec_.loop || counts_.emitted == emitted_at_loop_) break;
       emitted_at_loop_ = counts_.emitted;

@@ -40,8 +40,24 @@ struct Job {
   std::int64_t line = 0;    // source line in the trace
 };
 
+// How a trace line becomes a job size (doc/sim.md, "Any trace").
+enum class SizeField {
+  kAllocated,  // field 5, or field 8 where 5 is unknown (the default)
+  kRequested,  // field 8, or field 5 where 8 is unknown
+};
+enum class SizeUnit {
+  kProcs,  // sizes and cluster Nodes= count processors (the default)
+  kNodes,  // processors / processors per node, rounded up
+};
+
 // Filters and models applied to every job of a stream.
 struct JobRules {
+  SizeField size_field = SizeField::kAllocated;  // TraceSize
+  SizeUnit unit = SizeUnit::kProcs;               // TraceUnit
+  std::int64_t procs_per_node = 0;  // TraceProcsPerNode; 0: MaxProcs / MaxNodes
+  bool keep_partial = false;        // TracePartial=keep: replay status 2-4 lines
+  bool lenient = false;             // TraceErrors=skip: skip malformed lines
+  bool exact_estimates = false;     // Estimates=exact: estimate = run time
   Amount max_nodes = 0;           // larger jobs are dropped (counted); 0: no limit
   double estimate_factor = 1.0;   // estimate *= factor (1.25 = +25 %), >= 1
   bool no_small = false;          // drop run <= small_run and nodes <= small_nodes
@@ -78,12 +94,20 @@ struct TraceScan {
   std::int64_t dropped = 0;       // no size/run time, too large, small
   double work = 0.0;              // sum of nodes * run over kept jobs
   bool has_estimates = false;     // some kept job has field 9 > 0
+  std::optional<std::int64_t> max_nodes, max_procs;  // the header's
+  std::int64_t procs_per_node = 1;  // the divisor for TraceUnit=nodes
+  Amount largest = 0;             // largest size (in the unit) of a job with data
+  std::int64_t partial = 0;       // status 2-4 lines not replayed
+  std::int64_t malformed = 0;     // TraceErrors=skip: lines skipped
+  std::string first_malformed;    // ... the first one's message
+  std::int64_t status[7] = {};    // lines by status: unknown, 0..5
 };
 
 struct Counts {
   std::int64_t read = 0;          // job lines read
   std::int64_t emitted = 0;
   std::int64_t no_data = 0;       // unknown or zero run time or size
+  std::int64_t partial = 0;       // status 2-4 lines (TracePartial=drop)
   std::int64_t too_large = 0;
   std::int64_t small = 0;         // the no-small-jobs filter
   std::int64_t modelled = 0;      // estimate from the model
@@ -99,7 +123,9 @@ Duration model_estimate(Duration run, Duration max_estimate, std::mt19937_64& rn
 int draw_overhead(double lambda, int cap, std::mt19937_64& rng);
 
 // Reads the whole trace once (streaming) with the rules' size filters.
+// Errors name the file and the line.
 swf::Result<TraceScan> scan_trace(const std::string& path, const JobRules& rules);
+swf::Result<TraceScan> scan_trace_text(const std::string& text, const JobRules& rules);
 
 class TraceStream {
  public:
@@ -128,6 +154,7 @@ class TraceStream {
   std::optional<swf::OrderedReader> reader_;
   std::int64_t seg_from_ = 0, seg_to_ = 0;  // trace submit times [from, to)
   std::int64_t offset_ = 0;                 // added per loop (segment length)
+  std::int64_t ppn_ = 1;
   std::uint64_t seq_ = 0;
   bool done_ = false;
   std::int64_t emitted_at_loop_ = -1;  // emitted when the last pass began

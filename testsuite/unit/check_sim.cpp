@@ -447,7 +447,7 @@ START_TEST(test_config_errors) {
   const Case cases[] = {
       {{"Foo=1"}, "command line: unknown key 'Foo'"},
       {{"Nodes=4"}, "Nodes must follow ClusterName="},
-      {{"ClusterName=a", "Nodes=0"}, "Nodes: not a positive integer: '0'"},
+      {{"ClusterName=a", "Nodes=0"}, "Nodes: not a positive integer or auto: '0'"},
       {{"ClusterName=a", "Trace=x", "Part=3/2"}, "Part: expected i/n"},
       {{"ClusterName=a", "Part=1/2"}, "Part must follow a Trace= of its cluster"},
       {{"Reschedule=sometimes"}, "Reschedule: expected rigid, shift or shift+remap"},
