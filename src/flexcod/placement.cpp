@@ -161,6 +161,22 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
   return g;
 }
 
+flexco::HpcmRates Engine::hpcm_rates(std::size_t ci, std::int64_t now) {
+  Cluster& c = *clusters_[ci];
+  std::lock_guard<std::mutex> lock(c.m);
+  return c.hpcm.rates(now);
+}
+
+double Engine::hpcm_p(std::size_t ci, std::int64_t capacity, std::int64_t deadline,
+                      std::int64_t now) {
+  const flexco::HpcmRates r = hpcm_rates(ci, now);
+  const flexco::Duration d =
+      deadline > 0 ? std::max<std::int64_t>(0, deadline - now) : flexco::kForever;
+  auto p = flexco::hpcm_site_probability(std::max<std::int64_t>(1, capacity), r.arrival_rate,
+                                         r.service_rate, d);
+  return p ? p.value() : 1.0;
+}
+
 bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
                   flexco::CoallocPlan* out, std::string* why, bool dry_run) {
   (void)which;
@@ -222,6 +238,10 @@ bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathe
     v.capacity = g.avail[k].nodes_published;
     v.free = &g.avail[k].nodes;
     v.offers = g.offers[k];
+    // HPCM's model of the cluster, learned from its early-end events.
+    const flexco::HpcmRates rates = hpcm_rates(g.idx[k], now);
+    v.arrival_rate = rates.arrival_rate;
+    v.service_rate = rates.service_rate;
     views.push_back(std::move(v));
   }
   flexco::CoallocRequest req;
