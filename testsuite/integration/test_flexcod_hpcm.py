@@ -171,7 +171,8 @@ def main():
                            capture_output=True, text=True, timeout=60, env=env,
                            stdin=subprocess.DEVNULL)
         lines = r.stdout.splitlines()
-        rows = [l.split() for l in lines[1:] if l.split()[:1] in ([busy], [idle])]
+        table = lines[:lines.index("")] if "" in lines else lines  # the CHOICE follows
+        rows = [l.split() for l in table[1:]]
         t.ok(r.returncode == 0 and lines and lines[0].split() == ["CLUSTER", "P_DEADLINE"]
              and rows and all(x[1] == "1.00" for x in rows if x[0] == idle)
              and all(float(x[1]) < 1.0 for x in rows if x[0] == busy)
