@@ -304,6 +304,51 @@ Result<double> hpcm_plan_probability(const CoallocPlan& plan,
                                      const std::vector<ClusterView>& clusters,
                                      Duration d);
 
+// HPCM's M/M/c inputs learned from a cluster's finished jobs
+// (doc/coalloc.md, "Learning the rates").  Over the jobs that ended in
+// (now - window, now]: N jobs, t0 = max(now - window, their earliest
+// start), span = now - t0 (at least 1 s), work = sum of nodes x run time
+// (each run at least 1 s):
+//   lambda = N / span            (jobs/s)
+//   mu     = N / work            (jobs/s per node: one node does a mean
+//                                 job's node-seconds in 1/mu seconds)
+// so rho = lambda / (c mu) = work / (c span), the cluster's observed load.
+// Fewer than kHpcmMinJobs jobs: both 0 (not learned; P = 1).
+struct HpcmJob {
+  Time start = 0;
+  Time end = 0;
+  Amount nodes = 0;
+};
+struct HpcmRates {
+  double arrival_rate = 0.0;  // lambda, jobs/s; 0: not learned
+  double service_rate = 0.0;  // mu, jobs/s per node; 0: not learned
+  std::size_t jobs = 0;       // jobs ended in the window
+  Duration span = 0;          // seconds the rates are taken over; 0: not learned
+};
+inline constexpr Duration kHpcmRateWindow = 3600;
+inline constexpr std::size_t kHpcmMinJobs = 3;
+inline constexpr std::size_t kHpcmMaxJobs = 4096;
+// Jobs with nodes < 1, end < start or end > now are left out.  window >= 1.
+Result<HpcmRates> hpcm_estimate_rates(const std::vector<HpcmJob>& jobs, Time now,
+                                      Duration window = kHpcmRateWindow);
+
+// One cluster's finished jobs for hpcm_estimate_rates, bounded: jobs that
+// ended a window before the latest end recorded are dropped, and at most
+// kHpcmMaxJobs are kept (the oldest ends go first).  Not thread-safe.
+class HpcmRateLearner {
+ public:
+  explicit HpcmRateLearner(Duration window = kHpcmRateWindow) : window_(window) {}
+  void record(Time start, Time end, Amount nodes);
+  HpcmRates rates(Time now) const;
+  std::size_t size() const noexcept { return jobs_.size(); }
+  Duration window() const noexcept { return window_; }
+
+ private:
+  Duration window_;
+  Time latest_end_ = 0;
+  std::vector<HpcmJob> jobs_;  // by end, ascending
+};
+
 // ---------------------------------------------------------------------------
 // Rescheduling (FlexCo Algorithm 2 with Shift and Shift+Remap)
 

@@ -20,7 +20,9 @@
 //     and largest capacity first (CM_P, fewest clusters);
 //   * each scheme starts at the earliest common start of its parts; the
 //     scheme with the highest P(S, d) that ends by the deadline wins, ties
-//     by earlier end, fewer parts, then RR, CR, CM.
+//     by earlier end, fewer parts, then RR, CR, CM;
+//   * lambda and mu learned from a cluster's finished jobs
+//     (hpcm_estimate_rates, HpcmRateLearner; flexcod feeds them).
 // Cost: O(sum of capacities) for the Erlang C values plus O(C log P) per
 // scheme.
 
@@ -108,6 +110,48 @@ Result<double> hpcm_plan_probability(const CoallocPlan& plan,
     p *= q.value();
   }
   return p;
+}
+
+Result<HpcmRates> hpcm_estimate_rates(const std::vector<HpcmJob>& jobs, Time now,
+                                      Duration window) {
+  static const char* kWhere = "hpcm_estimate_rates";
+  if (window < 1)
+    return cd::make_error(Errc::kInvalidArgument, kWhere,
+                          "window must be >= 1 s (got " + std::to_string(window) + ")");
+  HpcmRates r;
+  Time first = kForever;
+  double work = 0.0;
+  for (const HpcmJob& j : jobs) {
+    if (j.nodes < 1 || j.end < j.start || j.end > now || j.end <= now - window) continue;
+    ++r.jobs;
+    first = std::min(first, j.start);
+    work += static_cast<double>(j.nodes) * static_cast<double>(std::max<Duration>(1, j.end - j.start));
+  }
+  if (r.jobs < kHpcmMinJobs) return r;
+  const Time t0 = std::max(now - window, first);
+  r.span = std::max<Duration>(1, now - t0);
+  const double n = static_cast<double>(r.jobs);
+  r.arrival_rate = n / static_cast<double>(r.span);
+  r.service_rate = n / work;
+  return r;
+}
+
+void HpcmRateLearner::record(Time start, Time end, Amount nodes) {
+  if (nodes < 1 || end < start || window_ < 1) return;
+  latest_end_ = std::max(latest_end_, end);
+  if (end <= latest_end_ - window_) return;
+  auto at = std::upper_bound(jobs_.begin(), jobs_.end(), end,
+                             [](Time e, const HpcmJob& j) { return e < j.end; });
+  jobs_.insert(at, HpcmJob{start, end, nodes});
+  std::size_t drop = 0;
+  while (drop < jobs_.size() && jobs_[drop].end <= latest_end_ - window_) ++drop;
+  if (jobs_.size() - drop > kHpcmMaxJobs) drop = jobs_.size() - kHpcmMaxJobs;
+  jobs_.erase(jobs_.begin(), jobs_.begin() + static_cast<std::ptrdiff_t>(drop));
+}
+
+HpcmRates HpcmRateLearner::rates(Time now) const {
+  auto r = hpcm_estimate_rates(jobs_, now, window_);
+  return r ? r.value() : HpcmRates{};
 }
 
 Result<CoallocPlan> plan_hpcm(const CoallocRequest& request,

@@ -289,6 +289,12 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
     JsonPtr j = obj();
     set(j.get(), "dry_run", json_true());
     set_str(j.get(), "policy", s.policy);
+    // HPCM's P(S, d) of one part on each cluster answering, with the
+    // rates it learned (doc/coalloc.md, "Learning the rates").
+    const std::int64_t pnow = now_seconds();
+    std::vector<double> site_p(g.idx.size(), 1.0);
+    for (std::size_t k = 0; k < g.idx.size(); ++k)
+      site_p[k] = hpcm_p(g.idx[k], g.avail[k].nodes_published, s.deadline, pnow);
     if (ok) {
       json_t* pl = json_object();
       set_int(pl, "start", std::max<std::int64_t>(p.start, now_seconds()));
@@ -303,6 +309,9 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
                                                "nodes", static_cast<json_int_t>(part.nodes)));
       }
       set(pl, "parts", parts);
+      double pd = 1.0;
+      for (const auto& part : p.parts) pd *= site_p[part.cluster];
+      set(pl, "p_deadline", json_real(pd));
       set(j.get(), "plan", pl);
       set(j.get(), "reason", json_null());
     } else {
@@ -316,6 +325,8 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
       set(c, "reachable", json_true());
       set(c, "error", json_null());
       set_int(c, "nodes", g.avail[k].nodes_published);
+      set(c, "hpcm", hpcm_json(hpcm_rates(g.idx[k], pnow)));
+      set(c, "p_deadline", json_real(site_p[k]));
       json_t* offers = json_array();
       if (g.raw_offers[k]) {
         json_decref(offers);
@@ -335,6 +346,8 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
       set(c, "reachable", json_false());
       set_str(c, "error", e.second);
       set(c, "nodes", json_null());
+      set(c, "hpcm", json_null());
+      set(c, "p_deadline", json_null());
       set(c, "offers", json_array());
       json_array_append_new(cl, c);
     }
@@ -573,6 +586,7 @@ ApiResult Engine::clusters() {
     set_int(o, "event_seq", c->event_seq);
     set(o, "reconciled", json_boolean(c->reconciled.load()));
     set_opt_int(o, "nodes", c->nodes, -1);
+    set(o, "hpcm", hpcm_json(c->hpcm.rates(now_seconds())));
     json_t* b = json_object();
     const std::int64_t now = now_seconds();
     set_str(b, "state", c->open_until == 0 ? "closed" : c->open_until > now ? "open" : "half_open");

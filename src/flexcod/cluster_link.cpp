@@ -172,6 +172,18 @@ void Engine::handle_event(std::size_t ci, const http::Event& e) {
   Cluster& c = *clusters_[ci];
   if (e.type == "job_ended_early") {
     bump("events.job_ended_early");
+    {
+      // Every local job that ended early (any user's: flexcod is a
+      // DaemonUser): HPCM's arrival and service rates of this cluster.
+      const json_t* r = e.raw.get();
+      const json_t* st = json_object_get(r, "start");
+      const json_t* en = json_object_get(r, "actual_end");
+      const json_t* nc = json_object_get(r, "node_count");
+      if (json_is_integer(st) && json_is_integer(en) && json_is_integer(nc)) {
+        std::lock_guard<std::mutex> lock(c.m);
+        c.hpcm.record(json_integer_value(st), json_integer_value(en), json_integer_value(nc));
+      }
+    }
     // A rescheduling pass once the cluster's next backfill pass has run.
     const json_t* j = json_object_get(e.raw.get(), "job_id");
     std::lock_guard<std::mutex> lock(resched_mutex_);

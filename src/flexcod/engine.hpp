@@ -119,6 +119,12 @@ class Engine {
   // HPCM's random state), so that asking changes nothing.
   bool plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
             flexco::CoallocPlan* out, std::string* why, bool dry_run = false);
+  // HPCM's M/M/c rates of cluster ci as learned so far (its early-end
+  // events over the last flexco::kHpcmRateWindow seconds); 0: not learned.
+  flexco::HpcmRates hpcm_rates(std::size_t ci, std::int64_t now);
+  // HPCM's P(S, d) of one part on cluster ci with `capacity` nodes, for the
+  // deadline `deadline` (0: none), as the planner computes it at `now`.
+  double hpcm_p(std::size_t ci, std::int64_t capacity, std::int64_t deadline, std::int64_t now);
 
   // A window a cluster refused for want of free nodes (409 not_available):
   // its published profile counted enough nodes, but not the same ones free

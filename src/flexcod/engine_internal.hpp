@@ -59,6 +59,9 @@ struct Engine::Cluster {
   // Reconciled with the database since this flexcod started; until then
   // the cluster is not planned on (its orphans are not known yet).
   std::atomic<bool> reconciled{false};
+  // HPCM's M/M/c rates, learned from the cluster's job_ended_early events
+  // (doc/coalloc.md, "Learning the rates"); under m.
+  flexco::HpcmRateLearner hpcm;
 
   // Every call's outcome: answered (any HTTP answer) or not (no
   // connection, timeout, cut).  Feeds the circuit breaker below.
@@ -195,6 +198,18 @@ inline void set_opt_int(json_t* o, const char* k, std::int64_t v, std::int64_t n
 }
 inline void set_opt_str(json_t* o, const char* k, const std::string& v) {
   set(o, k, v.empty() ? json_null() : json_stringn(v.data(), v.size()));
+}
+
+// HPCM's learned rates of a cluster (GET /v1/clusters, dry runs).
+inline json_t* hpcm_json(const flexco::HpcmRates& r) {
+  json_t* o = json_object();
+  const bool learned = r.span > 0;
+  set(o, "arrival_rate", learned ? json_real(r.arrival_rate) : json_null());
+  set(o, "service_rate", learned ? json_real(r.service_rate) : json_null());
+  set_int(o, "jobs", static_cast<std::int64_t>(r.jobs));
+  set_opt_int(o, "span", r.span);
+  set_int(o, "window", flexco::kHpcmRateWindow);
+  return o;
 }
 
 inline bool is_finished(const std::string& s) {

@@ -177,6 +177,22 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
   return g;
 }
 
+flexco::HpcmRates Engine::hpcm_rates(std::size_t ci, std::int64_t now) {
+  Cluster& c = *clusters_[ci];
+  std::lock_guard<std::mutex> lock(c.m);
+  return c.hpcm.rates(now);
+}
+
+double Engine::hpcm_p(std::size_t ci, std::int64_t capacity, std::int64_t deadline,
+                      std::int64_t now) {
+  const flexco::HpcmRates r = hpcm_rates(ci, now);
+  const flexco::Duration d =
+      deadline > 0 ? std::max<std::int64_t>(0, deadline - now) : flexco::kForever;
+  auto p = flexco::hpcm_site_probability(std::max<std::int64_t>(1, capacity), r.arrival_rate,
+                                         r.service_rate, d);
+  return p ? p.value() : 1.0;
+}
+
 bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathered& g,
                   flexco::CoallocPlan* out, std::string* why, bool dry_run) {
   (void)which;
@@ -234,6 +250,12 @@ bool Engine::plan(const Spec& spec, const std::vector<std::size_t>& which, Gathe
   std::vector<std::string> names;
   for (std::size_t k : g.idx) names.push_back(clusters_[k]->conf.name);
   std::vector<flexco::ClusterView> views = plan_views(names, g.avail, g.offers);
+  for (std::size_t k = 0; k < g.idx.size() && k < views.size(); ++k) {
+    // HPCM's model of the cluster, learned from its early-end events.
+    const flexco::HpcmRates rates = hpcm_rates(g.idx[k], now);
+    views[k].arrival_rate = rates.arrival_rate;
+    views[k].service_rate = rates.service_rate;
+  }
   const flexco::CoallocRequest req = plan_request(plan_ask(spec), now);
   auto policy = flexco::parse_policy(spec.policy);
   if (!policy.ok()) {

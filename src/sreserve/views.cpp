@@ -18,7 +18,8 @@ namespace sreserve {
 
 // In -O syntax (table.hpp): some of the columns have no letter.
 const char* const kOffersFormat =
-    "Cluster:10 ,StartTime:19 ,EndTime:19 ,NumNodes:.5 ,Fit:.5 ,PRes:.5 ,ValidUntil:19 ,Verdict:0";
+    "Cluster:10 ,StartTime:19 ,EndTime:19 ,NumNodes:.5 ,Fit:.5 ,PRes:.5 ,PDeadline:.10 ,ValidUntil:19 ,"
+    "Verdict:0";
 const char* const kStepsFormat =
     "Cluster:10 ,StartTime:19 ,EndTime:19 ,StepLength:.10 ,FreeNodes:.6 ,FreeCPUs:.9";
 const char* const kListFormat =
@@ -221,7 +222,20 @@ void report(Output* out, const json_t* call) {
 // ---------------------------------------------------------------------------
 // offers
 
-Row offer_row(const std::string& cluster, const json_t* doc, const json_t* offer, std::int64_t now) {
+// HPCM's P(S, d) of a part on `cluster`, from flexcod's dry run (its
+// clusters[].p_deadline); null when flexcod did not say.
+const json_t* p_deadline_of(const json_t* daemon, const std::string& cluster) {
+  if (!http_ok(daemon)) return nullptr;
+  std::size_t i;
+  const json_t* c;
+  json_array_foreach(get(get(daemon, "answer"), "clusters"), i, c) {
+    if (str(c, "name") == cluster && json_is_number(get(c, "p_deadline"))) return get(c, "p_deadline");
+  }
+  return nullptr;
+}
+
+Row offer_row(const std::string& cluster, const json_t* doc, const json_t* offer, std::int64_t now,
+              const json_t* p_deadline) {
   Row r;
   std::int64_t start = num(offer, "start"), end = num(offer, "end");
   r["Cluster"] = cluster;
@@ -232,6 +246,7 @@ Row offer_row(const std::string& cluster, const json_t* doc, const json_t* offer
   r["NumNodes"] = std::to_string(num(offer, "nodes"));
   r["Fit"] = fixed2(real(offer, "fit"));
   r["PRes"] = fixed2(real(offer, "p_res"));
+  r["PDeadline"] = p_deadline ? fixed2(json_number_value(p_deadline)) : "N/A";
   r["ValidUntil"] = format_time(num(offer, "valid_until"));
   r["Verdict"] = str(offer, "verdict");
   r["Wait"] = format_duration(std::max<std::int64_t>(0, start - now));
@@ -328,13 +343,15 @@ void render_offers(const Options& o, const json_t* ex, Output* out) {
     J offers(json_array());
     std::size_t k;
     json_t* off;
+    const json_t* pd = p_deadline_of(daemon, name);
     json_array_foreach(get(a, "offers"), k, off) {
-      rows.push_back(offer_row(name, a, off, now));
+      rows.push_back(offer_row(name, a, off, now, pd));
       J jo(json_object());
       for (const char* key : {"start", "end", "nodes", "valid_until"})
         json_object_set_new(jo.get(), key, json_integer(num(off, key)));
       json_object_set_new(jo.get(), "fit", json_real(real(off, "fit")));
       json_object_set_new(jo.get(), "p_res", json_real(real(off, "p_res")));
+      json_object_set_new(jo.get(), "p_deadline", pd ? json_real(json_number_value(pd)) : json_null());
       json_object_set_new(jo.get(), "verdict", json_string(str(off, "verdict").c_str()));
       json_array_append_new(offers.get(), jo.release());
     }
@@ -783,6 +800,7 @@ const std::vector<FieldDef>& offer_fields() {
       {'D', "NumNodes", "NODES", "nodes"},
       {0, "Fit", "FIT", "what-if fitness, 1 = delays no local job"},
       {0, "PRes", "P_RES", "chance a reservation there is still granted later"},
+      {0, "PDeadline", "P_DEADLINE", "HPCM's chance a part there meets the deadline (flexcod's model)"},
       {0, "ValidUntil", "VALID_UNTIL", "offer valid until"},
       {0, "Verdict", "VERDICT", "placed, collision or head-delayed"},
       {0, "Wait", "WAIT", "time from now to the start"}};

@@ -490,6 +490,103 @@ START_TEST(hpcm_plan_probability_is_product) {
 }
 END_TEST
 
+// Learning the rates (doc/coalloc.md, "Learning the rates"), then P(S, d)
+// from the paper's formulas, by hand.  A cluster of c = 3 nodes; jobs
+// ended by now = 900 (window 3600):
+//   [0, 100) x 3 nodes, [200, 350) x 2, [500, 800) x 1: N = 3,
+//   work = 300 + 300 + 300 = 900 node-s, t0 = max(900 - 3600, 0) = 0,
+//   span = 900 s: lambda = 3/900 = 1/300, mu = 3/900 = 1/300 per node,
+//   a = lambda/mu = 1, rho = a/c = 1/3.
+// Left out: one ending after now (950), one with 0 nodes, one that ended
+// before the window (end -3000 <= 900 - 3600).
+// Theorem 1 with eq. (2)'s delta as the standard M/M/c P0 (the paper's
+// typos corrected, doc/coalloc.md):
+//   delta = [a^0/0! + a^1/1! + a^2/2! + a^3/3! * 1/(1 - rho)]^-1
+//         = [1 + 1 + 1/2 + 1/6 * 3/2]^-1 = [11/4]^-1 = 4/11
+//   Pr{psi = 0} = delta * sum_{n=0..3} (rho c)^n/n! = 4/11 * (1 + 1 + 1/2 + 1/6)
+//               = 4/11 * 8/3 = 32/33
+//   Pr{psi = k} = delta * rho^(k+3) * 3^3/3! = 4/11 * (1/3)^k * 1/27 * 27/6
+//               = 2/33 * (1/3)^k;  Pr{psi = 1} = 2/99
+// Deadline d = 200: WaitLength = c mu d - 1 = 3 * 200/300 - 1 = 1 (Algorithm 1
+// step 3), so P = Pr{psi = 0} + Pr{psi = 1} = 96/99 + 2/99 = 98/99.
+// (Closed form: C(3, 1) = 1 - 4/11 * 5/2 = 1/11; 1 - 1/11 * (1/3)^2 = 98/99.)
+const std::vector<HpcmJob> kLearnJobs = {
+    {0, 100, 3}, {200, 350, 2}, {500, 800, 1}, {800, 950, 1}, {10, 20, 0}, {-3100, -3000, 4}};
+
+START_TEST(hpcm_learned_rates_by_hand) {
+  auto r = hpcm_estimate_rates(kLearnJobs, 900);
+  OK(r);
+  EQ(r.value().jobs, 3);
+  EQ(r.value().span, 900);
+  NEAR(r.value().arrival_rate, 1.0 / 300.0);
+  NEAR(r.value().service_rate, 1.0 / 300.0);
+  auto p = hpcm_site_probability(3, r.value().arrival_rate, r.value().service_rate, 200);
+  OK(p);
+  NEAR(p.value(), 98.0 / 99.0);
+  // The planner's score with these rates: one part on the cluster.
+  Grid g(std::vector<ClusterSpec>{ClusterSpec{3, {}}});
+  g.views[0].arrival_rate = r.value().arrival_rate;
+  g.views[0].service_rate = r.value().service_rate;
+  PlannerState st;
+  CoallocRequest q = req(3, 100);
+  q.deadline = 200;
+  auto plan = plan_hpcm(q, g.views, st);
+  OK(plan);
+  PARTS(plan.value(), "A3");
+  NEAR(plan.value().score, 98.0 / 99.0);
+  // A window of 500 s keeps only the job that ended at 800: too few, not
+  // learned (P = 1).
+  auto few = hpcm_estimate_rates(kLearnJobs, 900, 500);
+  OK(few);
+  EQ(few.value().jobs, 1);
+  NEAR(few.value().arrival_rate, 0.0);
+  NEAR(few.value().service_rate, 0.0);
+  EQ(few.value().span, 0);
+  // A window of 850 s: the three jobs (ends 100, 350, 800 > 50), t0 =
+  // 900 - 850 = 50 (the first started before it), span 850; work is whole
+  // runs: lambda = 3/850, mu unchanged.
+  auto cut = hpcm_estimate_rates(kLearnJobs, 900, 850);
+  OK(cut);
+  EQ(cut.value().jobs, 3);
+  EQ(cut.value().span, 850);
+  NEAR(cut.value().arrival_rate, 3.0 / 850.0);
+  NEAR(cut.value().service_rate, 1.0 / 300.0);
+  HAS(hpcm_estimate_rates(kLearnJobs, 900, 0).error().message,
+      "hpcm_estimate_rates: window must be >= 1 s (got 0)");
+}
+END_TEST
+
+// The learner keeps what the estimator needs, bounded, in any order.
+START_TEST(hpcm_rate_learner) {
+  HpcmRateLearner l;
+  EQ(l.window(), kHpcmRateWindow);
+  for (std::size_t i = kLearnJobs.size(); i-- > 0;)
+    l.record(kLearnJobs[i].start, kLearnJobs[i].end, kLearnJobs[i].nodes);
+  // The 0-node job is refused; the others are kept (the latest end, 950,
+  // is within a window of them all).
+  EQ(l.size(), 4);
+  HpcmRates r = l.rates(900);
+  EQ(r.jobs, 3);
+  NEAR(r.arrival_rate, 1.0 / 300.0);
+  NEAR(r.service_rate, 1.0 / 300.0);
+  // A job ending at 5000 pushes out every end <= 5000 - 3600 = 1400.
+  l.record(4900, 5000, 2);
+  EQ(l.size(), 1);
+  EQ(l.rates(5000).jobs, 1);
+  NEAR(l.rates(5000).arrival_rate, 0.0);
+  // One ending before the window of the latest is not kept.
+  l.record(0, 1000, 1);
+  EQ(l.size(), 1);
+  // Bounded: never more than kHpcmMaxJobs.
+  for (std::size_t i = 0; i < kHpcmMaxJobs + 10; ++i)
+    l.record(5000, 5001 + static_cast<Time>(i % 100), 1);
+  EQ(l.size(), kHpcmMaxJobs);
+  HpcmRates b = l.rates(5200);
+  EQ(b.jobs, kHpcmMaxJobs);
+  ck_assert(b.arrival_rate > 0.0 && b.service_rate > 0.0);
+}
+END_TEST
+
 // A (2 nodes, idle queue) is booked until 1000; B (2 nodes, lambda = mu =
 // 0.002) is free.  2 nodes x 100 s.  Without a deadline every scheme has
 // P = 1 on A... A's plans end at 1100, B's at 100 with P(B) = 1 (d
@@ -1271,6 +1368,8 @@ Suite* coalloc_suite() {
   tcase_add_test(tc, hpcm_probability_beats_end);
   tcase_add_test(tc, hpcm_round_robin_tie);
   tcase_add_test(tc, hpcm_deterministic);
+  tcase_add_test(tc, hpcm_learned_rates_by_hand);
+  tcase_add_test(tc, hpcm_rate_learner);
   tcase_add_test(tc, cores_order_and_objective);
   tcase_add_loop_test(tc, cores_weights, 0, N(kCoresWeightCases));
   tcase_add_test(tc, cores_static_p_res);
