@@ -180,9 +180,33 @@ class Engine {
   // the end comes `margin` s earlier; true (PATCH): to any placement that
   // satisfies co's deadline and clusters.  true when moved (co updated).
   // `pass`: the rescheduling pass's profiles (read once per pass).
+  // try_move's parts.  move_candidate: whether co may move at all, its
+  // spec, allowed clusters (by index) and the clusters to read.
+  // own_given_back: av with co's own reservations given back (copies of
+  // the clusters that hold a part of it).  plan_reschedule: a pass's Shift
+  // or Shift+Remap on the profiles av of clusters idx; pure (no request,
+  // lock or database), so a pass runs it for many at once.  pass_verdict:
+  // 0 (*why) if try_move would not move co on the pass's profiles as they
+  // are, 1 if it might (or would read a profile first).
+  bool move_candidate(const CoRecord& co, const std::vector<PartRecord>& parts, bool constraints,
+                      std::int64_t now, Spec* spec, std::vector<char>* allowed_ci,
+                      std::vector<std::size_t>* which, std::string* why);
+  bool own_given_back(const std::vector<PartRecord>& parts, const std::vector<std::size_t>& idx,
+                      const std::vector<const flexco::Availability*>& av,
+                      std::vector<flexco::Availability>* copies,
+                      std::vector<const flexco::Availability*>* adj_av, std::string* why);
+  bool plan_reschedule(const CoRecord& co, const std::vector<PartRecord>& parts, const Spec& spec,
+                       const std::vector<char>& allowed_ci, const std::vector<std::size_t>& idx,
+                       const std::vector<const flexco::Availability*>& av, const std::string& mode,
+                       std::int64_t margin, std::int64_t now, flexco::CoallocPlan* next,
+                       std::string* kind, std::string* why);
+  int pass_verdict(const CoRecord& co, const std::vector<PartRecord>& parts,
+                   const std::string& mode, std::int64_t margin, const PassProfiles& pp,
+                   std::string* why);
   bool try_move(CoRecord& co, const std::string& mode, std::int64_t margin,
                 const std::string& trigger, bool constraints, std::string* why,
-                PassProfiles* pass = nullptr);
+                PassProfiles* pass = nullptr,
+                const std::vector<PartRecord>* known_parts = nullptr);
   // Make-before-break: the new set reserved, confirmed and given its part
   // jobs, then the switch (one transaction, with the move record), then
   // the old set released.  plan's clusters are our indices.

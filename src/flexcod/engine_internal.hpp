@@ -137,6 +137,7 @@ struct Engine::PassProfiles {
   std::map<std::size_t, flexco::Availability> avail;  // by cluster index
   std::map<std::size_t, std::string> failed;          // why, by cluster index
   std::set<std::size_t> stale;                        // changed by a move
+  std::uint64_t epoch = 0;  // bumped whenever the profiles change (or will)
 };
 
 // One of a submission's Slurm settings per cluster (issue 17: partition,

@@ -79,16 +79,17 @@ std::optional<flexco::Availability> Engine::read_profile(std::size_t ci,
 }
 
 void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& which) {
+  std::vector<std::size_t> need;
+  for (std::size_t ci : which) {
+    if (pp.stale.count(ci) || (!pp.avail.count(ci) && !pp.failed.count(ci))) need.push_back(ci);
+  }
+  if (need.empty()) return;  // the common case in a pass: no copy of the configuration
+  ++pp.epoch;
   flexco::conf::FlexcodConf conf;
   {
     std::lock_guard<std::mutex> lock(conf_mutex_);
     conf = conf_;
   }
-  std::vector<std::size_t> need;
-  for (std::size_t ci : which) {
-    if (pp.stale.count(ci) || (!pp.avail.count(ci) && !pp.failed.count(ci))) need.push_back(ci);
-  }
-  if (need.empty()) return;
   // In parallel, each bounded by ClusterTimeout.
   std::vector<std::future<std::pair<std::optional<flexco::Availability>, std::string>>> futs;
   for (std::size_t ci : need) {

@@ -5,6 +5,9 @@
 
 #include "flexcod/engine_internal.hpp"
 
+#include <atomic>
+#include <thread>
+
 namespace flexcod {
 
 using namespace engine_detail;
@@ -17,6 +20,17 @@ namespace {
 // A co-allocation whose common start is this close is left alone: its part
 // jobs may be started by the clusters' next scheduling pass at any moment.
 constexpr std::int64_t kMoveLead = 10;
+
+// A scheduled co-allocation without current parts in a pass's snapshot
+// (try_move says "it has no parts").
+const std::vector<PartRecord> kNoParts;
+
+// A pass's parallel planning (resched_pass): at most this many threads,
+// the pass's own included, on chunks of kVerdictChunk candidates, doubled
+// up to kVerdictChunkMax while no move makes the verdicts stale.
+constexpr std::size_t kPlanWorkers = 8;
+constexpr std::size_t kVerdictChunk = 64;
+constexpr std::size_t kVerdictChunkMax = 4096;
 
 // a's free nodes with the given parts' reservations (all on this cluster)
 // given back over their spans: the plugin counts our own reservations as
@@ -223,7 +237,11 @@ bool Engine::resched_pass(const std::string& trigger) {
     max_moves = conf_.max_moves;
   }
   if (mode == "off" || max_moves == 0) return false;
-  auto cos = store_.in_states({"scheduled"});
+  // Every scheduled co-allocation and its current parts in one read (not
+  // two queries per co-allocation); one written since is read again under
+  // its lock.
+  Store::Snapshot snap = store_.snapshot({"scheduled"});
+  auto& cos = snap.cos;
   // FlexCo Algorithm 2: the waiting co-allocations in order of their start,
   // each seeing the earlier ones' new places (a fresh profile per move).
   std::stable_sort(cos.begin(), cos.end(), [](const CoRecord& a, const CoRecord& b) {
@@ -251,20 +269,84 @@ bool Engine::resched_pass(const std::string& trigger) {
     }
     if (!cos.empty()) pass_profiles(profiles, all);
   }
+  // Whether a move is worth trying, decided in parallel on the pass's
+  // profiles for a chunk of the candidates at a time: a pass usually moves
+  // few or none, and at scale the planning is what costs.  A verdict holds
+  // while the profiles are those it was made on (their epoch) and the
+  // co-allocation was not written since the snapshot; a "try", and any
+  // candidate whose verdict no longer holds, goes through try_move, in
+  // order, one after another as before (each seeing the earlier moves).
+  std::vector<signed char> verdict(cos.size(), -1);  // 0: no move (verdict_why), 1: try
+  std::vector<std::string> verdict_why(cos.size());
+  std::uint64_t verdict_epoch = 0;
+  std::size_t verdict_end = 0;  // verdicts made for [.., verdict_end)
+  std::size_t chunk = kVerdictChunk;
+  const std::size_t workers =
+      std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kPlanWorkers);
+  auto make_verdicts = [&](std::size_t from) {
+    {
+      std::vector<std::size_t> all;
+      for (std::size_t i = 0; i < clusters_.size(); ++i) {
+        if (clusters_[i]->client && clusters_[i]->reconciled) all.push_back(i);
+      }
+      std::unique_lock<std::mutex> claim(claim_mutex_);  // as try_move reads them
+      pass_profiles(profiles, all);
+    }
+    verdict_epoch = profiles.epoch;
+    const std::size_t to = std::min(cos.size(), from + chunk);
+    std::atomic<std::size_t> next{from};
+    auto work = [&]() {
+      for (std::size_t i = next++; i < to; i = next++) {
+        if (cos[i].moves >= max_moves) {
+          verdict[i] = 0;
+          continue;
+        }
+        auto it = snap.parts.find(cos[i].id);
+        verdict[i] = static_cast<signed char>(
+            pass_verdict(cos[i], it != snap.parts.end() ? it->second : kNoParts, mode, margin,
+                         profiles, &verdict_why[i]));
+      }
+    };
+    std::vector<std::future<void>> helpers;
+    for (std::size_t w = 1; w < workers && w < to - from; ++w) {
+      helpers.push_back(std::async(std::launch::async, work));
+    }
+    work();
+    for (auto& h : helpers) h.get();
+    verdict_end = to;
+    chunk = std::min(2 * chunk, kVerdictChunkMax);
+  };
   bool abandoned = false;
   std::int64_t tried = 0, moved = 0;
-  for (const auto& candidate : cos) {
+  for (std::size_t i = 0; i < cos.size(); ++i) {
+    const CoRecord& candidate = cos[i];
     if (stopping_) return false;
     if (candidate.moves >= max_moves) continue;
     if (candidate.planned_start <= now_seconds() + kMoveLead) continue;
+    if (i >= verdict_end || verdict_epoch != profiles.epoch) {
+      if (i < verdict_end) chunk = kVerdictChunk;  // a move made them stale: smaller chunks
+      make_verdicts(i);
+    }
     auto m = co_mutex(candidate.id);
     std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
     if (!lock.owns_lock()) continue;
-    auto co = store_.get_coalloc(candidate.id);
+    std::optional<CoRecord> co;
+    const std::vector<PartRecord>* known = nullptr;
+    if (store_.written_since(candidate.id, snap.mark)) {
+      co = store_.get_coalloc(candidate.id);
+    } else if (verdict[i] == 0) {
+      ++tried;
+      fc_verbose("co-%ld: not moved: %s", (long)candidate.id, verdict_why[i].c_str());
+      continue;
+    } else {
+      co = candidate;
+      auto it = snap.parts.find(candidate.id);
+      known = it != snap.parts.end() ? &it->second : &kNoParts;
+    }
     if (!co || co->state != "scheduled") continue;
     std::string why;
     ++tried;
-    if (!try_move(*co, mode, margin, trigger, false, &why, &profiles)) {
+    if (!try_move(*co, mode, margin, trigger, false, &why, &profiles, known)) {
       fc_verbose("co-%ld: not moved: %s", (long)co->id, why.c_str());
       abandoned |= why.rfind("move abandoned", 0) == 0;
     } else {
@@ -289,15 +371,14 @@ bool Engine::resched_pass(const std::string& trigger) {
   return abandoned;
 }
 
-bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin,
-                      const std::string& trigger, bool constraints, std::string* why,
-                      PassProfiles* pass) {
-  const std::int64_t now = now_seconds();
+bool Engine::move_candidate(const CoRecord& co, const std::vector<PartRecord>& parts,
+                            bool constraints, std::int64_t now, Spec* spec,
+                            std::vector<char>* allowed_ci, std::vector<std::size_t>* which,
+                            std::string* why) {
   if (co.planned_start <= now + kMoveLead) {
     *why = "it starts within " + std::to_string(kMoveLead) + " s";
     return false;
   }
-  auto parts = store_.parts(co.id, true);
   if (parts.empty()) {
     *why = "it has no parts";
     return false;
@@ -308,27 +389,176 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
       return false;
     }
   }
-  Spec spec = spec_from(co);
+  *spec = spec_from(co);
   // By cluster index (a pass asks this for every cluster of every
   // co-allocation: one name lookup per allowed cluster, not a scan each).
-  std::vector<char> allowed_ci(clusters_.size(), 0), holds_ci(clusters_.size(), 0);
+  allowed_ci->assign(clusters_.size(), 0);
+  std::vector<char> holds_ci(clusters_.size(), 0);
   for (const auto& n : co.clusters) {
     auto it = cluster_index_.find(n);
-    if (it != cluster_index_.end()) allowed_ci[it->second] = 1;
+    if (it != cluster_index_.end()) (*allowed_ci)[it->second] = 1;
   }
   for (const auto& p : parts) {
     auto it = cluster_index_.find(p.cluster);
     if (it != cluster_index_.end()) holds_ci[it->second] = 1;
   }
-  std::vector<std::size_t> which;
+  which->clear();
   for (std::size_t i = 0; i < clusters_.size(); ++i) {
     if (!clusters_[i]->client || !clusters_[i]->reconciled) continue;
-    if (allowed_ci[i] || (!constraints && holds_ci[i])) which.push_back(i);
+    if ((*allowed_ci)[i] || (!constraints && holds_ci[i])) which->push_back(i);
   }
-  if (which.empty()) {
+  if (which->empty()) {
     *why = "no allowed cluster is reachable";
     return false;
   }
+  return true;
+}
+
+bool Engine::own_given_back(const std::vector<PartRecord>& parts,
+                            const std::vector<std::size_t>& idx,
+                            const std::vector<const flexco::Availability*>& av,
+                            std::vector<flexco::Availability>* copies,
+                            std::vector<const flexco::Availability*>* adj_av, std::string* why) {
+  copies->clear();
+  copies->reserve(idx.size());  // adj_av points into it: no reallocation
+  *adj_av = av;
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    std::vector<PartRecord> own;
+    for (const auto& p : parts) {
+      if (p.cluster == clusters_[idx[k]]->conf.name) own.push_back(p);
+    }
+    if (own.empty()) continue;
+    auto freed = without_own(*av[k], own);
+    if (!freed.ok()) {
+      *why = "profile of " + clusters_[idx[k]]->conf.name + ": " + freed.error().message;
+      return false;
+    }
+    flexco::Availability a = *av[k];
+    a.nodes = std::move(freed).value();
+    copies->push_back(std::move(a));
+    (*adj_av)[k] = &copies->back();
+  }
+  return true;
+}
+
+bool Engine::plan_reschedule(const CoRecord& co, const std::vector<PartRecord>& parts,
+                             const Spec& spec, const std::vector<char>& allowed_ci,
+                             const std::vector<std::size_t>& idx,
+                             const std::vector<const flexco::Availability*>& av,
+                             const std::string& mode, std::int64_t margin, std::int64_t now,
+                             flexco::CoallocPlan* next, std::string* kind, std::string* why) {
+  std::vector<flexco::Availability> freed_copies;
+  std::vector<const flexco::Availability*> adj_av;
+  if (!own_given_back(parts, idx, av, &freed_copies, &adj_av, why)) return false;
+  // make-before-break: the new set is made while the old one still holds
+  // its nodes, so every new part must fit beside it.
+  auto coexists = [&](const flexco::CoallocPlan& p) {
+    const std::int64_t s = std::max<std::int64_t>(p.start, now);
+    for (const auto& part : p.parts) {
+      auto m = av[part.cluster]->nodes.min_over(s, round_up_minutes(p.duration));
+      if (!m.ok() || m.value() < part.nodes) return false;
+    }
+    return true;
+  };
+  flexco::CoallocPlan current;
+  current.start = co.planned_start;
+  current.duration = co.run_time + kStartSlack;
+  for (const auto& p : parts) {
+    std::size_t k = 0;
+    while (k < idx.size() && clusters_[idx[k]]->conf.name != p.cluster) ++k;
+    if (k == idx.size()) {
+      *why = "cluster " + p.cluster + " did not answer";
+      return false;
+    }
+    flexco::PlanPart pp;
+    pp.cluster = k;
+    pp.nodes = p.nodes;
+    current.parts.push_back(pp);
+  }
+  flexco::CoallocRequest req;
+  req.nodes = co.nodes;
+  req.runtime = co.duration + kStartSlack;
+  req.ready = std::max(co.ready, now);
+  req.deadline = co.deadline > 0 ? co.deadline : flexco::kForever;
+  if (req.deadline <= req.ready) {
+    *why = "its deadline has passed";
+    return false;
+  }
+  req.overhead = co.overhead;
+  req.max_parts = static_cast<std::size_t>(co.max_parts);
+  for (std::size_t k = 0; k < idx.size(); ++k) req.allowed.push_back(allowed_ci[idx[k]] != 0);
+  flexco::RescheduleOptions opts;
+  // A request with fixed parts keeps its layout: Shift only.
+  opts.mode = (mode == "shift" || !spec.fixed.empty()) ? flexco::RescheduleMode::kShift
+                                                       : flexco::RescheduleMode::kShiftRemap;
+  opts.margin = std::max<std::int64_t>(margin, 1);
+  auto views_of = [&](const std::vector<const flexco::Availability*>& from) {
+    std::vector<flexco::ClusterView> views(idx.size());
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      views[k].name = clusters_[idx[k]]->conf.name;
+      views[k].capacity = from[k]->nodes_published;
+      views[k].free = &from[k]->nodes;
+    }
+    return views;
+  };
+  auto d = flexco::reschedule_coalloc(req, current, views_of(adj_av), now, opts);
+  if (d.ok() && d.value().kind != flexco::RescheduleKind::kNone && !coexists(d.value().plan)) {
+    // The best overlaps its own reservations: planning beside them.
+    d = flexco::reschedule_coalloc(req, current, views_of(av), now, opts);
+  }
+  if (!d.ok()) {
+    *why = d.error().message;
+    return false;
+  }
+  if (d.value().kind == flexco::RescheduleKind::kNone) {
+    *why = "no placement ends " + std::to_string(opts.margin) + " s earlier or more";
+    return false;
+  }
+  *next = d.value().plan;
+  *kind = flexco::reschedule_kind_name(d.value().kind);
+  return true;
+}
+
+int Engine::pass_verdict(const CoRecord& co, const std::vector<PartRecord>& parts,
+                         const std::string& mode, std::int64_t margin, const PassProfiles& pp,
+                         std::string* why) {
+  const std::int64_t now = now_seconds();
+  Spec spec;
+  std::vector<char> allowed_ci;
+  std::vector<std::size_t> which;
+  if (!move_candidate(co, parts, false, now, &spec, &allowed_ci, &which, why)) return 0;
+  std::vector<std::size_t> idx;
+  std::vector<const flexco::Availability*> av;
+  for (std::size_t ci : which) {
+    auto it = pp.avail.find(ci);
+    if (it != pp.avail.end()) {
+      idx.push_back(ci);
+      av.push_back(&it->second);
+    } else if (!pp.failed.count(ci) || pp.stale.count(ci)) {
+      return 1;  // try_move would read it first
+    }
+  }
+  flexco::CoallocPlan next;
+  std::string kind;
+  return plan_reschedule(co, parts, spec, allowed_ci, idx, av, mode, margin, now, &next, &kind,
+                         why)
+             ? 1
+             : 0;
+}
+
+bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin,
+                      const std::string& trigger, bool constraints, std::string* why,
+                      PassProfiles* pass, const std::vector<PartRecord>* known_parts) {
+  const std::int64_t now = now_seconds();
+  if (co.planned_start <= now + kMoveLead) {
+    *why = "it starts within " + std::to_string(kMoveLead) + " s";
+    return false;
+  }
+  auto parts = known_parts ? *known_parts : store_.parts(co.id, true);
+  Spec spec;
+  std::vector<char> allowed_ci;
+  std::vector<std::size_t> which;
+  if (!move_candidate(co, parts, constraints, now, &spec, &allowed_ci, &which, why)) return false;
   std::unique_lock<std::mutex> claim(claim_mutex_);  // see claim_mutex_
   // A pass reads each cluster's profile once (PassProfiles) and plans
   // every co-allocation on it; a PATCH reads the allowed clusters' now.
@@ -347,106 +577,28 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     g = gather(which, spec);
     for (const auto& a : g.avail) av.push_back(&a);
   }
-  // The same profiles with this co-allocation's own reservations given
-  // back (a copy only of the clusters that hold a part of it).
-  std::vector<flexco::Availability> freed_copies;
-  freed_copies.reserve(g.idx.size());
-  std::vector<const flexco::Availability*> adj_av = av;
-  for (std::size_t k = 0; k < g.idx.size(); ++k) {
-    std::vector<PartRecord> own;
-    for (const auto& p : parts) {
-      if (p.cluster == clusters_[g.idx[k]]->conf.name) own.push_back(p);
-    }
-    if (own.empty()) continue;
-    flexco::Availability a = *av[k];
-    auto freed = without_own(a, own);
-    if (!freed.ok()) {
-      *why = "profile of " + clusters_[g.idx[k]]->conf.name + ": " + freed.error().message;
-      return false;
-    }
-    a.nodes = std::move(freed).value();
-    freed_copies.push_back(std::move(a));
-    adj_av[k] = &freed_copies.back();
-  }
-  auto gi = [&](const std::string& n) {
-    for (std::size_t k = 0; k < g.idx.size(); ++k) {
-      if (clusters_[g.idx[k]]->conf.name == n) return k;
-    }
-    return g.idx.size();
-  };
-  // make-before-break: the new set is made while the old one still holds
-  // its nodes, so every new part must fit beside it.
-  auto coexists = [&](const flexco::CoallocPlan& p) {
-    const std::int64_t s = std::max<std::int64_t>(p.start, now);
-    for (const auto& part : p.parts) {
-      auto m = av[part.cluster]->nodes.min_over(s, round_up_minutes(p.duration));
-      if (!m.ok() || m.value() < part.nodes) return false;
-    }
-    return true;
-  };
 
   flexco::CoallocPlan next;
   std::string kind;
   if (!constraints) {
-    flexco::CoallocPlan current;
-    current.start = co.planned_start;
-    current.duration = co.run_time + kStartSlack;
-    for (const auto& p : parts) {
-      const std::size_t k = gi(p.cluster);
-      if (k == g.idx.size()) {
-        *why = "cluster " + p.cluster + " did not answer";
-        return false;
-      }
-      flexco::PlanPart pp;
-      pp.cluster = k;
-      pp.nodes = p.nodes;
-      current.parts.push_back(pp);
-    }
-    flexco::CoallocRequest req;
-    req.nodes = co.nodes;
-    req.runtime = co.duration + kStartSlack;
-    req.ready = std::max(co.ready, now);
-    req.deadline = co.deadline > 0 ? co.deadline : flexco::kForever;
-    if (req.deadline <= req.ready) {
-      *why = "its deadline has passed";
+    if (!plan_reschedule(co, parts, spec, allowed_ci, g.idx, av, mode, margin, now, &next, &kind,
+                         why)) {
       return false;
     }
-    req.overhead = co.overhead;
-    req.max_parts = static_cast<std::size_t>(co.max_parts);
-    for (std::size_t k = 0; k < g.idx.size(); ++k) req.allowed.push_back(allowed_ci[g.idx[k]] != 0);
-    flexco::RescheduleOptions opts;
-    // A request with fixed parts keeps its layout: Shift only.
-    opts.mode = (mode == "shift" || !spec.fixed.empty()) ? flexco::RescheduleMode::kShift
-                                                         : flexco::RescheduleMode::kShiftRemap;
-    opts.margin = std::max<std::int64_t>(margin, 1);
-    auto views_of = [&](const std::vector<const flexco::Availability*>& from) {
-      std::vector<flexco::ClusterView> views;
-      for (std::size_t k = 0; k < g.idx.size(); ++k) {
-        flexco::ClusterView v;
-        v.name = clusters_[g.idx[k]]->conf.name;
-        v.capacity = from[k]->nodes_published;
-        v.free = &from[k]->nodes;
-        views.push_back(std::move(v));
-      }
-      return views;
-    };
-    auto d = flexco::reschedule_coalloc(req, current, views_of(adj_av), now, opts);
-    if (d.ok() && d.value().kind != flexco::RescheduleKind::kNone && !coexists(d.value().plan)) {
-      fc_debug("co-%ld: the best %s overlaps its own reservations; planning beside them",
-               (long)co.id, flexco::reschedule_kind_name(d.value().kind));
-      d = flexco::reschedule_coalloc(req, current, views_of(av), now, opts);
-    }
-    if (!d.ok()) {
-      *why = d.error().message;
-      return false;
-    }
-    if (d.value().kind == flexco::RescheduleKind::kNone) {
-      *why = "no placement ends " + std::to_string(opts.margin) + " s earlier or more";
-      return false;
-    }
-    next = d.value().plan;
-    kind = flexco::reschedule_kind_name(d.value().kind);
   } else {
+    // The same profiles with this co-allocation's own reservations given
+    // back (a copy only of the clusters that hold a part of it).
+    std::vector<flexco::Availability> freed_copies;
+    std::vector<const flexco::Availability*> adj_av;
+    if (!own_given_back(parts, g.idx, av, &freed_copies, &adj_av, why)) return false;
+    auto coexists = [&](const flexco::CoallocPlan& p) {
+      const std::int64_t s = std::max<std::int64_t>(p.start, now);
+      for (const auto& part : p.parts) {
+        auto m = av[part.cluster]->nodes.min_over(s, round_up_minutes(p.duration));
+        if (!m.ok() || m.value() < part.nodes) return false;
+      }
+      return true;
+    };
     Gathered adj;
     adj.idx = g.idx;
     for (std::size_t k = 0; k < g.idx.size(); ++k) {
@@ -478,10 +630,10 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     // before the next co-allocation is planned.
     for (const auto& part : next.parts) pass->stale.insert(part.cluster);
     for (const auto& p : parts) {
-      for (std::size_t i = 0; i < clusters_.size(); ++i) {
-        if (clusters_[i]->conf.name == p.cluster) pass->stale.insert(i);
-      }
+      auto it = cluster_index_.find(p.cluster);
+      if (it != cluster_index_.end()) pass->stale.insert(it->second);
     }
+    ++pass->epoch;
   }
   return move(co, spec, parts, next, kind, trigger, why, &claim);
 }

@@ -484,6 +484,10 @@ bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
     *error = "no co-allocation " + std::to_string(c.id);
     return false;
   }
+  note_write_locked(c.id);
+  for (const auto& p : parts) {
+    if (p.co_id != c.id) note_write_locked(p.co_id);
+  }
   if (!put_co(c, error)) return false;
   if (old->state != c.state &&
       !add_transition(c.id, "coallocation", old->state, c.state, reason, error)) {
@@ -512,6 +516,7 @@ bool Store::update_part(const PartRecord& p, const std::string& reason, std::str
     return false;
   }
   auto before = get_part_locked(p.co_id, p.attempt, p.idx);
+  note_write_locked(p.co_id);
   if (!put_part(p, error)) return false;
   if ((!before || before->state != p.state) &&
       !add_transition(p.co_id, "part " + std::to_string(p.idx) + " (attempt " +
@@ -564,6 +569,48 @@ std::vector<PartRecord> Store::parts(std::int64_t co_id, bool current_only) {
   std::vector<PartRecord> out;
   while (s.step() == SQLITE_ROW) out.push_back(read_part(s));
   return out;
+}
+
+void Store::note_write_locked(std::int64_t co_id) {
+  // Noted before the write, whether it is committed or not (a write that
+  // fails only makes a pass read that co-allocation again).
+  ++writes_;
+  if (written_.size() >= kWrittenKeep) {
+    written_.clear();
+    floor_ = writes_;
+  }
+  written_[co_id] = writes_;
+}
+
+bool Store::written_since(std::int64_t co_id, std::uint64_t mark) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (mark == writes_) return false;
+  if (mark < floor_) return true;
+  auto it = written_.find(co_id);
+  return it != written_.end() && it->second > mark;
+}
+
+Store::Snapshot Store::snapshot(const std::vector<std::string>& states) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Snapshot snap;
+  snap.mark = writes_;
+  {
+    Stmt s(db_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE state IN " +
+                 in_list(states) + " ORDER BY id").c_str());
+    for (const auto& st : states) s.bind(st);
+    while (s.step() == SQLITE_ROW) snap.cos.push_back(read_co(s));
+  }
+  std::string cols;
+  for (const std::string& c : split(kPartCols)) cols += (cols.empty() ? "p." : ", p.") + c.substr(c.find_first_not_of(' '));
+  Stmt s(db_, ("SELECT " + cols + " FROM parts p JOIN coallocations c ON c.id = p.co_id"
+               " WHERE p.current=1 AND c.state IN " + in_list(states) +
+               " ORDER BY p.co_id, p.attempt, p.idx").c_str());
+  for (const auto& st : states) s.bind(st);
+  while (s.step() == SQLITE_ROW) {
+    PartRecord p = read_part(s);
+    snap.parts[p.co_id].push_back(std::move(p));
+  }
+  return snap;
 }
 
 std::vector<PartRecord> Store::parts_in_states(const std::vector<std::string>& states) {

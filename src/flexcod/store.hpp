@@ -161,6 +161,21 @@ class Store {
   std::int64_t event_seq(const std::string& cluster);
   bool set_event_seq(const std::string& cluster, std::int64_t seq, std::string* error);
 
+  // A rescheduling pass's view of the database, read at once (two queries
+  // under one hold of the mutex): the co-allocations in any of `states`
+  // (by id) and the parts of their current placements (by co_id, in
+  // attempt, idx order), with the write mark they were read at.
+  struct Snapshot {
+    std::vector<CoRecord> cos;
+    std::map<std::int64_t, std::vector<PartRecord>> parts;
+    std::uint64_t mark = 0;
+  };
+  Snapshot snapshot(const std::vector<std::string>& states);
+  // Whether co-allocation `co_id` or one of its parts may have been
+  // written since `mark` (a Snapshot's): true for certain if it was, and
+  // also when the record of recent writes no longer reaches back that far.
+  bool written_since(std::int64_t co_id, std::uint64_t mark);
+
  private:
   struct Token {};
 
@@ -178,8 +193,16 @@ class Store {
   std::optional<SubmitKey> find_key_locked(std::int64_t uid, const std::string& key, std::int64_t now);
   bool insert_move(std::int64_t co_id, const MoveRecord& m, std::string* error);
   std::optional<PartRecord> get_part_locked(std::int64_t co, int attempt, int idx);
+  void note_write_locked(std::int64_t co_id);
 
   std::mutex mutex_;
+  // Writes to co-allocations and parts (written_since): their count, the
+  // last one of each co-allocation written since floor_, at most
+  // kWrittenKeep entries (then forgotten: floor_ moves up to writes_).
+  static constexpr std::size_t kWrittenKeep = 65536;
+  std::uint64_t writes_ = 0;
+  std::uint64_t floor_ = 0;
+  std::map<std::int64_t, std::uint64_t> written_;
   sqlite3* db_;
   std::string instance_;
   std::string run_;

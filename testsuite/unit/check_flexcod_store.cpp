@@ -2,7 +2,8 @@
 // Unit tests of src/flexcod/store (real SQLite files in a mkdtemp folder):
 // schema creation, the instance id kept across reopenings, WAL mode,
 // co-allocations and parts written with one transition per state change,
-// list filters, parts by state, moves, event sequence numbers, and that a
+// list filters, parts by state, moves, event sequence numbers, a pass's
+// snapshot and the writes since it, and that a
 // second connection (another process after a crash) sees every committed
 // change.
 
@@ -426,6 +427,53 @@ START_TEST(unknown_coalloc_write_fails) {
 }
 END_TEST
 
+// A rescheduling pass's snapshot: the co-allocations in the states asked
+// for with their current parts only, read at one write mark; written_since
+// names exactly the co-allocations written after it (a part's own write
+// too), and none when nothing was written.
+START_TEST(snapshot_and_written_since) {
+  std::string err;
+  auto s = Store::open(fresh_path("h.db"), &err);
+  CoRecord a = sample_co(), b = sample_co(), c = sample_co();
+  ck_assert(s->insert_coalloc(&a, "x", &err));
+  ck_assert(s->insert_coalloc(&b, "x", &err));
+  ck_assert(s->insert_coalloc(&c, "x", &err));
+  a.state = b.state = "scheduled";
+  c.state = "running";
+  auto old = sample_part(a.id, 1, 0, "alpha", "released");
+  old.current = false;
+  ck_assert(s->write(a, {old, sample_part(a.id, 2, 0, "beta", "submitted"),
+                         sample_part(a.id, 2, 1, "alpha", "submitted")}, "x", &err));
+  ck_assert(s->write(b, {}, "x", &err));
+  ck_assert(s->write(c, {sample_part(c.id, 1, 0, "alpha", "running")}, "x", &err));
+
+  Store::Snapshot snap = s->snapshot({"scheduled"});
+  ck_assert_int_eq(snap.cos.size(), 2);
+  ck_assert(snap.cos[0].id == a.id && snap.cos[1].id == b.id);
+  ck_assert_int_eq(snap.parts.size(), 1);  // b has none, c is not scheduled
+  const auto& pa = snap.parts.at(a.id);
+  ck_assert_int_eq(pa.size(), 2);
+  ck_assert(pa[0].attempt == 2 && pa[0].idx == 0 && pa[0].cluster == "beta");
+  ck_assert(pa[1].idx == 1 && pa[1].cluster == "alpha" && pa[1].state == "submitted");
+  for (const CoRecord& co : {a, b, c}) ck_assert(!s->written_since(co.id, snap.mark));
+
+  auto p = pa[1];
+  p.state = "cancelling";
+  ck_assert(s->update_part(p, "y", &err));
+  ck_assert(s->written_since(a.id, snap.mark));
+  ck_assert(!s->written_since(b.id, snap.mark));
+  b.reason = "changed";
+  ck_assert(s->update_coalloc(b, "y", &err));
+  ck_assert(s->written_since(b.id, snap.mark));
+  ck_assert(!s->written_since(c.id, snap.mark));
+
+  Store::Snapshot again = s->snapshot({"scheduled"});
+  ck_assert(again.mark > snap.mark);
+  for (const CoRecord& co : {a, b, c}) ck_assert(!s->written_since(co.id, again.mark));
+  ck_assert(again.parts.at(a.id)[1].state == "cancelling");
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("flexcod_store");
   TCase* tc = tcase_create("sqlite");
@@ -441,6 +489,7 @@ Suite* make_suite() {
   tcase_add_test(tc, committed_changes_survive_for_another_connection);
   tcase_add_test(tc, switch_with_move_is_one_transaction);
   tcase_add_test(tc, unknown_coalloc_write_fails);
+  tcase_add_test(tc, snapshot_and_written_since);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
   return s;
