@@ -229,15 +229,16 @@ def main():
                  "dry run with policy %s: a plan for 7 nodes %r" % (
                      pol, [(p["cluster"], p["nodes"]) for p in plan.get("parts", [])]),
                  "%s %r" % (st, doc))
-            # coarp and cores plan on the offers each cluster's plugin
+            # coarp, cores and cores-seq plan on the offers each cluster's plugin
             # answers POST /v1/probe with (fit, p_res, verdict), the others
             # on the profiles' free-node steps.
             offers = [o for cl in (doc or {}).get("clusters", []) for o in cl.get("offers", [])]
             probed = bool(offers) and all("p_res" in o and "verdict" in o for o in offers)
             stepped = bool(offers) and all("free_nodes" in o for o in offers)
-            t.ok(probed if pol in ("coarp", "cores") else stepped,
+            probing = pol in ("coarp", "cores", "cores-seq")
+            t.ok(probed if probing else stepped,
                  "dry run with policy %s: planned on %s" % (
-                     pol, "probe offers" if pol in ("coarp", "cores") else "profile steps"),
+                     pol, "probe offers" if probing else "profile steps"),
                  "%r" % offers[:3])
         st, doc = fc.submit({"nodes": 5, "duration": 120, "policy": "cores",
                              "script": script(tmp), "std_out": "/dev/null"})
