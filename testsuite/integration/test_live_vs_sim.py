@@ -28,7 +28,7 @@ NODES = [4, 6, 8]
 
 def main():
     t.require_grid_tools()
-    t.plan(8)
+    t.plan(9)
     run_dir = os.path.join(t.builddir(), "testsuite", "integration", "run-" + t.test_name())
     os.makedirs(run_dir, exist_ok=True)
     base = t.pick_base_port(t.test_name(), 2 * len(NODES))
