@@ -72,6 +72,18 @@ std::string layout_json(const std::vector<std::pair<std::string, std::int64_t>>&
   return http::json_text(a.get());
 }
 
+// Make-before-break: does every part of plan p fit beside what the
+// profiles av still hold (the old reservations included) from its start?
+bool fits_beside(const flexco::CoallocPlan& p,
+                 const std::vector<const flexco::Availability*>& av, std::int64_t now) {
+  const std::int64_t s = std::max<std::int64_t>(p.start, now);
+  for (const auto& part : p.parts) {
+    auto m = av[part.cluster]->nodes.min_over(s, round_up_minutes(p.duration));
+    if (!m.ok() || m.value() < part.nodes) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Engine::Spec Engine::spec_from(const CoRecord& co) {
@@ -452,14 +464,7 @@ bool Engine::plan_reschedule(const CoRecord& co, const std::vector<PartRecord>& 
   if (!own_given_back(parts, idx, av, &freed_copies, &adj_av, why)) return false;
   // make-before-break: the new set is made while the old one still holds
   // its nodes, so every new part must fit beside it.
-  auto coexists = [&](const flexco::CoallocPlan& p) {
-    const std::int64_t s = std::max<std::int64_t>(p.start, now);
-    for (const auto& part : p.parts) {
-      auto m = av[part.cluster]->nodes.min_over(s, round_up_minutes(p.duration));
-      if (!m.ok() || m.value() < part.nodes) return false;
-    }
-    return true;
-  };
+  auto coexists = [&](const flexco::CoallocPlan& p) { return fits_beside(p, av, now); };
   flexco::CoallocPlan current;
   current.start = co.planned_start;
   current.duration = co.run_time + kStartSlack;
@@ -591,14 +596,7 @@ bool Engine::try_move(CoRecord& co, const std::string& mode, std::int64_t margin
     std::vector<flexco::Availability> freed_copies;
     std::vector<const flexco::Availability*> adj_av;
     if (!own_given_back(parts, g.idx, av, &freed_copies, &adj_av, why)) return false;
-    auto coexists = [&](const flexco::CoallocPlan& p) {
-      const std::int64_t s = std::max<std::int64_t>(p.start, now);
-      for (const auto& part : p.parts) {
-        auto m = av[part.cluster]->nodes.min_over(s, round_up_minutes(p.duration));
-        if (!m.ok() || m.value() < part.nodes) return false;
-      }
-      return true;
-    };
+    auto coexists = [&](const flexco::CoallocPlan& p) { return fits_beside(p, av, now); };
     Gathered adj;
     adj.idx = g.idx;
     for (std::size_t k = 0; k < g.idx.size(); ++k) {
