@@ -11,8 +11,8 @@ the live system puts it ahead too, by at least MARGIN.
 The scenario is built so that the ordering does not hang on seconds of
 controller latency (contrib/sim/live-vs-sim.md, "The CI scenario"): every
 cluster is full with one local job that runs 18-22 s of its 1-minute limit,
-and 8-11 s later, once those jobs surely run, four metajobs ask for the
-whole grid (18 nodes).  Rigid books them behind the local jobs' limits
+and 8-11 s later, once those jobs surely run, four metajobs ask for half
+the grid (9 nodes).  Rigid books them behind the local jobs' limits
 (about 50 s of waiting); Shift+Remap moves them forward when the local jobs
 end early (about 10 s), a difference far larger than the few seconds that
 scheduling passes, events and commits take on a loaded machine.  (The
@@ -26,16 +26,17 @@ import subprocess
 import flexcotest as t
 
 NODES = [4, 6, 8]
-# 3 local jobs fill the grid at 0 s, 4 metajobs (8+5+3+2 = 18 nodes) follow
-# at 8-11 s; every limit is 1 minute.  flexco-sim: rigid 48.6 s,
+# 3 local jobs fill the grid at 0 s, 4 metajobs (3+2+2+2 = 9 nodes, half
+# the grid: flexcod moves make-before-break, so the new reservations need
+# room beside the old ones) follow at 8-11 s; every limit is 1 minute.  flexco-sim: rigid 48.6 s,
 # Shift+Remap 26.0 s (46 % less).
 SCENARIO = [
     {"kind": "local", "cluster": 0, "nodes": 4, "submit": 0, "run": 20, "limit": 1},
     {"kind": "local", "cluster": 1, "nodes": 6, "submit": 0, "run": 22, "limit": 1},
     {"kind": "local", "cluster": 2, "nodes": 8, "submit": 0, "run": 18, "limit": 1},
-    {"kind": "meta", "nodes": 8, "submit": 8, "run": 20, "limit": 1},
-    {"kind": "meta", "nodes": 5, "submit": 9, "run": 16, "limit": 1},
-    {"kind": "meta", "nodes": 3, "submit": 10, "run": 24, "limit": 1},
+    {"kind": "meta", "nodes": 3, "submit": 8, "run": 20, "limit": 1},
+    {"kind": "meta", "nodes": 2, "submit": 9, "run": 16, "limit": 1},
+    {"kind": "meta", "nodes": 2, "submit": 10, "run": 24, "limit": 1},
     {"kind": "meta", "nodes": 2, "submit": 11, "run": 18, "limit": 1},
 ]
 SIM_MARGIN = 0.25   # flexco-sim: Shift+Remap's mean response this much lower
