@@ -28,8 +28,8 @@ import flexcotest as t
 NODES = [4, 6, 8]
 # 3 local jobs fill the grid at 0 s, 4 metajobs (3+2+2+2 = 9 nodes, half
 # the grid: flexcod moves make-before-break, so the new reservations need
-# room beside the old ones) follow at 8-11 s; every limit is 1 minute.  flexco-sim: rigid 48.6 s,
-# Shift+Remap 26.0 s (46 % less).
+# room beside the old ones) follow at 8-11 s; every limit is 1 minute.
+# flexco-sim: rigid 48.6 s, Shift+Remap 26.0 s (46 % less).
 SCENARIO = [
     {"kind": "local", "cluster": 0, "nodes": 4, "submit": 0, "run": 20, "limit": 1},
     {"kind": "local", "cluster": 1, "nodes": 6, "submit": 0, "run": 22, "limit": 1},
