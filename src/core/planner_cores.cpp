@@ -58,25 +58,59 @@ struct Admit {
   }
 };
 
-// cd::usable restricted to offers that pass the filter.
-cd::Usable admitted(const ClusterView& c, Time s, Duration d, double derived_p_res,
-                    const Admit& a) {
-  if (!a.active || c.offers.empty()) {
-    cd::Usable u = cd::usable(c, s, d, derived_p_res);
-    if (!a.passes(u.fit, u.p_res)) u.nodes = 0;
-    return u;
-  }
-  cd::Usable u;
-  Time end = d >= kForever - s ? kForever : s + d;
+// An intermediate slot (§9.5) of a cluster with offers for a part over
+// [s, s + d) that none of its offers covers: a probe's offers last exactly
+// the asked duration from the cluster's own change points, so they rarely
+// cover another cluster's start.  Interpolated with step functions (aspect
+// A2, "natural for scheduling"): the nodes are the free nodes of the
+// availability the offers came from over the window (itself a step
+// function), fit and p_res those of the sample before s, the offer with the
+// latest start <= s (ties: more nodes, then higher fit).  No offer at or
+// before s: nothing (the cluster offered nothing that early).  The filter
+// applies to the interpolated properties.
+cd::Usable intermediate(const ClusterView& c, Time s, Duration d, const Admit& a) {
+  const CoallocOffer* before = nullptr;
   for (const CoallocOffer& o : c.offers) {
-    if (o.start > s || o.end < end || !a.passes(o.fit, o.p_res)) continue;
-    if (o.nodes > u.nodes || (o.nodes == u.nodes && o.fit > u.fit)) {
-      u.nodes = o.nodes;
-      u.fit = o.fit;
-      u.p_res = o.p_res;
-    }
+    if (o.start > s) continue;
+    if (before == nullptr || o.start > before->start ||
+        (o.start == before->start &&
+         (o.nodes > before->nodes || (o.nodes == before->nodes && o.fit > before->fit))))
+      before = &o;
   }
-  if (u.nodes == 0) u = cd::Usable{0, 1.0, 1.0};
+  if (before == nullptr || !a.passes(before->fit, before->p_res)) return cd::Usable{0, 1.0, 1.0};
+  Amount n = cd::avail(c, s, d);
+  if (n <= 0) return cd::Usable{0, 1.0, 1.0};
+  return cd::Usable{n, before->fit, before->p_res};
+}
+
+// cd::usable restricted to offers that pass the filter; for a part
+// (`part`), a cluster with offers none of which covers the window gives
+// its intermediate slot.
+cd::Usable admitted(const ClusterView& c, Time s, Duration d, double derived_p_res,
+                    const Admit& a, bool part) {
+  cd::Usable u;
+  if (!a.active || c.offers.empty()) {
+    u = cd::usable(c, s, d, derived_p_res);
+    if (!a.passes(u.fit, u.p_res)) u.nodes = 0;
+  } else {
+    Time end = d >= kForever - s ? kForever : s + d;
+    for (const CoallocOffer& o : c.offers) {
+      if (o.start > s || o.end < end || !a.passes(o.fit, o.p_res)) continue;
+      if (o.nodes > u.nodes || (o.nodes == u.nodes && o.fit > u.fit)) {
+        u.nodes = o.nodes;
+        u.fit = o.fit;
+        u.p_res = o.p_res;
+      }
+    }
+    if (u.nodes == 0) u = cd::Usable{0, 1.0, 1.0};
+  }
+  if (u.nodes == 0 && part && !c.offers.empty()) {
+    // Covered by no offer (passing the filter, if any): interpolate.
+    bool covered = false;
+    Time end = d >= kForever - s ? kForever : s + d;
+    for (const CoallocOffer& o : c.offers) covered = covered || (o.start <= s && o.end >= end);
+    if (!covered) u = intermediate(c, s, d, a);
+  }
   return u;
 }
 
@@ -159,7 +193,7 @@ void gather(const CoallocRequest& r, const std::vector<ClusterView>& clusters,
     double pres = cd::static_p_res(s, now, o.p_res_h);
     std::vector<std::pair<std::size_t, cd::Usable>> parts_avail;
     for (std::size_t c : allowed) {
-      cd::Usable whole = admitted(clusters[c], s, r.runtime, pres, admit);
+      cd::Usable whole = admitted(clusters[c], s, r.runtime, pres, admit, false);
       if (whole.nodes >= r.nodes) {
         Candidate cand;
         cand.plan.start = s;
@@ -170,7 +204,7 @@ void gather(const CoallocRequest& r, const std::vector<ClusterView>& clusters,
         out->push_back(std::move(cand));
       }
       if (limit >= 2) {
-        cd::Usable part = admitted(clusters[c], s, dm, pres, admit);
+        cd::Usable part = admitted(clusters[c], s, dm, pres, admit, true);
         if (part.nodes > 0) parts_avail.emplace_back(c, part);
       }
     }
@@ -512,7 +546,7 @@ Result<std::optional<CoallocPlan>> cores_alternative(
     std::vector<std::pair<std::size_t, cd::Usable>> avail;
     for (std::size_t c = 0; c < n; ++c) {
       if (out[c] || used[c]) continue;
-      cd::Usable u = admitted(clusters[c], plan.start, plan.duration, pres, admit);
+      cd::Usable u = admitted(clusters[c], plan.start, plan.duration, pres, admit, true);
       if (u.nodes > 0) avail.emplace_back(c, u);
     }
     std::stable_sort(avail.begin(), avail.end(), [&](const auto& a, const auto& b) {

@@ -742,6 +742,71 @@ START_TEST(cores_static_p_res) {
 }
 END_TEST
 
+// Splits on probe offers (issue 18): a probe's offers last exactly the
+// asked duration from each cluster's own change points, so two clusters'
+// offers rarely start at the same second.  A cluster whose offers do not
+// cover [S, S + D) gives its intermediate slot (§9.5, step functions):
+// the free nodes of its availability over the window, fit and p_res of
+// its offer with the latest start <= S.  Two clusters of 10 nodes:
+//   A: busy [0, 120) 4, busy from 120 6: 6 free until 120, then 4.
+//      Offers (as a probe gives them, one per change point):
+//      (0, [0, 100), 6, fit 0.8, p_res 0.95), (120, [120, 220), 4, 0.9, 0.95)
+//   B: busy [0, 50) 10, busy from 50 3: 7 free from 50.
+//      Offer (50, [50, 150), 7, fit 0.9, p_res 0.9)
+// The job: 11 nodes x 100 s, no overhead (D = 100): no cluster holds it.
+// Before, a cluster counted at S only with an offer covering [S, S + 100):
+// at 0 only A, at 50 only B, at 120 only A: no split, kNoFit.
+// Now, starts 0, 50, 120 (the offers' starts):
+//   0:   B has no offer at or before 0: A alone, no split.
+//   50:  B 7 (its offer); A's offer at 0 ends at 100 < 150: intermediate,
+//        min free over [50, 150) = min(6, 4) = 4, fit 0.8, p_res 0.95.
+//        Fill by fit + p_res: B 1.8 > A 1.75: B7 + A4 = 11.  Ends 150.
+//   120: A 4 (its offer, fit 0.9); B's offer ends at 150 < 220:
+//        intermediate from B@50: 7, fit 0.9, p_res 0.9.  A4 + B7.  Ends 220.
+// Objective (w 1, 1, 1; latest end 220):
+//   J50  = 150/220 - (0.9 + 0.8)/2 - 0.9*0.95 = 0.681818 - 0.85 - 0.855 = -1.023182
+//   J120 = 220/220 - 0.9 - 0.855 = -0.755
+// cores: start 50, parts smallest p_res first: B7 (0.9), A4 (0.95).
+// cores-seq (fit >= 0.85): A's intermediate slot at 50 carries fit 0.8,
+// refused, so B alone at 50; at 120 both pass: start 120, J = -0.755.
+START_TEST(cores_split_on_probe_offers) {
+  Grid g({{10, {{0, 120, 4}, {120, kForever, 6}}}, {10, {{0, 50, 10}, {50, kForever, 3}}}});
+  g.views[0].offers = {{0, 100, 6, 0.8, 0.95}, {120, 220, 4, 0.9, 0.95}};
+  g.views[1].offers = {{50, 150, 7, 0.9, 0.9}};
+  auto p = plan_cores(req(11, 100), g.views);
+  OK(p);
+  EQ(p.value().start, 50);
+  EQ(p.value().duration, 100);
+  PARTS(p.value(), "B7 A4");
+  NEAR(p.value().parts[1].fit, 0.8);
+  NEAR(p.value().parts[1].p_res, 0.95);
+  NEAR(p.value().score, 150.0 / 220.0 - 0.85 - 0.9 * 0.95);
+  auto seq = plan_cores_seq(req(11, 100), g.views, CoallocOptions{});
+  OK(seq);
+  EQ(seq.value().start, 120);
+  PARTS(seq.value(), "B7 A4");
+  NEAR(seq.value().parts[0].fit, 0.9);
+  NEAR(seq.value().score, 1.0 - 0.9 - 0.9 * 0.95);
+  // The same clusters probed by the production probe (as flexco-sim
+  // does): it samples the node counts 1, 2, 3, 4, 6 at every change point
+  // (A at 0 and 120 (1..4), B at 50), fit 1 (empty queue), static p_res.
+  // At 50 B's largest covering offer has 6 nodes, A's intermediate slot
+  // 4: 10 < 11.  At 120 A's offer 4 + B's intermediate slot 7 = 11: the
+  // plan starts at 120 (before the fix: no plan either).
+  CoallocRequest r = req(11, 100);
+  for (std::size_t c = 0; c < 2; ++c) {
+    auto o = probe_offers_from_profile(g.profiles[c], 10, 0, r);
+    OK(o);
+    g.views[c].offers = o.value();
+  }
+  auto probed = plan_cores(r, g.views);
+  OK(probed);
+  EQ(probed.value().start, 120);
+  PARTS(probed.value(), "B7 A4");
+  EQ(probed.value().parts[0].nodes + probed.value().parts[1].nodes, 11);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // CORES as the thesis runs it (cores-seq, ch. 9.6.3 and 11.3)
 
@@ -1373,6 +1438,7 @@ Suite* coalloc_suite() {
   tcase_add_test(tc, cores_order_and_objective);
   tcase_add_loop_test(tc, cores_weights, 0, N(kCoresWeightCases));
   tcase_add_test(tc, cores_static_p_res);
+  tcase_add_test(tc, cores_split_on_probe_offers);
   tcase_add_test(tc, cores_seq_threshold_on_fit);
   tcase_add_test(tc, cores_seq_threshold_on_static_p_res);
   tcase_add_test(tc, cores_example_11_1);
