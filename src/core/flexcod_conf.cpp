@@ -307,6 +307,9 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "clustertimeout") {
         if (!need_int(1, 600)) return range(1, 600);
         c.cluster_timeout = static_cast<int>(n);
+      } else if (k == "passprofilewait") {
+        if (!need_int(0, 60000)) return range(0, 60000);
+        c.pass_profile_wait = static_cast<int>(n);
       } else if (k == "breakerfailures") {
         if (!need_int(1, 1000)) return range(1, 1000);
         c.breaker_failures = static_cast<int>(n);

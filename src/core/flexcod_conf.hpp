@@ -91,6 +91,7 @@ struct FlexcodConf {
   int connect_timeout = 2;      // s, 1 .. 600
   int request_timeout = 10;     // s, 1 .. 3600
   int cluster_timeout = 2;      // s, 1 .. 600: a profile or probe while planning
+  int pass_profile_wait = 250;  // ms, 0 .. 60000: a rescheduling pass's wait for profiles
   int breaker_failures = 3;     // 1 .. 1000: consecutive failures that open a cluster
   int breaker_backoff = 30;     // s, 1 .. 3600: how long an open cluster is left alone
   int confirm_within = 120;     // s, 1 .. 3600

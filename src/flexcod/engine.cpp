@@ -102,6 +102,10 @@ void Engine::stop() {
     if (t.joinable()) t.join();
   }
   threads_.clear();
+  // A pass's profile reads that are still running (each bounded by
+  // ClusterTimeout) use the engine: wait for them.
+  std::unique_lock<std::mutex> fl(fetch_mutex_);
+  fetch_cv_.wait(fl, [this] { return fetches_running_ == 0; });
 }
 
 void Engine::reload(const flexco::conf::FlexcodConf& conf) {

@@ -101,6 +101,7 @@ class Engine {
   struct Spec;
   struct Gathered;
   struct PassProfiles;
+  struct ProfileFetch;
 
   // Locks of co-allocations.
   std::shared_ptr<std::mutex> co_mutex(std::int64_t id);
@@ -323,6 +324,11 @@ class Engine {
   std::atomic<bool> stopping_{false};
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
+  // Profile reads of passes still running in their threads (pass_profiles;
+  // stop() waits for them), and their completion, under fetch_mutex_.
+  std::mutex fetch_mutex_;
+  std::condition_variable fetch_cv_;
+  int fetches_running_ = 0;
   std::vector<std::thread> threads_;
 };
 

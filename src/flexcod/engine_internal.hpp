@@ -129,6 +129,23 @@ struct Engine::Cluster {
   std::int64_t opened = 0;      // times opened
   int breaker_failures = 3;     // BreakerFailures
   int breaker_backoff = 30;     // BreakerBackoff (s)
+
+  // A rescheduling pass's profile read (Engine::pass_profiles), under m:
+  // at most one in flight per cluster, in its own thread bounded by
+  // ClusterTimeout; a pass waits for it at most PassProfileWait.  Its
+  // answer, however late, feeds the breaker (note) and is kept with the
+  // time it was read for the next pass (pass_profile_at, steady ms).
+  std::shared_ptr<ProfileFetch> pass_fetch;
+  std::shared_ptr<const flexco::Availability> pass_profile;
+  std::int64_t pass_profile_at = 0;
+};
+
+// One profile read for a pass: `done` (under Engine::fetch_mutex_) once
+// read_profile returned; then `avail`, or `why` it failed.
+struct Engine::ProfileFetch {
+  bool done = false;
+  std::optional<flexco::Availability> avail;
+  std::string why;
 };
 
 // The pass's profiles (Engine::resched_pass): every cluster's read once,

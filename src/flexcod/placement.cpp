@@ -7,6 +7,7 @@
 #include "flexcod/engine_internal.hpp"
 
 #include <new>
+#include <system_error>
 
 #include "core/offer_probe.hpp"
 
@@ -85,30 +86,114 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
   }
   if (need.empty()) return;  // the common case in a pass: no copy of the configuration
   ++pp.epoch;
-  flexco::conf::FlexcodConf conf;
+  auto conf = std::make_shared<flexco::conf::FlexcodConf>();
   {
     std::lock_guard<std::mutex> lock(conf_mutex_);
-    conf = conf_;
+    *conf = conf_;
   }
-  // In parallel, each bounded by ClusterTimeout.
-  std::vector<std::future<std::pair<std::optional<flexco::Availability>, std::string>>> futs;
-  for (std::size_t ci : need) {
-    futs.push_back(std::async(std::launch::async, [this, ci, &conf]() {
-      std::string why;
-      auto a = read_profile(ci, conf, &why);
-      return std::make_pair(std::move(a), why);
-    }));
-  }
+  using Clock = std::chrono::steady_clock;
+  auto steady_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+        .count();
+  };
+  const auto deadline = Clock::now() + std::chrono::milliseconds(conf->pass_profile_wait);
+  // Each read in its own thread, bounded by ClusterTimeout; one still in
+  // flight from an earlier pass is not asked again but joined, and like a
+  // cluster whose last call went unanswered it is not waited for.
+  std::vector<std::shared_ptr<ProfileFetch>> f(need.size());
+  std::vector<char> suspect(need.size(), 0);
   for (std::size_t i = 0; i < need.size(); ++i) {
-    auto r = futs[i].get();
-    pp.stale.erase(need[i]);
-    if (r.first) {
-      pp.avail.insert_or_assign(need[i], std::move(*r.first));
-      pp.failed.erase(need[i]);
-    } else {
-      pp.avail.erase(need[i]);
-      pp.failed[need[i]] = r.second;
+    Cluster& c = *clusters_[need[i]];
+    bool start = false;
+    {
+      std::lock_guard<std::mutex> lock(c.m);
+      std::lock_guard<std::mutex> fl(fetch_mutex_);
+      if (c.pass_fetch && !c.pass_fetch->done) {
+        f[i] = c.pass_fetch;
+        suspect[i] = 1;
+      } else {
+        f[i] = std::make_shared<ProfileFetch>();
+        c.pass_fetch = f[i];
+        suspect[i] = c.failures > 0;
+        start = !stopping_;
+        if (start) ++fetches_running_;
+      }
     }
+    if (!start) continue;
+    const std::size_t ci = need[i];
+    try {
+      std::thread([this, ci, fetch = f[i], conf, steady_ms]() {
+        std::string why;
+        auto a = read_profile(ci, *conf, &why);
+        if (a) {
+          Cluster& c = *clusters_[ci];
+          auto kept = std::make_shared<const flexco::Availability>(*a);
+          std::lock_guard<std::mutex> lock(c.m);
+          c.pass_profile = std::move(kept);
+          c.pass_profile_at = steady_ms();
+        }
+        std::lock_guard<std::mutex> fl(fetch_mutex_);
+        fetch->avail = std::move(a);
+        fetch->why = why;
+        fetch->done = true;
+        --fetches_running_;
+        fetch_cv_.notify_all();  // under the lock: stop() may destroy us next
+      }).detach();
+    } catch (const std::system_error& e) {
+      std::lock_guard<std::mutex> fl(fetch_mutex_);
+      f[i]->why = std::string("no thread for the profile read: ") + e.what();
+      f[i]->done = true;
+      --fetches_running_;
+    }
+  }
+  std::vector<std::pair<std::optional<flexco::Availability>, std::string>> got(need.size());
+  std::vector<char> answered(need.size(), 0);  // its read returned in time
+  {
+    std::unique_lock<std::mutex> fl(fetch_mutex_);
+    fetch_cv_.wait_until(fl, deadline, [&] {
+      for (std::size_t i = 0; i < need.size(); ++i) {
+        if (!f[i]->done && !suspect[i]) return false;
+      }
+      return true;
+    });
+    for (std::size_t i = 0; i < need.size(); ++i) {
+      if (f[i]->done) {
+        answered[i] = 1;
+        got[i] = {f[i]->avail, f[i]->why};
+      } else {
+        got[i].second = "no answer within PassProfileWait (" +
+                        std::to_string(conf->pass_profile_wait) + " ms)";
+      }
+    }
+  }
+  const std::int64_t max_age_ms = 1000L * conf->cluster_timeout;
+  std::string late;
+  for (std::size_t i = 0; i < need.size(); ++i) {
+    const std::size_t ci = need[i];
+    Cluster& c = *clusters_[ci];
+    // Not answered in time: its last answer, if read at most
+    // ClusterTimeout ago (a late one of an earlier pass's read) -- unless
+    // a move of this pass changed the cluster since.
+    const bool moved_on = pp.stale.erase(ci) > 0;
+    if (!answered[i] && !moved_on) {
+      std::lock_guard<std::mutex> lock(c.m);
+      if (c.pass_profile && steady_ms() - c.pass_profile_at <= max_age_ms) {
+        got[i].first = *c.pass_profile;
+      }
+    }
+    if (got[i].first) {
+      pp.avail.insert_or_assign(ci, std::move(*got[i].first));
+      pp.failed.erase(ci);
+    } else {
+      pp.avail.erase(ci);
+      pp.failed[ci] = got[i].second;
+      if (!answered[i]) late += (late.empty() ? "" : ", ") + c.conf.name;
+    }
+  }
+  if (!late.empty()) {
+    fc_info("rescheduling pass: no profile from %s within PassProfileWait (%d ms); "
+            "their co-allocations wait for the next pass, the others are planned",
+            late.c_str(), conf->pass_profile_wait);
   }
 }
 

@@ -113,6 +113,10 @@ START_TEST(defaults_and_case) {
                         "BreakerBackoff=3600\n", "t");
   ck_assert(cb.ok() && cb.value().cluster_timeout == 5 && cb.value().breaker_failures == 1 &&
             cb.value().breaker_backoff == 3600);
+  ck_assert_int_eq(c.pass_profile_wait, 250);
+  auto pw = conf::parse("Cluster=a URL=http://h:1\nPassProfileWait=0\n", "t");
+  ck_assert(pw.ok() && pw.value().pass_profile_wait == 0);
+  ck_assert(!conf::parse("Cluster=a URL=http://h:1\nPassProfileWait=60001\n", "t").ok());
   // the web view: UiDir, UiTokenLifetime, UiReadAll
   ck_assert(c.ui_dir == conf::kDefaultUiDir && c.ui_dir.size() > 1 && c.ui_dir[0] == '/');
   ck_assert_int_eq(c.ui_token_lifetime, 28800);
