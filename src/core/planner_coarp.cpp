@@ -31,7 +31,8 @@
 //     reached first ends the walk on its own;
 //   * if the slots run out (the paper's global waiting queue) the walk is
 //     repeated with four times as many derived slots per cluster, until no
-//     cluster has more;
+//     cluster has more; then it goes on over the free profiles (below), as
+//     the job would ask again later rather than be refused;
 //   * with free profiles only (no cluster has offers: e.g. every probe
 //     failed) the same walk runs without materialising the slots; the
 //     earliest start of any plan (FlexCo's search) bounds it from below:
@@ -237,12 +238,13 @@ Result<CoallocPlan> plan_coarp(const CoallocRequest& request,
   static const char* kWhere = "plan_coarp";
   if (auto e = cd::validate(kWhere, request, clusters, &options)) return *e;
   std::vector<std::size_t> allowed = cd::allowed_indices(request, clusters.size());
-  if (!cd::any_offers(clusters, allowed)) {
+  auto on_profiles = [&]() -> Result<CoallocPlan> {
     auto plan = compose_profiles(request, clusters, allowed);
     if (!plan) return cd::deadline_error(kWhere, request, kForever);
     if (plan->end() > request.deadline) return cd::deadline_error(kWhere, request, plan->end());
     return std::move(*plan);
-  }
+  };
+  if (!cd::any_offers(clusters, allowed)) return on_profiles();
   std::size_t k = options.max_offers;
   for (;;) {
     bool truncated = false;
@@ -252,9 +254,15 @@ Result<CoallocPlan> plan_coarp(const CoallocRequest& request,
         return cd::deadline_error(kWhere, request, plan->end());
       return std::move(*plan);
     }
-    if (!truncated) return cd::deadline_error(kWhere, request, kForever);
+    if (!truncated) break;
     k *= 4;
   }
+  // The offers ran out without a plan: the paper's job would wait in the
+  // global queue and ask again.  A probe answers at most kPlanProbeOffers
+  // slots, often all early and few nodes each, so a job that fits later
+  // (even on one cluster) found nothing and was refused.  The walk goes on
+  // over the availability the offers came from (the free profiles).
+  return on_profiles();
 }
 
 }  // namespace flexco

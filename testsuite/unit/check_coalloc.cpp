@@ -436,6 +436,35 @@ START_TEST(coarp_probe_offers_from_profiles) {
 }
 END_TEST
 
+// The offers run out before anything composes (a probe answers at most
+// kPlanProbeOffers slots, often all early and small).  A: 3 free over
+// [0, 200), 10 from 200; B: 2 free over [0, 300), 10 from 300.  8 nodes x
+// 100 s, overhead 0.1 (D = 110 s).  Offers: A (0, 3), B (0, 2), each
+// [0, 110).  OffersList: A@0 110, B@0 110 (more nodes first); no whole-job
+// slot.  At A@0: A alone gives 3 < 8; at B@0: A 3 + B 2 = 5 < 8.  No slot
+// is left and none was cut off, so COARP refused the job (kNoFit) although
+// A holds it alone from 200.  Now the walk goes on over the free profiles:
+// the earliest single start is A at 200 (end 300); a split can start no
+// earlier than 200 and would end at 200 + 110 = 310 > 300, so A8 at 200
+// for 100 s.  With deadline 250 the error gives that earliest end, 300.
+START_TEST(coarp_offers_run_out) {
+  Grid g({{10, {{0, 200, 7}}}, {10, {{0, 300, 8}}}});
+  g.views[0].offers = {{0, 110, 3, 1.0, 1.0}};
+  g.views[1].offers = {{0, 110, 2, 1.0, 1.0}};
+  CoallocRequest r = req(8, 100, 0.1);
+  auto p = plan_coarp(r, g.views);
+  OK(p);
+  EQ(p.value().start, 200);
+  EQ(p.value().duration, 100);
+  PARTS(p.value(), "A8");
+  r.deadline = 250;
+  auto q = plan_coarp(r, g.views);
+  ck_assert(!q.ok());
+  EQ(static_cast<int>(q.error().code), static_cast<int>(Errc::kNoFit));
+  HAS(q.error().message, "(earliest end 300)");
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // HPCM
 
@@ -1427,6 +1456,7 @@ Suite* coalloc_suite() {
   tcase_add_test(tc, coarp_profiles_change_point);
   tcase_add_test(tc, coarp_paper_offers_by_hand);
   tcase_add_test(tc, coarp_probe_offers_from_profiles);
+  tcase_add_test(tc, coarp_offers_run_out);
   tcase_add_loop_test(tc, hpcm_site_values, 0, N(kSiteCases));
   tcase_add_test(tc, hpcm_plan_probability_is_product);
   tcase_add_test(tc, hpcm_choice);
