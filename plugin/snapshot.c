@@ -37,6 +37,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "compat.h"
+#include "core/capi_probe.h"
 #include "snapshot.h"
 
 extern const char plugin_type[];
@@ -563,6 +564,11 @@ extern flexco_snapshot_t *snapshot_take(void)
 	uint64_t hold_hist[SNAPSHOT_HOLD_BUCKETS + 1] = { 0 };
 	uint32_t i;
 
+	/* the core's what-if plans on this snapshot, made by the first probe
+	 * that needs them and freed with the snapshot (no slurmctld lock is
+	 * held while they are made) */
+	snap->plan_cache = flexco_plan_cache_create();
+
 	/*
 	 * Allocate before the long hold, from counts read under a short one
 	 * of the same read locks: 22.05's scontrol reconfigure replaces
@@ -808,6 +814,7 @@ extern void snapshot_free(flexco_snapshot_t *snap)
 		return;
 	}
 	slurm_mutex_unlock(&share_lock);
+	flexco_plan_cache_free(snap->plan_cache);
 	_free_names(snap);
 	for (i = 0; i < priv->owned_n; i++)
 		xfree(priv->owned[i]);

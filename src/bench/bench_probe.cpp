@@ -4,7 +4,12 @@
 // program that prints figures, not a test.
 //
 //   flexco-bench-probe [--nodes N] [--queue N[,N...]] [--repeat N] [--seed N]
-//   defaults: 16 nodes, queues 100,1000,10000, 200 repeats, seed 1
+//                      [--shared N]
+//   defaults: 16 nodes, queues 100,1000,10000, 200 repeats, seed 1, shared 0
+//
+// --shared N: the snapshot has a plan cache (flexco_plan_cache, as the
+// plugin's snapshots do) and N probes share it before it is replaced by an
+// empty one, as when the plugin retakes its shared snapshot; 0: no cache.
 //
 // The snapshot: every node runs one exclusive job (node i ends 1000 + 100 i
 // minutes from now), then Q pending jobs of 1..nodes/2 nodes and 10..600
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "core/availability.hpp"
+#include "core/capi_probe.h"
 #include "core/probe.hpp"
 #include "core/snapshot.h"
 
@@ -109,6 +115,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes{100, 1000, 10000};
   int repeat = 200;
   std::uint64_t seed = 1;
+  int shared = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--nodes") {
@@ -121,20 +128,23 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--repeat") {
       repeat = std::atoi(argv[i + 1]);
+    } else if (a == "--shared") {
+      shared = std::atoi(argv[i + 1]);
     } else if (a == "--seed") {
       seed = std::strtoull(argv[i + 1], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: %s [--nodes N] [--queue N,...] [--repeat N] [--seed N]\n",
+      std::fprintf(stderr, "usage: %s [--nodes N] [--queue N,...] [--repeat N] [--seed N] [--shared N]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (nodes < 2 || repeat < 1) return 2;
+  if (nodes < 2 || repeat < 1 || shared < 0) return 2;
 
   auto parsed = parse_probe_request(R"({"nodes":2,"duration":3600})");
   if (!std::holds_alternative<ProbeRequest>(parsed)) return 1;
   const ProbeRequest req = std::get<ProbeRequest>(parsed);
-  std::printf("nodes %u, request {\"nodes\":2,\"duration\":3600}, %d repeats\n", nodes, repeat);
+  std::printf("nodes %u, request {\"nodes\":2,\"duration\":3600}, %d repeats, %d per snapshot cache\n",
+              nodes, repeat, shared);
   std::printf("%8s %14s %12s %16s %9s %7s %12s %12s\n", "pending", "probe p50 ms",
               "probe min ms", "availability ms", "offers", "queue", "offer[0] +s", "reference +s");
   for (std::size_t q : sizes) {
@@ -144,6 +154,10 @@ int main(int argc, char** argv) {
     std::size_t offers = 0, considered = 0;
     Time first = kNever, reference = kNever;
     for (int r = 0; r < repeat; ++r) {
+      if (shared > 0 && r % shared == 0) {
+        flexco_plan_cache_free(m.s.plan_cache);
+        m.s.plan_cache = flexco_plan_cache_create();
+      }
       auto t0 = Clock::now();
       auto res = probe(m.s, req, 100, 60, ProbePolicy{});
       auto t1 = Clock::now();
@@ -164,6 +178,8 @@ int main(int argc, char** argv) {
       tp.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       ta.push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
     }
+    flexco_plan_cache_free(m.s.plan_cache);
+    m.s.plan_cache = nullptr;
     auto rel = [](Time t) { return t == kNever ? -1.0 : static_cast<double>(t - kNow); };
     std::printf("%8zu %14.3f %12.3f %16.3f %9zu %7zu %12.0f %12.0f\n", q, median(tp),
                 *std::min_element(tp.begin(), tp.end()), median(ta), offers, considered,

@@ -101,6 +101,16 @@ extern "C" char* flexco_histories_save(const flexco_histories_t* h) {
   }
 }
 
+extern "C" flexco_plan_cache* flexco_plan_cache_create(void) {
+  try {
+    return new flexco_plan_cache;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+extern "C" void flexco_plan_cache_free(flexco_plan_cache* cache) { delete cache; }
+
 extern "C" int flexco_probe_will_run_params(const char* body, size_t len,
                                             flexco_will_run_params_t* out) {
   try {

@@ -18,6 +18,17 @@ extern "C" {
 #endif
 
 /*
+ * A cache of what-if plans for one snapshot (probe.hpp): set it as the
+ * snapshot's plan_cache when the snapshot is made, and the probes that use
+ * the snapshot plan each partition's queue once instead of once each.  Its
+ * memory is bounded (a plan per partition, at most 4096 remembered slots
+ * each).  Free it with the snapshot, once no probe uses the snapshot.
+ * create returns NULL when out of memory (the snapshot then has no cache).
+ */
+struct flexco_plan_cache *flexco_plan_cache_create(void);
+void flexco_plan_cache_free(struct flexco_plan_cache *cache);
+
+/*
  * Scored offers for the probe request `body` (JSON, len bytes, need not be
  * NUL-terminated) on the snapshot.  share_percent: published share 1..100;
  * valid_for: seconds (>= 0) added to the snapshot time to give each

@@ -9,8 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace flexco {
@@ -860,133 +864,191 @@ Result<DelayReport> delay_caused_by(const LocalPlanInput& input, const Placehold
 // ===========================================================================
 // What-if fitness (thesis §9.4.2)
 
-Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
-                                     const std::vector<Placeholder>& slots,
-                                     const FitnessOptions& options) {
-  static const char* kWhere = "whatif_fitness";
-  if (auto e = check_input(kWhere, input)) return *e;
+// What whatif_fitness computes once per input and policy (FitnessReference).
+struct FitnessReference::Impl {
+  LocalPlanInput owned;               // create(): the input, kept here
+  const LocalPlanInput* in = nullptr;  // &owned, or the caller's input
+  Backfill policy = Backfill::kConservative;
+  std::optional<Profile> base;  // running jobs and reservations
+  // Conservative plans on a base of at most FlatProfile::kMaxBase points
+  // run on FlatProfiles (same answers, faster there): the base and the
+  // profile after P^ORG (for the P^JOB start).  Otherwise `done` is the
+  // Profile after P^ORG.
+  std::optional<FlatProfile> flat, flat_done;
+  std::optional<Profile> done;
+  std::optional<BoundAxes> axes;  // conservative only
+  std::vector<PlannedJob> ref;    // P^ORG
+  Counted counted;
+  // The slots' metrics by (start, duration, nodes, time_zero); only for
+  // references made by create().
+  struct Memo {
+    double cmax, cavg;
+    Duration head_delay;
+  };
+  bool memo_on = false;
+  mutable std::mutex mu;
+  mutable std::map<std::tuple<Time, Duration, Amount, Time>, Memo> memo;  // mu
+};
+
+namespace {
+
+std::optional<Error> check_fitness_options(const char* where, const LocalPlanInput& input,
+                                           const std::vector<Placeholder>& slots,
+                                           const FitnessOptions& options) {
   const double w_max = options.weight_cmax, w_avg = options.weight_cavg;
   if (!std::isfinite(w_max) || !std::isfinite(w_avg) || w_max < 0 || w_avg < 0 ||
       std::fabs(w_max + w_avg - 1.0) > 1e-9)
-    return make_error(Errc::kInvalidArgument, kWhere,
+    return make_error(Errc::kInvalidArgument, where,
                       "weights must be >= 0 and sum to 1 (got weight_cmax " +
                           std::to_string(w_max) + ", weight_cavg " + std::to_string(w_avg) + ")");
   if (options.max_head_delay < 0)
     return make_error(
-        Errc::kInvalidArgument, kWhere,
+        Errc::kInvalidArgument, where,
         "max_head_delay must be >= 0 (got " + std::to_string(options.max_head_delay) + ")");
   const Time time_zero = options.time_zero.value_or(input.now);
   if (time_zero < 0 || time_zero > input.now)
-    return make_error(Errc::kInvalidArgument, kWhere,
+    return make_error(Errc::kInvalidArgument, where,
                       "time_zero must be in [0, now = " + std::to_string(input.now) + "] (got " +
                           std::to_string(time_zero) + ")");
   for (std::size_t k = 0; k < slots.size(); ++k)
-    if (auto e = check_placeholder(kWhere, "slots[" + std::to_string(k) + "]", slots[k], input))
-      return *e;
-  const auto& jr = options.job_reference;
-  if (jr) {
-    if (auto e = check_job_reference(kWhere, input, jr->duration, jr->nodes, jr->earliest))
-      return *e;
-  }
+    if (auto e = check_placeholder(where, "slots[" + std::to_string(k) + "]", slots[k], input))
+      return e;
+  if (const auto& jr = options.job_reference)
+    if (auto e = check_job_reference(where, input, jr->duration, jr->nodes, jr->earliest))
+      return e;
+  return std::nullopt;
+}
 
-  auto made = make_base(kWhere, input);
+// Fills r (r.in set, input checked): base, P^ORG, the counted jobs.
+Status prepare_fitness(const char* where, FitnessReference::Impl& r) {
+  const LocalPlanInput& input = *r.in;
+  auto made = make_base(where, input);
   if (!made) return made.error();
-  const Profile& base = made.value();
-
-  // P^ORG and the jobs it completes.
-  std::vector<PlannedJob> ref;
-  std::size_t head = kNoHead;
-  std::optional<BoundAxes> axes;
-  if (options.policy == Backfill::kConservative) axes.emplace(input);
-  const BoundAxes* ax = axes ? &*axes : nullptr;
-  Time job_start = kNever;
-  // Conservative plans on a base of at most FlatProfile::kMaxBase points
-  // run on FlatProfiles (same answers, faster there).
-  std::optional<FlatProfile> flat;
-  if (options.policy == Backfill::kConservative && base.point_count() <= FlatProfile::kMaxBase) {
-    flat.emplace(base);
-    if (!flat->ok()) flat.reset();
+  r.base.emplace(std::move(made).value());
+  const Profile& base = *r.base;
+  if (r.policy == Backfill::kConservative) r.axes.emplace(input);
+  const BoundAxes* ax = r.axes ? &*r.axes : nullptr;
+  if (r.policy == Backfill::kConservative && base.point_count() <= FlatProfile::kMaxBase) {
+    r.flat.emplace(base);
+    if (!r.flat->ok()) r.flat.reset();
   }
-  if (flat) {
-    FlatProfile p = *flat;
-    if (auto st = conservative_pass(kWhere, p, Spans::kUntracked, input, *ax, ref); !st)
-      return st.error();
-    if (jr) {  // job_start_on for a conservative plan
-      auto js = p.earliest_fit(std::max(input.now, jr->earliest), jr->duration, jr->nodes);
-      if (!js) return internal(kWhere, js.error());
-      job_start = js.value();
-    }
+  if (r.flat) {
+    r.flat_done.emplace(*r.flat);
+    if (auto st = conservative_pass(where, *r.flat_done, Spans::kUntracked, input, *ax, r.ref); !st)
+      return st;
   } else {
-    Profile p = base;
-    if (auto st = plan_into(kWhere, p, Spans::kUntracked, input, options.policy, ref, head,
-                            nullptr, ax);
+    r.done.emplace(base);
+    std::size_t head = kNoHead;
+    if (auto st =
+            plan_into(where, *r.done, Spans::kUntracked, input, r.policy, r.ref, head, nullptr, ax);
         !st)
-      return st.error();
-    if (jr) {
-      auto js = job_start_on(kWhere, p, ref, input, jr->duration, jr->nodes, jr->earliest,
-                             options.policy);
+      return st;
+  }
+  Counted& counted = r.counted;
+  for (const RunningJob& run : input.running) {
+    Time end = effective_end(run, input.now);
+    if (end == kForever) continue;
+    ++counted.n;
+    counted.running_max = std::max(counted.running_max, end);
+    counted.running_sum += static_cast<long double>(end - run.submit);
+  }
+  for (std::size_t i = 0; i < r.ref.size(); ++i) {
+    if (r.ref[i].start == kNever || r.ref[i].end == kForever) continue;
+    ++counted.n;
+    counted.queued.push_back(i);
+  }
+  return {};
+}
+
+// The fitness of `slots` on a prepared reference (options checked).
+Result<FitnessReport> fitness_on(const char* where, const FitnessReference::Impl& r,
+                                 const std::vector<Placeholder>& slots,
+                                 const FitnessOptions& options) {
+  const LocalPlanInput& input = *r.in;
+  const Profile& base = *r.base;
+  const std::vector<PlannedJob>& ref = r.ref;
+  const Time time_zero = options.time_zero.value_or(input.now);
+  const double w_max = options.weight_cmax, w_avg = options.weight_cavg;
+  const BoundAxes* ax = r.axes ? &*r.axes : nullptr;
+
+  Time job_start = kNever;
+  if (const auto& jr = options.job_reference) {
+    if (r.flat_done) {  // job_start_on for a conservative plan
+      auto js =
+          r.flat_done->earliest_fit(std::max(input.now, jr->earliest), jr->duration, jr->nodes);
+      if (!js) return internal(where, js.error());
+      job_start = js.value();
+    } else {
+      Profile p = *r.done;  // job_start_on adds EASY's estimates to it
+      auto js = job_start_on(where, p, ref, input, jr->duration, jr->nodes, jr->earliest, r.policy);
       if (!js) return js.error();
       job_start = js.value();
     }
   }
-  Counted counted;
-  for (const RunningJob& r : input.running) {
-    Time end = effective_end(r, input.now);
-    if (end == kForever) continue;
-    ++counted.n;
-    counted.running_max = std::max(counted.running_max, end);
-    counted.running_sum += static_cast<long double>(end - r.submit);
-  }
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (ref[i].start == kNever || ref[i].end == kForever) continue;
-    ++counted.n;
-    counted.queued.push_back(i);
-  }
 
   FitnessReport report;
   report.job_start = job_start;
-  report.jobs_counted = counted.n;
-  const Metrics m_ref = metrics_of(input, counted, ref, time_zero);
+  report.jobs_counted = r.counted.n;
+  const Metrics m_ref = metrics_of(input, r.counted, ref, time_zero);
   report.cmax_ref = report.cmax_best = m_ref.cmax;
   report.cavg_ref = report.cavg_best = m_ref.cavg;
 
   // P^RSV/b for every slot.
   report.slots.reserve(slots.size());
   std::vector<PlannedJob> with;
+  std::size_t head = kNoHead;
   for (const Placeholder& slot : slots) {
     SlotFitness f;
     f.slot = slot;
     auto free = base.min_over(slot.start, slot.duration);
-    if (!free) return internal(kWhere, free.error());
+    if (!free) return internal(where, free.error());
     if (free.value() < slot.nodes) {
       f.verdict = FitVerdict::kCollision;
       report.slots.push_back(f);
       continue;
     }
-    if (flat) {
-      FlatProfile p = *flat;
-      p.take_unchecked(slot.start, slot.duration, slot.nodes);
-      if (auto st = conservative_pass_from(kWhere, p, Spans::kUntracked, input, *ax, ref, with);
-          !st)
-        return st.error();
-    } else {
-      Profile p = base;
-      auto id = p.add_span(slot.start, slot.duration, slot.nodes, Admission::kMustFit);
-      if (!id) return internal(kWhere, id.error());
-      if (auto st = plan_into(kWhere, p, Spans::kUntracked, input, options.policy, with, head,
-                              &ref, ax);
-          !st)
-        return st.error();
+    const auto key = std::make_tuple(slot.start, slot.duration, slot.nodes, time_zero);
+    bool known = false;
+    if (r.memo_on) {
+      std::lock_guard<std::mutex> hold(r.mu);
+      if (auto it = r.memo.find(key); it != r.memo.end()) {
+        f.cmax = it->second.cmax;
+        f.cavg = it->second.cavg;
+        f.head_delay = it->second.head_delay;
+        known = true;
+      }
     }
-    if (!ref.empty()) f.head_delay = start_delay(ref.front().start, with.front().start);
-    const Metrics m = metrics_of(input, counted, with, time_zero);
-    f.cmax = m.cmax;
-    f.cavg = m.cavg;
+    if (!known) {
+      if (r.flat) {
+        FlatProfile p = *r.flat;
+        p.take_unchecked(slot.start, slot.duration, slot.nodes);
+        if (auto st = conservative_pass_from(where, p, Spans::kUntracked, input, *ax, ref, with);
+            !st)
+          return st.error();
+      } else {
+        Profile p = base;
+        auto id = p.add_span(slot.start, slot.duration, slot.nodes, Admission::kMustFit);
+        if (!id) return internal(where, id.error());
+        if (auto st =
+                plan_into(where, p, Spans::kUntracked, input, r.policy, with, head, &ref, ax);
+            !st)
+          return st.error();
+      }
+      if (!ref.empty()) f.head_delay = start_delay(ref.front().start, with.front().start);
+      const Metrics m = metrics_of(input, r.counted, with, time_zero);
+      f.cmax = m.cmax;
+      f.cavg = m.cavg;
+      if (r.memo_on) {
+        std::lock_guard<std::mutex> hold(r.mu);
+        if (r.memo.size() < FitnessReference::kMemoSlots)
+          r.memo.emplace(key, FitnessReference::Impl::Memo{f.cmax, f.cavg, f.head_delay});
+      }
+    }
     bool head_ok = options.max_head_delay == kForever || f.head_delay <= options.max_head_delay;
     f.verdict = head_ok ? FitVerdict::kPlaced : FitVerdict::kHeadDelayed;
     if (head_ok) {
-      report.cmax_best = std::min(report.cmax_best, m.cmax);
-      report.cavg_best = std::min(report.cavg_best, m.cavg);
+      report.cmax_best = std::min(report.cmax_best, f.cmax);
+      report.cavg_best = std::min(report.cavg_best, f.cavg);
     }
     report.slots.push_back(f);
   }
@@ -994,7 +1056,7 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
   // Eq. 9.8 once C* is known.
   for (SlotFitness& f : report.slots) {
     if (f.verdict != FitVerdict::kPlaced) continue;
-    if (counted.n == 0) {
+    if (r.counted.n == 0) {
       f.fit = 1.0;
       continue;
     }
@@ -1002,6 +1064,55 @@ Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
     f.fit = std::clamp(fit, 0.0, 1.0);
   }
   return report;
+}
+
+}  // namespace
+
+Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
+                                     const std::vector<Placeholder>& slots,
+                                     const FitnessOptions& options) {
+  static const char* kWhere = "whatif_fitness";
+  if (auto e = check_input(kWhere, input)) return *e;
+  if (auto e = check_fitness_options(kWhere, input, slots, options)) return *e;
+  FitnessReference::Impl r;
+  r.in = &input;
+  r.policy = options.policy;
+  if (auto st = prepare_fitness(kWhere, r); !st) return st.error();
+  return fitness_on(kWhere, r, slots, options);
+}
+
+Result<FitnessReference> FitnessReference::create(LocalPlanInput input, Backfill policy) {
+  static const char* kWhere = "whatif_fitness";
+  if (auto e = check_input(kWhere, input)) return *e;
+  auto r = std::make_shared<Impl>();
+  r->owned = std::move(input);
+  r->in = &r->owned;
+  r->policy = policy;
+  r->memo_on = true;
+  if (auto st = prepare_fitness(kWhere, *r); !st) return st.error();
+  return FitnessReference(std::move(r));
+}
+
+const LocalPlanInput& FitnessReference::input() const noexcept { return *impl_->in; }
+
+Backfill FitnessReference::policy() const noexcept { return impl_->policy; }
+
+std::size_t FitnessReference::memo_size() const {
+  std::lock_guard<std::mutex> hold(impl_->mu);
+  return impl_->memo.size();
+}
+
+Result<FitnessReport> whatif_fitness(const FitnessReference& reference,
+                                     const std::vector<Placeholder>& slots,
+                                     const FitnessOptions& options) {
+  static const char* kWhere = "whatif_fitness";
+  const FitnessReference::Impl& r = *reference.impl_;
+  if (options.policy != r.policy)
+    return make_error(Errc::kInvalidArgument, kWhere,
+                      std::string("options.policy is ") + backfill_name(options.policy) +
+                          ", the reference was planned " + backfill_name(r.policy));
+  if (auto e = check_fitness_options(kWhere, *r.in, slots, options)) return *e;
+  return fitness_on(kWhere, r, slots, options);
 }
 
 // ===========================================================================

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -302,6 +303,45 @@ struct FitnessReport {
 Result<FitnessReport> whatif_fitness(const LocalPlanInput& input,
                                      const std::vector<Placeholder>& slots,
                                      const FitnessOptions& options = {});
+
+// The part of whatif_fitness that depends on the input and the policy
+// alone, made once and reused by any number of calls: the validated input,
+// the base profile, the reference plan P^ORG and the jobs it counts.  It
+// also remembers each slot's plan with the slot (its C_max, C_avg and head
+// delay; at most kMemoSlots slots), so a slot asked for again with the same
+// start, duration, nodes and time_zero costs a lookup instead of planning
+// the queue once more.  The plugin keeps one per snapshot and partition
+// (probe.hpp, flexco_plan_cache), so the probes that share a snapshot plan
+// its queue once and each distinct slot once.  The answers are exactly
+// whatif_fitness(input, ...)'s: check_local_sched compares them on random
+// inputs.  Unlike the rest of this file, one reference may be used by
+// several threads at once: nothing in it changes after create() but the
+// memo, which a mutex guards.  Copies share the same reference.
+class FitnessReference {
+ public:
+  static constexpr std::size_t kMemoSlots = 4096;
+  struct Impl;
+
+  // Errors: those of whatif_fitness for the input.
+  static Result<FitnessReference> create(LocalPlanInput input,
+                                         Backfill policy = Backfill::kConservative);
+  const LocalPlanInput& input() const noexcept;
+  Backfill policy() const noexcept;
+  std::size_t memo_size() const;  // slots remembered
+
+ private:
+  explicit FitnessReference(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+  friend Result<FitnessReport> whatif_fitness(const FitnessReference& reference,
+                                              const std::vector<Placeholder>& slots,
+                                              const FitnessOptions& options);
+};
+
+// whatif_fitness on a reference: options.policy must be the reference's
+// (kInvalidArgument otherwise).  O(S * Q * F) for S slots not remembered.
+Result<FitnessReport> whatif_fitness(const FitnessReference& reference,
+                                     const std::vector<Placeholder>& slots,
+                                     const FitnessOptions& options);
 
 // ---------------------------------------------------------------------------
 // Incremental scheduler (the simulator's cluster)

@@ -243,6 +243,151 @@ std::variant<ProbeRequest, ProbeError> parse_probe_request(std::string_view body
   return r;
 }
 
+namespace {
+
+// The local plan input of a partition (running jobs, reservations, the
+// first max_queue pending jobs by priority) and its reference plan.
+std::variant<std::shared_ptr<const PartitionPlan>, ProbeError> make_partition_plan(
+    const flexco_snapshot_t& snap, const std::string& partition, const ProbePolicy& policy) {
+  const Time now = snap.when;
+  const flexco_snap_part_t* part = nullptr;
+  for (std::uint32_t i = 0; i < snap.part_count; ++i)
+    if (part == nullptr && snap.parts[i].name != nullptr && partition == snap.parts[i].name)
+      part = &snap.parts[i];
+  if (part == nullptr)
+    return ProbeError{500, "internal", "probe: the partition vanished from the snapshot"};
+  std::vector<char> mine(snap.node_count, 0);  // available nodes of the partition
+  Amount capacity = 0;
+  for (std::uint32_t k = 0; k < part->node_cnt; ++k) {
+    std::uint32_t idx = snap.node_idx[part->node_off + k];
+    if (idx >= snap.node_count) continue;  // build_availability checked it
+    if (!mine[idx] && snap.nodes[idx].available) {
+      mine[idx] = 1;
+      ++capacity;
+    }
+  }
+  auto count_mine = [&](std::uint32_t off, std::uint32_t cnt) {
+    Amount c = 0;
+    for (std::uint32_t k = 0; k < cnt; ++k) {
+      std::uint64_t at = static_cast<std::uint64_t>(off) + k;
+      if (at < snap.node_idx_count && snap.node_idx[at] < snap.node_count &&
+          mine[snap.node_idx[at]])
+        ++c;
+    }
+    return c;
+  };
+
+  LocalPlanInput in;
+  in.capacity = capacity;
+  in.now = now;
+  std::set<std::string> resv_names;
+  for (std::uint32_t i = 0; i < snap.resv_count; ++i) {
+    const auto& r = snap.resvs[i];
+    if (r.name != nullptr) resv_names.insert(r.name);
+    if (r.end <= now || r.end <= r.start) continue;
+    Amount c = count_mine(r.node_off, r.node_cnt);
+    if (c == 0) continue;
+    in.reservations.push_back(FixedSpan{i + 1ULL, std::max(r.start, Time{0}), r.end, c});
+  }
+  // The queue as (priority, job id, snapshot index): small entries for
+  // choosing the first max_queue of thousands; PendingJobs are made for
+  // those only.
+  struct Q {
+    std::uint32_t prio, id, index;
+  };
+  std::vector<Q> queue;
+  // The plugin's snapshot gives the jobs of a partition its one name
+  // string: the last in_list answer is reused while the pointer is the same
+  // (strings do not change during a probe).
+  const char* last_part = nullptr;
+  bool last_part_in = false;
+  auto nodes_of = [](const flexco_snap_job_t& j) -> Amount {
+    return j.min_nodes == 0 ? 1 : j.min_nodes;
+  };
+  for (std::uint32_t i = 0; i < snap.job_count; ++i) {
+    const auto& j = snap.jobs[i];
+    if (j.kind == FLEXCO_JOB_RUNNING) {
+      // Inside a reservation of the snapshot: its nodes are counted there.
+      if (j.resv_name != nullptr && resv_names.count(j.resv_name)) continue;
+      Amount c = count_mine(j.node_off, j.node_cnt);
+      if (c == 0) continue;
+      RunningJob r;
+      r.id = j.job_id;
+      r.nodes = c;
+      r.start = std::min(j.start, now);
+      r.expected_end = j.end == FLEXCO_SNAP_FOREVER ? kForever : std::max(j.end, r.start + 1);
+      r.submit = r.start;
+      in.running.push_back(r);
+    } else if (j.kind == FLEXCO_JOB_PLANNED || j.kind == FLEXCO_JOB_PENDING) {
+      if (j.resv_name != nullptr) continue;  // runs inside its reservation
+      if (j.priority == 0) continue;  // held: Slurm will not start it
+      if (j.partition == nullptr || j.partition != last_part) {
+        last_part = j.partition;
+        last_part_in = in_list(j.partition, partition);
+      }
+      if (!last_part_in) continue;
+      if (nodes_of(j) > capacity) continue;  // the planner rejects it: can never run
+      if (j.time_limit <= 0) continue;
+      queue.push_back(Q{j.priority, j.job_id, i});
+    }
+  }
+  auto by_priority = [](const Q& a, const Q& b) {
+    return a.prio != b.prio ? a.prio > b.prio : a.id < b.id;
+  };
+  bool truncated = queue.size() > policy.max_queue;
+  if (truncated) {  // only the first max_queue need ordering
+    std::nth_element(queue.begin(), queue.begin() + policy.max_queue, queue.end(), by_priority);
+    queue.resize(policy.max_queue);
+  }
+  std::sort(queue.begin(), queue.end(), by_priority);
+  in.queue.reserve(queue.size());
+  for (const Q& e : queue) {
+    const auto& j = snap.jobs[e.index];
+    PendingJob p;
+    p.id = j.job_id;
+    p.nodes = nodes_of(j);
+    p.estimate = j.time_limit == FLEXCO_SNAP_FOREVER ? kForever : j.time_limit;
+    p.submit = now;  // the snapshot has no submit time
+    in.queue.push_back(p);
+  }
+
+  const std::size_t considered = queue.size();
+  auto ref = FitnessReference::create(std::move(in), policy.fitness.policy);
+  if (!ref.ok()) return ProbeError{500, "internal", ref.error().message};
+  return std::make_shared<const PartitionPlan>(
+      PartitionPlan{std::move(ref).value(), capacity, truncated, considered});
+}
+
+// make_partition_plan, from the snapshot's cache when it has one.
+std::variant<std::shared_ptr<const PartitionPlan>, ProbeError> partition_plan(
+    const flexco_snapshot_t& snap, const std::string& partition, const ProbePolicy& policy) {
+  flexco_plan_cache* cache = snap.plan_cache;
+  auto same = [&](const flexco_plan_cache::Entry& e) {
+    return e.partition == partition && e.max_queue == policy.max_queue &&
+           e.policy == policy.fitness.policy;
+  };
+  if (cache != nullptr) {
+    std::lock_guard<std::mutex> hold(cache->mu);
+    for (const auto& e : cache->entries)
+      if (same(e)) return e.plan;
+  }
+  // Planned with no lock held: two probes that miss at once both plan, and
+  // the first to finish is kept (the same plan).
+  auto made = make_partition_plan(snap, partition, policy);
+  auto* plan = std::get_if<std::shared_ptr<const PartitionPlan>>(&made);
+  if (cache != nullptr && plan != nullptr) {
+    std::lock_guard<std::mutex> hold(cache->mu);
+    for (const auto& e : cache->entries)
+      if (same(e)) return e.plan;
+    if (cache->entries.size() < flexco_plan_cache::kPlanCacheEntries)
+      cache->entries.push_back(
+          flexco_plan_cache::Entry{partition, policy.max_queue, policy.fitness.policy, *plan});
+  }
+  return made;
+}
+
+}  // namespace
+
 std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
                                             const ProbeRequest& req, int share_percent,
                                             Duration valid_for, const ProbePolicy& policy,
@@ -343,98 +488,14 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
     slots.push_back(Placeholder{s, req.duration_for(n), n});
   }
 
-  // --- the local plan input of the partition
-  const flexco_snap_part_t* part = nullptr;
-  for (std::uint32_t i = 0; i < snap.part_count; ++i)
-    if (part == nullptr && snap.parts[i].name != nullptr && av.partition == snap.parts[i].name)
-      part = &snap.parts[i];
-  if (part == nullptr)
-    return ProbeError{500, "internal", "probe: the partition vanished from the snapshot"};
-  std::vector<char> mine(snap.node_count, 0);  // available nodes of the partition
-  Amount capacity = 0;
-  for (std::uint32_t k = 0; k < part->node_cnt; ++k) {
-    std::uint32_t idx = snap.node_idx[part->node_off + k];
-    if (idx >= snap.node_count) continue;  // build_availability checked it
-    if (!mine[idx] && snap.nodes[idx].available) {
-      mine[idx] = 1;
-      ++capacity;
-    }
-  }
-  auto count_mine = [&](std::uint32_t off, std::uint32_t cnt) {
-    Amount c = 0;
-    for (std::uint32_t k = 0; k < cnt; ++k) {
-      std::uint64_t at = static_cast<std::uint64_t>(off) + k;
-      if (at < snap.node_idx_count && snap.node_idx[at] < snap.node_count &&
-          mine[snap.node_idx[at]])
-        ++c;
-    }
-    return c;
-  };
-
-  LocalPlanInput in;
-  in.capacity = capacity;
-  in.now = now;
-  std::set<std::string> resv_names;
-  for (std::uint32_t i = 0; i < snap.resv_count; ++i) {
-    const auto& r = snap.resvs[i];
-    if (r.name != nullptr) resv_names.insert(r.name);
-    if (r.end <= now || r.end <= r.start) continue;
-    Amount c = count_mine(r.node_off, r.node_cnt);
-    if (c == 0) continue;
-    in.reservations.push_back(FixedSpan{i + 1ULL, std::max(r.start, Time{0}), r.end, c});
-  }
-  // The queue as (priority, job id, snapshot index): small entries for
-  // choosing the first max_queue of thousands; PendingJobs are made for
-  // those only.
-  struct Q {
-    std::uint32_t prio, id, index;
-  };
-  std::vector<Q> queue;
-  // The plugin's snapshot gives the jobs of a partition its one name
-  // string: the last in_list answer is reused while the pointer is the same
-  // (strings do not change during a probe).
-  const char* last_part = nullptr;
-  bool last_part_in = false;
-  auto nodes_of = [](const flexco_snap_job_t& j) -> Amount {
-    return j.min_nodes == 0 ? 1 : j.min_nodes;
-  };
-  for (std::uint32_t i = 0; i < snap.job_count; ++i) {
-    const auto& j = snap.jobs[i];
-    if (j.kind == FLEXCO_JOB_RUNNING) {
-      // Inside a reservation of the snapshot: its nodes are counted there.
-      if (j.resv_name != nullptr && resv_names.count(j.resv_name)) continue;
-      Amount c = count_mine(j.node_off, j.node_cnt);
-      if (c == 0) continue;
-      RunningJob r;
-      r.id = j.job_id;
-      r.nodes = c;
-      r.start = std::min(j.start, now);
-      r.expected_end = j.end == FLEXCO_SNAP_FOREVER ? kForever : std::max(j.end, r.start + 1);
-      r.submit = r.start;
-      in.running.push_back(r);
-    } else if (j.kind == FLEXCO_JOB_PLANNED || j.kind == FLEXCO_JOB_PENDING) {
-      if (j.resv_name != nullptr) continue;  // runs inside its reservation
-      if (j.priority == 0) continue;  // held: Slurm will not start it
-      if (j.partition == nullptr || j.partition != last_part) {
-        last_part = j.partition;
-        last_part_in = in_list(j.partition, av.partition);
-      }
-      if (!last_part_in) continue;
-      if (nodes_of(j) > capacity) continue;  // the planner rejects it: can never run
-      if (j.time_limit <= 0) continue;
-      queue.push_back(Q{j.priority, j.job_id, i});
-    }
-  }
-  auto by_priority = [](const Q& a, const Q& b) {
-    return a.prio != b.prio ? a.prio > b.prio : a.id < b.id;
-  };
-  out.queue_truncated = queue.size() > policy.max_queue;
-  if (out.queue_truncated) {  // only the first max_queue need ordering
-    std::nth_element(queue.begin(), queue.begin() + policy.max_queue, queue.end(), by_priority);
-    queue.resize(policy.max_queue);
-  }
-  std::sort(queue.begin(), queue.end(), by_priority);
-  out.queue_considered = queue.size();
+  // --- the local plan input of the partition and its reference plan
+  auto planned = partition_plan(snap, av.partition, policy);
+  if (auto* e = std::get_if<ProbeError>(&planned)) return *e;
+  const PartitionPlan& pp = *std::get<std::shared_ptr<const PartitionPlan>>(planned);
+  const LocalPlanInput& in = pp.fitness.input();
+  const Amount capacity = pp.capacity;
+  out.queue_truncated = pp.queue_truncated;
+  out.queue_considered = pp.queue_considered;
   out.p_res_method = req.p_res_method;
   const IdleHistory* history = histories != nullptr ? histories->find(av.partition) : nullptr;
   if (req.p_res_method == PResMethod::kHistory && history != nullptr) {
@@ -442,17 +503,6 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
     out.history_first = history->first();
     out.history_last = history->last();
   }
-  in.queue.reserve(queue.size());
-  for (const Q& e : queue) {
-    const auto& j = snap.jobs[e.index];
-    PendingJob p;
-    p.id = j.job_id;
-    p.nodes = nodes_of(j);
-    p.estimate = j.time_limit == FLEXCO_SNAP_FOREVER ? kForever : j.time_limit;
-    p.submit = now;  // the snapshot has no submit time
-    in.queue.push_back(p);
-  }
-
   // --- the P^JOB reference (thesis §9.4.2), conservative; planned with the
   // fitness' P^ORG when that is conservative too (same plan, one pass less)
   FitnessOptions fitness = policy.fitness;
@@ -473,7 +523,7 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
   std::vector<Placeholder> ok_slots;  // the planner needs nodes <= capacity
   for (const auto& s : slots)
     if (s.nodes <= capacity) ok_slots.push_back(s);
-  auto rep = whatif_fitness(in, ok_slots, fitness);
+  auto rep = whatif_fitness(pp.fitness, ok_slots, fitness);
   if (!rep.ok()) return ProbeError{500, "internal", rep.error().message};
   const auto& fr = rep.value();
   if (fitness.job_reference) out.job_start = fr.job_start;

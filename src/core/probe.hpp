@@ -34,6 +34,8 @@
 #define FLEXCO_CORE_PROBE_HPP
 
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -172,6 +174,37 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
 // Compact JSON of a result (doc/probe.md).
 std::string probe_result_to_json(const ProbeResult& r);
 
+// A partition's local plan input on one snapshot and its reference plan
+// (what probe() caches in flexco_plan_cache).
+struct PartitionPlan {
+  FitnessReference fitness;  // input(): running jobs, reservations, queue
+  Amount capacity = 0;       // available nodes of the partition
+  bool queue_truncated = false;
+  std::size_t queue_considered = 0;
+};
+
 }  // namespace flexco
+
+// A snapshot's cache of what-if reference plans (snapshot.h, plan_cache;
+// made and freed with flexco_plan_cache_create/_free of capi_probe.h).
+// probe() plans a partition's queue without any slot once per snapshot and
+// keeps it here, with the slots it has planned since (FitnessReference), so
+// that the probes sharing a snapshot plan the queue once and each distinct
+// slot once; the answers are those of a probe without the cache.  Bounded:
+// at most kPlanCacheEntries plans (one per partition, queue bound and
+// backfill policy), each with at most FitnessReference::kMemoSlots slots;
+// freed with the snapshot.  Any number of threads may probe one snapshot at
+// once: the mutex guards the entries, each plan guards its own slots.
+struct flexco_plan_cache {
+  static constexpr std::size_t kPlanCacheEntries = 16;
+  struct Entry {
+    std::string partition;
+    std::size_t max_queue = 0;
+    flexco::Backfill policy = flexco::Backfill::kConservative;
+    std::shared_ptr<const flexco::PartitionPlan> plan;
+  };
+  std::mutex mu;
+  std::vector<Entry> entries;  // mu
+};
 
 #endif  // FLEXCO_CORE_PROBE_HPP

@@ -18,6 +18,8 @@
 extern "C" {
 #endif
 
+struct flexco_plan_cache;	/* probe.hpp */
+
 #define FLEXCO_SNAP_FOREVER INT64_MAX	/* an end that never comes */
 
 typedef enum {
@@ -73,6 +75,12 @@ typedef struct {
 	flexco_snap_resv_t *resvs;	uint32_t resv_count;
 	flexco_snap_part_t *parts;	uint32_t part_count;
 	uint32_t *node_idx;		uint32_t node_idx_count;
+
+	/* The core library's cache of what-if plans on this snapshot
+	 * (flexco_plan_cache_create() of capi_probe.h; probe.hpp), or NULL:
+	 * none.  Whoever frees the snapshot frees it
+	 * (flexco_plan_cache_free()). */
+	struct flexco_plan_cache *plan_cache;
 } flexco_snapshot_t;
 
 #ifdef __cplusplus

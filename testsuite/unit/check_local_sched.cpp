@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/local_sched.hpp"
@@ -1484,6 +1485,149 @@ START_TEST(test_fitness_flat_vs_treap) {
 }
 END_TEST
 
+// FitnessReference (the probes' cache, one per snapshot and partition):
+// whatever slots and options are asked of one reference, in any order and
+// with slots asked again (answered from its memo), each report must be
+// exactly (==, not near) whatif_fitness(input, ...)'s, computed afresh.
+void same_report(const FitnessReport& a, const FitnessReport& b, int iter, int round) {
+  ck_assert_msg(a.jobs_counted == b.jobs_counted && a.cmax_ref == b.cmax_ref &&
+                    a.cavg_ref == b.cavg_ref && a.cmax_best == b.cmax_best &&
+                    a.cavg_best == b.cavg_best && a.job_start == b.job_start &&
+                    a.slots.size() == b.slots.size(),
+                "iter %d round %d: reports differ", iter, round);
+  for (std::size_t k = 0; k < a.slots.size(); ++k) {
+    const SlotFitness &x = a.slots[k], &y = b.slots[k];
+    ck_assert_msg(x.slot.start == y.slot.start && x.slot.duration == y.slot.duration &&
+                      x.slot.nodes == y.slot.nodes && x.verdict == y.verdict && x.fit == y.fit &&
+                      x.cmax == y.cmax && x.cavg == y.cavg && x.head_delay == y.head_delay,
+                  "iter %d round %d slot %zu: %s fit %.17g head %" PRId64 " vs %s fit %.17g head %" PRId64,
+                  iter, round, k, fit_verdict_name(x.verdict), x.fit, x.head_delay,
+                  fit_verdict_name(y.verdict), y.fit, y.head_delay);
+  }
+}
+
+struct FitnessAsk {
+  std::vector<Placeholder> slots;
+  FitnessOptions opt;
+};
+
+// Slots drawn from a small pool (so later rounds ask some again) and random
+// options of the given policy.
+FitnessAsk random_ask(std::mt19937_64& rng, const LocalPlanInput& in,
+                      const std::vector<Placeholder>& pool, Backfill policy) {
+  FitnessAsk a;
+  a.opt.policy = policy;
+  a.opt.max_head_delay = uniform(rng, 0, 2) == 0 ? kForever : uniform(rng, 0, 30);
+  a.opt.weight_cmax = static_cast<double>(uniform(rng, 0, 10)) / 10.0;
+  a.opt.weight_cavg = 1.0 - a.opt.weight_cmax;
+  if (uniform(rng, 0, 2) == 0) a.opt.time_zero = uniform(rng, 0, in.now);
+  if (uniform(rng, 0, 1) == 0)
+    a.opt.job_reference = FitnessOptions::JobReference{uniform(rng, 1, 60),
+                                                        uniform(rng, 1, in.capacity),
+                                                        uniform(rng, 0, in.now + 40)};
+  int n = static_cast<int>(uniform(rng, 0, 6));
+  for (int k = 0; k < n; ++k)
+    a.slots.push_back(pool[static_cast<std::size_t>(uniform(rng, 0, pool.size() - 1))]);
+  return a;
+}
+
+START_TEST(test_fitness_reference_same_answers) {
+  std::mt19937_64 rng(4242);
+  std::size_t hits = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    RandomCase rc = random_case(rng);
+    const LocalPlanInput& in = rc.in;
+    Backfill policy = iter % 3 == 2 ? Backfill::kEasy : Backfill::kConservative;
+    std::vector<Placeholder> pool;
+    for (int k = 0; k < 8; ++k)
+      pool.push_back(Placeholder{in.now + uniform(rng, 0, 60),
+                                 uniform(rng, 0, 19) == 0 ? kForever : uniform(rng, 1, 40),
+                                 uniform(rng, 1, in.capacity)});
+    FitnessReference ref = VAL(FitnessReference::create(in, policy));
+    EQ(ref.input().queue.size(), in.queue.size());
+    ck_assert(ref.policy() == policy);
+    for (int round = 0; round < 6; ++round) {
+      FitnessAsk a = random_ask(rng, in, pool, policy);
+      std::size_t before = ref.memo_size();
+      FitnessReport fast = VAL(whatif_fitness(ref, a.slots, a.opt));
+      FitnessReport slow = VAL(whatif_fitness(in, a.slots, a.opt));
+      same_report(fast, slow, iter, round);
+      if (ref.memo_size() == before && !a.slots.empty()) ++hits;
+    }
+    ck_assert(ref.memo_size() <= pool.size() * 7);
+    // The reference's policy is part of the question.
+    FitnessOptions other;
+    other.policy = policy == Backfill::kEasy ? Backfill::kConservative : Backfill::kEasy;
+    ERR(whatif_fitness(ref, {}, other), Errc::kInvalidArgument);
+  }
+  ck_assert_msg(hits > 100, "only %zu rounds answered from the memo alone", hits);
+}
+END_TEST
+
+// Probes on one snapshot run on the plugin's compute threads at once: four
+// threads asking one reference must each get the fresh answer.
+START_TEST(test_fitness_reference_threads) {
+  std::mt19937_64 rng(99);
+  for (int iter = 0; iter < 20; ++iter) {
+    RandomCase rc = random_case(rng);
+    const LocalPlanInput& in = rc.in;
+    std::vector<Placeholder> pool;
+    for (int k = 0; k < 12; ++k)
+      pool.push_back(Placeholder{in.now + uniform(rng, 0, 60), uniform(rng, 1, 40),
+                                 uniform(rng, 1, in.capacity)});
+    std::vector<FitnessAsk> asks;
+    std::vector<FitnessReport> want;
+    for (int k = 0; k < 64; ++k) {
+      asks.push_back(random_ask(rng, in, pool, Backfill::kConservative));
+      want.push_back(VAL(whatif_fitness(in, asks.back().slots, asks.back().opt)));
+    }
+    FitnessReference ref = VAL(FitnessReference::create(in));
+    std::vector<std::vector<FitnessReport>> got(4);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        for (std::size_t k = 0; k < asks.size(); ++k) {
+          auto r = whatif_fitness(ref, asks[(k + 16 * t) % asks.size()].slots,
+                                  asks[(k + 16 * t) % asks.size()].opt);
+          if (r.ok()) got[t].push_back(std::move(r).value());
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (std::size_t t = 0; t < 4; ++t) {
+      EQ(got[t].size(), asks.size());
+      for (std::size_t k = 0; k < asks.size(); ++k)
+        same_report(got[t][k], want[(k + 16 * t) % asks.size()], iter, static_cast<int>(k));
+    }
+  }
+}
+END_TEST
+
+// Why the slot passes do not keep the jobs planned before the slot's start
+// as they are: in queue order, a job the slot pushes back frees capacity
+// that a later job takes, and a third job, planned wholly before the slot
+// without it, moves.  4 nodes; k (2 nodes, 20 s) at 0, m (3 nodes, 5 s)
+// behind it at 20, j (2 nodes, 5 s) beside k at 0.  A slot of 3 nodes over
+// [10, 30) pushes k to 30, m starts at 0, and j, which ended at 5, before
+// the slot, now starts at 5.
+START_TEST(test_slot_moves_job_before_it) {
+  LocalPlanInput in;
+  in.capacity = 4;
+  in.now = 0;
+  in.queue = {PendingJob{1, 2, 20, 0, 0}, PendingJob{2, 3, 5, 0, 0}, PendingJob{3, 2, 5, 0, 0}};
+  DelayReport d = VAL(delay_caused_by(in, Placeholder{10, 20, 3}));
+  ck_assert(!d.collision);
+  EQ(d.jobs[0].start_without, 0);
+  EQ(d.jobs[0].start_with, 30);
+  EQ(d.jobs[1].start_without, 20);
+  EQ(d.jobs[1].start_with, 0);
+  EQ(d.jobs[2].start_without, 0);
+  EQ(d.jobs[2].start_with, 5);
+  FitnessReference ref = VAL(FitnessReference::create(in));
+  same_report(VAL(whatif_fitness(ref, {Placeholder{10, 20, 3}}, FitnessOptions{})),
+              VAL(whatif_fitness(in, {Placeholder{10, 20, 3}}, FitnessOptions{})), 0, 0);
+}
+END_TEST
+
 START_TEST(test_random_big_queue_naive) {
   std::mt19937_64 rng(31337);
   for (int iter = 0; iter < 40; ++iter) {
@@ -1796,6 +1940,9 @@ Suite* local_sched_suite() {
   tcase_add_test(random, test_random_easy);
   tcase_add_test(random, test_random_fitness);
   tcase_add_test(random, test_fitness_flat_vs_treap);
+  tcase_add_test(random, test_fitness_reference_same_answers);
+  tcase_add_test(random, test_fitness_reference_threads);
+  tcase_add_test(random, test_slot_moves_job_before_it);
   tcase_add_test(random, test_random_big_queue_naive);
   tcase_add_test(random, test_random_sim_conservative);
   tcase_add_test(random, test_random_sim_easy);
