@@ -143,6 +143,72 @@ class Killer:
             return False
 
 
+def settle_after_kill(grid, seen):
+    """After slurmctld's SIGKILL restart, wait until its nodes are usable.
+
+    slurmctld saves its job state at most every 5 s, so a SIGKILL loses
+    the ends of jobs that finished in the last seconds: it comes back
+    believing them RUNNING on nodes whose slurmd already ran them (CI saw
+    four array tasks hold all four exclusive nodes, and the marker wait).
+    It only notices a batch job missing when a node registers more than
+    BatchStartTimeout + MessageTimeout (20 s) after the job's start; it
+    asks every node to register once after the restart (too early for
+    those jobs) and then only about every 20 pings (400 s here), so they
+    would hold the nodes until their 10-minute limit.  Their ends are in
+    the feed (same job id and start): cancel exactly those runs, which
+    frees the nodes at once (slurmd answers the kill for a job it no
+    longer has).  A node marked DOWN over the restart is resumed: it is
+    a real, responding slurmd, only the controller's view went stale.
+    Returns the job ids cancelled, or None if the nodes never settled."""
+    ended = {(e["job_id"], e["start"]) for e in seen
+             if e["type"] == "job_ended_early"}
+    cancelled = []
+
+    def nodes():
+        r = grid.run(CLUSTER, ["scontrol", "show", "node", "-o"])
+        out = {}
+        for line in r.stdout.splitlines():
+            f = dict(w.partition("=")[::2] for w in line.split() if "=" in w)
+            if f.get("NodeName"):
+                out[f["NodeName"]] = f
+        return out
+
+    def registered():
+        ns = nodes()
+        for name, f in ns.items():
+            state = f.get("State", "")
+            if "DOWN" in state and "NOT_RESPONDING" not in state:
+                grid.run(CLUSTER, ["scontrol", "update", "nodename=" + name,
+                                   "state=resume"])
+        # Registered with this slurmctld: it knows the slurmd's start
+        # time again, and the node neither unknown nor unresponsive.
+        return len(ns) == NODES and all(
+            f.get("SlurmdStartTime", "None") != "None"
+            and not any(s in f.get("State", "") for s in
+                        ("UNKNOWN", "DOWN", "NOT_RESPONDING", "DRAIN"))
+            for f in ns.values())
+    if not t.wait_for(registered, 60, "the nodes to register after SIGKILL"):
+        return None
+
+    def running():
+        r = grid.run(CLUSTER, ["squeue", "-h", "-t", "RUNNING,COMPLETING",
+                               "-o", "%A %S"])
+        return [(int(j), epoch(s)) for j, s in
+                (line.split() for line in r.stdout.splitlines())]
+    for jid, start in running():
+        if (jid, start) in ended:
+            grid.run(CLUSTER, ["scancel", str(jid)])
+            cancelled.append(jid)
+    if cancelled:
+        print("# slurmctld lost the end of job(s) %s in the SIGKILL; "
+              "cancelled them" % cancelled, flush=True)
+    if not t.wait_for(lambda: not [j for j in running()
+                                   if j[0] in cancelled],
+                      60, "the stale jobs to leave their nodes"):
+        return None
+    return cancelled
+
+
 def main():
     t.require_grid_tools()
     with t.Grid(nodes=[NODES], args=["--no-flexcod"]) as grid:
@@ -459,8 +525,13 @@ def run(grid, cl, client, feed, killer):
          "after an unclean stop, numbers possibly handed out are skipped and "
          "reported lost", "%r" % doc)
     feed.after = doc["latest"] if doc else 0
+    stale = settle_after_kill(grid, feed.events)
+    t.ok(stale is not None, "after SIGKILL the nodes registered again and no "
+         "job that ended before the kill holds one (%s such jobs cancelled)"
+         % (len(stale) if stale is not None else "?"))
     # slurmctld may hand out the last job id again: it lost its own last
-    # save too.  The plugin tells the two runs apart by their start.
+    # save too.  The plugin tells the two runs apart by their start, and the
+    # marker is told apart from an earlier run of the same id by seq.
     marker = grid.submit(CLUSTER, ["-t", "10", "-o", "/dev/null", "--wrap", "true"])
     ev = feed.wait(lambda e: job_event(marker)(e) and e["seq"] > before_kill,
                    90, "marker job %s's event" % marker)
