@@ -40,6 +40,65 @@ std::vector<PartRecord> Engine::new_parts(const CoRecord& co, const Spec& spec,
   return parts;
 }
 
+http::ReservationRequest Engine::reserve_request(const CoRecord& co, const PartRecord& p,
+                                                 std::int64_t confirm_within) {
+  Cluster* c = cluster(p.cluster);
+  http::ReservationRequest q;
+  q.user = co.user;
+  q.nodes = p.nodes;
+  q.start = p.planned_start;
+  q.duration = p.planned_end - p.planned_start;
+  q.partition = p.partition.empty() ? c->conf.partition : p.partition;
+  q.confirm_within = confirm_within;
+  q.owner = owner_tag();
+  return q;
+}
+
+void Engine::reserved(PartRecord& p, const http::Reservation& r, const char* note) {
+  cluster(p.cluster)->note(true, "");
+  set_state(p, PartState::kTentative);
+  p.reservation_id = r.id;
+  p.reservation = r.name;
+  p.node_list = r.node_list;
+  p.reason = "tentative reservation " + p.reservation + note;
+}
+
+Engine::StepErrors Engine::reserve_parts_in_order(const CoRecord& co,
+                                                  std::vector<PartRecord>& parts,
+                                                  std::int64_t confirm_within) {
+  // cores-seq (CORES Algorithm 2, lines 1 and 15): one reserve at a time in
+  // the plan's order (smallest p_res first), each answered before the next
+  // cluster is asked.  The first refusal ends it: the parts not asked are
+  // released without a request, the caller rolls back the ones made.
+  StepErrors errors(parts.size());
+  std::size_t refused = parts.size();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    PartRecord& p = parts[i];
+    if (refused < parts.size()) {
+      set_state(p, PartState::kReleased);
+      p.reason = "not asked: part " + std::to_string(parts[refused].idx) + " on " +
+                 parts[refused].cluster + " was refused first (cores-seq)";
+      continue;
+    }
+    fc_info("co-%ld: cores-seq: reserving part %d (%ld nodes on %s), %zu of %zu", (long)co.id,
+            p.idx, (long)p.nodes, p.cluster.c_str(), i + 1, parts.size());
+    bump("messages.reserve");
+    auto r = cluster(p.cluster)->client->create_reservation(reserve_request(co, p, confirm_within),
+                                                            p.resv_key);
+    if (!r.ok()) {
+      errors[i] = r.error();
+      refused = i;
+      fc_info("co-%ld: cores-seq: part %d on %s refused: %s", (long)co.id, p.idx,
+              p.cluster.c_str(), r.error().message.c_str());
+      continue;
+    }
+    reserved(p, r.value(), "");
+    fc_info("co-%ld: cores-seq: part %d on %s reserved (%s)", (long)co.id, p.idx,
+            p.cluster.c_str(), p.reservation.c_str());
+  }
+  return errors;
+}
+
 Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRecord>& parts,
                                          std::int64_t confirm_within, const char* note) {
   // The first refusal cancels the requests still in flight.
@@ -47,14 +106,7 @@ Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRec
   std::vector<std::future<http::Result<http::Reservation>>> fr;
   for (auto& p : parts) {
     Cluster* c = cluster(p.cluster);
-    http::ReservationRequest q;
-    q.user = co.user;
-    q.nodes = p.nodes;
-    q.start = p.planned_start;
-    q.duration = p.planned_end - p.planned_start;
-    q.partition = p.partition.empty() ? c->conf.partition : p.partition;
-    q.confirm_within = confirm_within;
-    q.owner = owner_tag();
+    const http::ReservationRequest q = reserve_request(co, p, confirm_within);
     bump("messages.reserve");
     fr.push_back(std::async(std::launch::async, [c, q, k = p.resv_key, &abort]() {
       auto r = c->client->create_reservation(q, k, &abort);
@@ -70,12 +122,7 @@ Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRec
       errors[i] = r.error();
       continue;
     }
-    cluster(p.cluster)->note(true, "");
-    set_state(p, PartState::kTentative);
-    p.reservation_id = r.value().id;
-    p.reservation = r.value().name;
-    p.node_list = r.value().node_list;
-    p.reason = "tentative reservation " + p.reservation + note;
+    reserved(p, r.value(), note);
   }
   return errors;
 }
@@ -196,7 +243,11 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   test_hold("reserving");
   // 1. Tentative reservations, concurrently.  The first refusal cancels the
   // requests still in flight; their outcome is learned in release().
-  const StepErrors refused = reserve_parts(co, parts, conf.confirm_within, "");
+  // cores-seq: one at a time in the plan's order (smallest p_res first),
+  // stopping at the first refusal.
+  const StepErrors refused = spec.policy == "cores-seq"
+                                 ? reserve_parts_in_order(co, parts, conf.confirm_within)
+                                 : reserve_parts(co, parts, conf.confirm_within, "");
   // The plugins now count these nodes as taken: the next placement may plan.
   if (claim && claim->owns_lock()) claim->unlock();
   bool ok = true;

@@ -153,6 +153,13 @@ class Engine {
                                     const flexco::CoallocPlan& plan, int attempt, std::int64_t start, std::int64_t length);
   StepErrors reserve_parts(const CoRecord& co, std::vector<PartRecord>& parts,
                            std::int64_t confirm_within, const char* note);
+  // cores-seq's commit: one reserve at a time in the parts' order, none
+  // after the first refusal (those parts are released unasked).
+  StepErrors reserve_parts_in_order(const CoRecord& co, std::vector<PartRecord>& parts,
+                                    std::int64_t confirm_within);
+  flexco::http::ReservationRequest reserve_request(const CoRecord& co, const PartRecord& p,
+                                                   std::int64_t confirm_within);
+  void reserved(PartRecord& p, const flexco::http::Reservation& r, const char* note);
   StepErrors confirm_parts(const CoRecord& co, int attempt, std::vector<PartRecord>& parts,
                            const char* note);
   StepErrors submit_parts(const CoRecord& co, const Spec& spec, std::int64_t time_limit,

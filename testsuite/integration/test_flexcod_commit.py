@@ -246,6 +246,29 @@ def main():
              "policy cores (probed offers): placed", "%s %r" % (st, doc))
         x = t.wait_for(finished(doc.get("id")), 60, "it to complete") or {}
         t.ok(x.get("state") == "completed", "... and completed", "%r" % x.get("state"))
+        # cores-seq reserves the parts one at a time in the plan's order
+        # (smallest p_res first, CORES Algorithm 2): each reserve is
+        # answered before the next cluster is asked (issue 18 §1).
+        st, doc = fc.submit({"nodes": 6, "duration": 120, "policy": "cores-seq",
+                             "script": script(tmp), "std_out": "/dev/null"})
+        sid = (doc or {}).get("id")
+        idxs = sorted(p["index"] for p in (doc or {}).get("parts", [])) if st == 201 else []
+        t.ok(st == 201 and doc.get("policy") == "cores-seq" and doc.get("state") == "scheduled"
+             and len(idxs) == 2, "policy cores-seq, 6 nodes: placed in two parts",
+             "%s %r" % (st, doc))
+        pat = re.compile(r"co-%s: cores-seq: (reserving part (\d+)|part (\d+) on \S+ reserved)"
+                         % sid)
+        seen = []
+        for ln in fc.log_tail(10 ** 5).splitlines():
+            m = pat.search(ln)
+            if m:
+                seen.append(("ask", int(m.group(2))) if m.group(2) else ("made", int(m.group(3))))
+        want = [(w, i) for i in idxs for w in ("ask", "made")]
+        t.ok(seen == want and want,
+             "cores-seq: part 0 reserved before part 1 is asked, in the plan's order",
+             "%r, want %r" % (seen, want))
+        x = t.wait_for(finished(sid), 60, "it to complete") or {}
+        t.ok(x.get("state") == "completed", "... and completed", "%r" % x.get("state"))
 
         # -- SIGHUP ------------------------------------------------------------
         os.kill(fc.pid, signal.SIGHUP)
