@@ -94,6 +94,7 @@ FLEXCO_EXPORT extern int flexco_ctld_init(void)
 	flexco_resv_init(conf);
 	snapshot_set_jobs_per_hold(conf->snapshot_jobs_per_hold);
 	snapshot_set_max_age(conf->snapshot_max_age);
+	snapshot_set_job_lag(conf->snapshot_job_lag);
 	/* before the agent: requests may come as soon as it listens */
 	(void) compute_start(conf->compute_threads, conf->compute_nice);
 

@@ -60,6 +60,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "QueryUsers", .type = S_P_STRING},
 	{.key = "ReplayCachePerUser", .type = S_P_UINT32},
 	{.key = "ReplayCacheSize", .type = S_P_UINT32},
+	{.key = "SnapshotJobLag", .type = S_P_UINT32},
 	{.key = "SnapshotJobsPerHold", .type = S_P_UINT32},
 	{.key = "SnapshotMaxAge", .type = S_P_UINT32},
 	{.key = NULL}
@@ -73,7 +74,7 @@ static s_p_options_t flexco_options[] = {
 	"MaxRequestMemory, MaxRequestSize, MetricsTokenFile, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
 	"ProfileRateLimit, PublishedShare, QueryUsers, ReplayCachePerUser, " \
-	"ReplayCacheSize, SnapshotJobsPerHold, SnapshotMaxAge"
+	"ReplayCacheSize, SnapshotJobLag, SnapshotJobsPerHold, SnapshotMaxAge"
 
 static const char *const rate_keys[FLEXCO_RL_CNT] = {
 	"ProbeRateLimit", "ProfileRateLimit", "EventsRateLimit" };
@@ -260,6 +261,8 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD, 1, 1000000) ||
 	    _get_u32(tbl, path, "SnapshotMaxAge", &conf->snapshot_max_age,
 		     FLEXCO_DEFAULT_SNAPSHOT_MAX_AGE, 0, 60000) ||
+	    _get_u32(tbl, path, "SnapshotJobLag", &conf->snapshot_job_lag,
+		     FLEXCO_DEFAULT_SNAPSHOT_JOB_LAG, 0, 60000) ||
 	    _get_u32(tbl, path, "ComputeThreads", &conf->compute_threads,
 		     FLEXCO_DEFAULT_COMPUTE_THREADS, 0, 64) ||
 	    _get_u32(tbl, path, "ComputeNice", &conf->compute_nice,
@@ -290,6 +293,12 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		error("%s: %s: MaxRequestMemory=%u is less than MaxRequestSize=%u",
 		      plugin_type, path, conf->max_request_memory,
 		      conf->max_request_size);
+		goto fail;
+	}
+	if (conf->snapshot_job_lag > conf->snapshot_max_age) {
+		error("%s: %s: SnapshotJobLag=%u is more than SnapshotMaxAge=%u",
+		      plugin_type, path, conf->snapshot_job_lag,
+		      conf->snapshot_max_age);
 		goto fail;
 	}
 	if (conf->replay_cache_per_user > conf->replay_cache_size) {
@@ -420,7 +429,7 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobLag=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
 	     conf->auth_max_age, conf->auth_max_skew, conf->body_timeout,
 	     conf->compute_nice, conf->compute_threads,
@@ -440,5 +449,6 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 	     conf->published_share,
 	     conf->query_users ? conf->query_users : "(any)",
 	     conf->replay_cache_per_user, conf->replay_cache_size,
-	     conf->snapshot_jobs_per_hold, conf->snapshot_max_age);
+	     conf->snapshot_job_lag, conf->snapshot_jobs_per_hold,
+	     conf->snapshot_max_age);
 }

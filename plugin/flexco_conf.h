@@ -36,6 +36,7 @@
 #define FLEXCO_DEFAULT_HISTORY_INTERVAL 300
 #define FLEXCO_DEFAULT_SNAPSHOT_JOBS_PER_HOLD 250
 #define FLEXCO_DEFAULT_SNAPSHOT_MAX_AGE 1000	/* ms */
+#define FLEXCO_DEFAULT_SNAPSHOT_JOB_LAG 0	/* ms: never share after a job change */
 #define FLEXCO_DEFAULT_COMPUTE_THREADS 2
 #define FLEXCO_DEFAULT_COMPUTE_NICE 10
 #define FLEXCO_DEFAULT_MIN_USER_UID 1000	/* Debian's FIRST_UID */
@@ -79,6 +80,7 @@ typedef struct {
 	double min_fit;		/* MinFit: admission threshold, 0 = off */
 	uint32_t snapshot_jobs_per_hold; /* SnapshotJobsPerHold */
 	uint32_t snapshot_max_age;	/* SnapshotMaxAge, ms (0: never share) */
+	uint32_t snapshot_job_lag;	/* SnapshotJobLag, ms, <= snapshot_max_age */
 	uint32_t compute_threads;	/* ComputeThreads (0: in the request thread) */
 	uint32_t compute_nice;		/* ComputeNice, 0..19 */
 	/* ProbeRateLimit, ProfileRateLimit, EventsRateLimit: Count/Seconds,

@@ -1262,7 +1262,7 @@ static json_t *_stats_json(void)
 	json_object_set_new(root, "now", json_integer(time(NULL)));
 	json_object_set_new(root, "requests", reqs);
 	json_object_set_new(root, "snapshot_lock", json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"count", (json_int_t) ls.count,
 		"holds", (json_int_t) ls.holds,
 		"restarts", (json_int_t) ls.restarts,
@@ -1274,7 +1274,8 @@ static json_t *_stats_json(void)
 		"wait_total_usec", (json_int_t) ls.wait_total_usec,
 		"wait_max_usec", (json_int_t) ls.wait_max_usec,
 		"wait_last_usec", (json_int_t) ls.wait_last_usec,
-		"shared", (json_int_t) ls.shared));
+		"shared", (json_int_t) ls.shared,
+		"shared_job_lag", (json_int_t) ls.shared_job_lag));
 	compute_get_stats(&cs);
 	json_object_set_new(root, "compute", json_pack(
 		"{s:i, s:i, s:I, s:I, s:I}",

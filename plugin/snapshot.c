@@ -362,7 +362,9 @@ static pthread_cond_t share_cond = PTHREAD_COND_INITIALIZER;
 static snap_priv_t *shared = NULL;	/* share_lock */
 static bool share_taking = false;	/* share_lock */
 static uint32_t share_max_age_ms = 1000;
+static uint32_t share_job_lag_ms = 0;	/* SnapshotJobLag */
 static uint64_t share_hits = 0;		/* share_lock */
+static uint64_t share_job_lag_hits = 0;	/* share_lock: of those, after a job change */
 
 /*
  * Testing only: microseconds to sleep between two holds (with the locks
@@ -733,18 +735,38 @@ extern flexco_snapshot_t *snapshot_take(void)
  * snapshot of its own.  The stamps are read without slurmctld's locks:
  * each is one aligned word, written whole, and a stale read only makes us
  * take a new snapshot.
+ *
+ * SnapshotJobLag relaxes this for jobs alone: a snapshot at most that old
+ * may serve after job changes (under sbatch load last_job_update moves
+ * with nearly every submission, and every probe would walk the queue
+ * again).  A job that starts or ends also changes its nodes
+ * (last_node_update), so what can be missed, for at most SnapshotJobLag
+ * ms, is submissions and changes that leave every node as it was (a
+ * pending job's priority or limits, a running job's time limit).
  */
-static bool _share_fresh(const snap_priv_t *s, uint64_t now)
+typedef enum {
+	SHARE_STALE,
+	SHARE_FRESH,		/* nothing changed */
+	SHARE_JOB_LAG,		/* only jobs changed, within SnapshotJobLag */
+} share_fresh_t;
+
+static share_fresh_t _share_fresh(const snap_priv_t *s, uint64_t now)
 {
 	time_t second = s->pub.when;
+	uint64_t age = now - s->taken_usec;
 
-	return (now - s->taken_usec < share_max_age_ms * 1000ULL) &&
-	       (s->job_stamp < second) && (s->node_stamp < second) &&
-	       (s->part_stamp < second) && (s->resv_stamp < second) &&
-	       (last_job_update == s->job_stamp) &&
-	       (last_node_update == s->node_stamp) &&
-	       (last_part_update == s->part_stamp) &&
-	       (last_resv_update == s->resv_stamp);
+	if ((age >= share_max_age_ms * 1000ULL) ||
+	    (s->node_stamp >= second) || (s->part_stamp >= second) ||
+	    (s->resv_stamp >= second) ||
+	    (last_node_update != s->node_stamp) ||
+	    (last_part_update != s->part_stamp) ||
+	    (last_resv_update != s->resv_stamp))
+		return SHARE_STALE;
+	if ((s->job_stamp < second) && (last_job_update == s->job_stamp))
+		return SHARE_FRESH;
+	if (age < share_job_lag_ms * 1000ULL)
+		return SHARE_JOB_LAG;
+	return SHARE_STALE;
 }
 
 extern flexco_snapshot_t *snapshot_share(void)
@@ -755,9 +777,14 @@ extern flexco_snapshot_t *snapshot_share(void)
 		return snapshot_take();
 	slurm_mutex_lock(&share_lock);
 	for (;;) {
-		if (shared && _share_fresh(shared, _usec_now())) {
+		share_fresh_t f = shared ? _share_fresh(shared, _usec_now())
+					 : SHARE_STALE;
+
+		if (f != SHARE_STALE) {
 			shared->refs++;
 			share_hits++;
+			if (f == SHARE_JOB_LAG)
+				share_job_lag_hits++;
 			mine = shared;
 			slurm_mutex_unlock(&share_lock);
 			return &mine->pub;
@@ -787,6 +814,11 @@ extern flexco_snapshot_t *snapshot_share(void)
 extern void snapshot_set_max_age(uint32_t ms)
 {
 	share_max_age_ms = ms;
+}
+
+extern void snapshot_set_job_lag(uint32_t ms)
+{
+	share_job_lag_ms = ms;
 }
 
 extern void snapshot_share_drop(void)
@@ -834,5 +866,6 @@ extern void snapshot_get_lock_stats(snapshot_lock_stats_t *out)
 	slurm_mutex_unlock(&stats_lock);
 	slurm_mutex_lock(&share_lock);
 	out->shared = share_hits;
+	out->shared_job_lag = share_job_lag_hits;
 	slurm_mutex_unlock(&share_lock);
 }

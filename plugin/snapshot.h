@@ -36,6 +36,8 @@ typedef struct {
 	uint64_t wait_max_usec;
 	uint64_t wait_last_usec;
 	uint64_t shared;	/* requests served from a shared snapshot */
+	uint64_t shared_job_lag; /* ... of those, after a job changed
+				  * (SnapshotJobLag) */
 	/* every hold by its length: hold_hist[i] holds of at most
 	 * snapshot_hold_bounds_usec[i] (and over the one before), the last
 	 * one those over the largest bound; not cumulative */
@@ -55,7 +57,8 @@ extern flexco_snapshot_t *snapshot_take(void);
 /*
  * A snapshot for a read-only request (probe, profile): the one another
  * request took less than SnapshotMaxAge ago if no job, node, partition or
- * reservation changed since (snapshot.c, _share_fresh), else a new one
+ * reservation changed since (job changes are allowed while it is less than
+ * SnapshotJobLag old; snapshot.c, _share_fresh), else a new one
  * that later requests may share.  Same rules as snapshot_take; release
  * it with snapshot_free.  Never for a mutation: those take their own.
  */
@@ -63,6 +66,10 @@ extern flexco_snapshot_t *snapshot_share(void);
 
 /* SnapshotMaxAge of flexco.conf(5), milliseconds (0: never share). */
 extern void snapshot_set_max_age(uint32_t ms);
+
+/* SnapshotJobLag of flexco.conf(5), milliseconds (0: never share after a
+ * job change); at most SnapshotMaxAge. */
+extern void snapshot_set_job_lag(uint32_t ms);
 
 /* Free the shared snapshot (plugin shutdown). */
 extern void snapshot_share_drop(void);

@@ -78,6 +78,11 @@ BAD_CONFS = [
      "SnapshotJobsPerHold=0 is out of range"),
     ("SnapshotMaxAge too large", "ListenPort=%(port)d\nSnapshotMaxAge=60001\n",
      "SnapshotMaxAge=60001 is out of range"),
+    ("SnapshotJobLag too large", "ListenPort=%(port)d\nSnapshotJobLag=60001\n",
+     "SnapshotJobLag=60001 is out of range"),
+    ("SnapshotJobLag over SnapshotMaxAge",
+     "ListenPort=%(port)d\nSnapshotMaxAge=500\nSnapshotJobLag=501\n",
+     "SnapshotJobLag=501 is more than SnapshotMaxAge=500"),
     ("ComputeNice too large", "ListenPort=%(port)d\nComputeNice=20\n",
      "ComputeNice=20 is out of range"),
     ("ComputeThreads too many", "ListenPort=%(port)d\nComputeThreads=65\n",
@@ -198,6 +203,7 @@ def main():
                  and pairs.get("PublishedShare") == "100"
                  and pairs.get("MaxRequestSize") == "1048576"
                  and pairs.get("SnapshotJobsPerHold") == "250"
+                 and pairs.get("SnapshotJobLag") == "0"
                  and pairs.get("ReplayCacheSize") == "65536"
                  and pairs.get("ReplayCachePerUser") == "16384"
                  and pairs.get("MaxConnectionsPerAddress") == "16"
