@@ -7,7 +7,8 @@
  *  A request thread queues a task (on its own stack) and waits on the
  *  task's condition; a compute thread takes tasks in arrival order.  The
  *  nice value is set per thread (Linux: setpriority() on the thread id
- *  changes that thread only), once, when the thread starts; the threads
+ *  changes that thread only), once, when the thread starts, to
+ *  ComputeNice above slurmctld's own (at most 19); the threads
  *  never take slurmctld's locks, so their low priority cannot hold up a
  *  writer of slurmctld's state.
 \*****************************************************************************/
@@ -57,14 +58,28 @@ static void *_compute_thread(void *arg)
 	task_t *t;
 
 	(void) arg;
-	if (thread_nice &&
-	    setpriority(PRIO_PROCESS, (id_t) tid, thread_nice) != 0) {
-		slurm_mutex_lock(&lock);
-		if (!nice_failed)
-			error("%s: compute thread: setpriority(%d): %s; probes run at slurmctld's priority",
-			      plugin_type, thread_nice, strerror(errno));
-		nice_failed = true;
-		slurm_mutex_unlock(&lock);
+	if (thread_nice) {
+		/* relative to the nice value slurmctld runs at (a thread
+		 * starts with its creator's), so that the threads are always
+		 * below slurmctld's own and never raised above it */
+		int base, want;
+
+		errno = 0;
+		base = getpriority(PRIO_PROCESS, (id_t) tid);
+		if ((base == -1) && errno)
+			base = 0;
+		want = base + thread_nice;
+		if (want > 19)
+			want = 19;
+		if ((want != base) &&
+		    (setpriority(PRIO_PROCESS, (id_t) tid, want) != 0)) {
+			slurm_mutex_lock(&lock);
+			if (!nice_failed)
+				error("%s: compute thread: setpriority(%d): %s; probes run at slurmctld's priority",
+				      plugin_type, want, strerror(errno));
+			nice_failed = true;
+			slurm_mutex_unlock(&lock);
+		}
 	}
 
 	slurm_mutex_lock(&lock);
