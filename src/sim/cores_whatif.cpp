@@ -2,7 +2,7 @@
 // flexco-sim --cores-whatif; see cores_whatif.hpp and doc/sim-report.md.
 //
 // One run replays the batch jobs on a LocalScheduler (FCFS, conservative
-// backfilling; jobs end at their actual run time, the scheduler sees the
+// backfilling or, with Scheduler=easy, EASY backfilling; jobs end at their actual run time, the scheduler sees the
 // requested time) and, at each request's submission, builds a Slurm-like
 // snapshot of the scheduler (running jobs and reservations on concrete
 // nodes, the queue as pending jobs) and asks the production probe for
@@ -43,12 +43,15 @@ struct BatchJob {
   Time submit;
   Amount nodes;
   Duration run, estimate;
+  std::int64_t procs;
 };
 
 struct Request {
   Time submit;
   Amount nodes;
   Duration run;
+  std::int64_t procs;
+  double serial;  // Amdahl's sequential fraction (flexible service level)
 };
 
 enum class Method { kNone, kStatic, kWhatif };
@@ -57,6 +60,7 @@ struct RunResult {
   std::int64_t requests = 0, successes = 0;
   std::int64_t candidates = 0, grs_filtered = 0, lrs_filtered = 0, lrms_tested = 0;
   Time makespan = 0;  // last batch end
+  std::int64_t reserved_node_s = 0;  // sum of nodes x duration of the reservations made
 };
 
 // A snapshot the probe reads, with the storage its pointers point into.
@@ -179,7 +183,7 @@ void build_snapshot(Snap& m, Amount capacity, Time now,
 Result<RunResult> simulate(const WhatifConfig& cfg, const std::vector<BatchJob>& batch,
                            const std::vector<Request>& reqs, Method method, Duration bat,
                            Duration stf) {
-  auto created = LocalScheduler::create(cfg.nodes, 0, Backfill::kConservative);
+  auto created = LocalScheduler::create(cfg.nodes, 0, cfg.scheduler);
   if (!created) return created.error();
   LocalScheduler sched = std::move(created).value();
   RunResult out;
@@ -190,6 +194,9 @@ Result<RunResult> simulate(const WhatifConfig& cfg, const std::vector<BatchJob>&
   std::vector<BatchJob> queue;
   std::vector<Resv> resvs;
   Snap snap;
+  ProbePolicy policy;
+  policy.fitness.policy = cfg.scheduler;  // the what-if plans as the site schedules
+  const bool easy = cfg.scheduler == Backfill::kEasy;
   std::size_t bi = 0, ri = 0;
   const std::size_t nreq = method == Method::kNone ? 0 : reqs.size();
   for (;;) {
@@ -197,7 +204,9 @@ Result<RunResult> simulate(const WhatifConfig& cfg, const std::vector<BatchJob>&
     if (bi < batch.size()) t = std::min(t, batch[bi].submit);
     if (ri < nreq) t = std::min(t, reqs[ri].submit);
     if (!ends.empty()) t = std::min(t, ends.top().first);
-    if (!queue.empty()) t = std::min(t, sched.next_decision_time());
+    // EASY also decides when a running job's estimate or a reservation
+    // ends, queue or not: the scheduler refuses to be advanced past those.
+    if (!queue.empty() || easy) t = std::min(t, sched.next_decision_time());
     if (t == kNever) break;
     t = std::max(t, sched.now());
     if (auto st = sched.advance_to(t); !st) return st.error();
@@ -224,27 +233,48 @@ Result<RunResult> simulate(const WhatifConfig& cfg, const std::vector<BatchJob>&
       ProbeRequest pq;
       pq.nodes = {r.nodes};
       pq.duration = r.run;
+      if (cfg.flexible) {
+        // Processors [0.5 p, 2 p] as whole nodes; three service levels (the
+        // range's ends and the job's own), each with its even slots.
+        const std::int64_t c = cfg.cpus_per_node;
+        const Amount lo = std::max<Amount>(1, (r.procs / 2 + r.procs % 2 + c - 1) / c);
+        const Amount hi = std::min<Amount>(cfg.nodes, (2 * r.procs + c - 1) / c);
+        std::set<Amount> levels{lo, r.nodes, hi};
+        pq.nodes.assign(levels.begin(), levels.end());
+        // Amdahl over processors, S(p) = 1 / (s + (1 - s)/p), written over
+        // nodes of c processors: s' = c s / (1 + (c - 1) s) gives the same
+        // duration ratios.
+        const double sn = static_cast<double>(c) * r.serial /
+                          (1.0 + static_cast<double>(c - 1) * r.serial);
+        pq.amdahl = AmdahlModel{sn, r.nodes, r.run};
+      }
       pq.earliest_start = t + bat;
       pq.latest_end = t + bat + r.run + stf;
       pq.max_offers = cfg.candidates;
       pq.distribution = Distribution::kEven;
       pq.p_res_method = PResMethod::kStatic;
-      auto got = probe(snap.s, pq, 100, 60);
+      auto got = probe(snap.s, pq, 100, 60, policy);
       if (std::holds_alternative<ProbeError>(got))
         return bad("probe: " + std::get<ProbeError>(got).message);
       const ProbeResult& pr = std::get<ProbeResult>(got);
       struct Cand {
         Time start, end;
+        Amount nodes;
         double prop, fit;
       };
       std::vector<Cand> cands;
       for (const Offer& o : pr.offers)
-        cands.push_back(Cand{o.start, o.end, method == Method::kStatic ? o.p_res : o.fit, o.fit});
+        cands.push_back(
+            Cand{o.start, o.end, o.nodes, method == Method::kStatic ? o.p_res : o.fit, o.fit});
       // The what-if method's extra P^JOB slot (§9.4.2): it moves no batch
-      // job under conservative backfilling, fit 1.
+      // job under conservative backfilling, fit 1.  Under EASY the
+      // temporary job queued last holds no reservation either, so its plan
+      // is P^ORG's and its fit 1 too (the probe places the slot
+      // conservatively, behind every queued job's planned start).
+      const Duration job_run = pq.duration_for(pr.job_nodes);
       if (method == Method::kWhatif && pr.job_start != kNever && pr.job_start >= t + bat &&
-          pr.job_start + r.run <= t + bat + r.run + stf)
-        cands.push_back(Cand{pr.job_start, pr.job_start + r.run, 1.0, 1.0});
+          pr.job_start + job_run <= t + bat + r.run + stf)
+        cands.push_back(Cand{pr.job_start, pr.job_start + job_run, pr.job_nodes, 1.0, 1.0});
       std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
         return a.end != b.end ? a.end < b.end : a.prop > b.prop;
       });
@@ -260,9 +290,10 @@ Result<RunResult> simulate(const WhatifConfig& cfg, const std::vector<BatchJob>&
         }
         ++out.lrms_tested;
         const std::uint64_t id = 1000000000ULL + ri;
-        if (sched.add_reservation(FixedSpan{id, c.start, c.end, r.nodes})) {
-          resvs.push_back(Resv{id, c.start, c.end, r.nodes});
+        if (sched.add_reservation(FixedSpan{id, c.start, c.end, c.nodes})) {
+          resvs.push_back(Resv{id, c.start, c.end, c.nodes});
           ++out.successes;
+          out.reserved_node_s += c.nodes * (c.end - c.start);
           break;
         }
       }
@@ -296,6 +327,24 @@ bool parse_list(const std::string& v, std::vector<Duration>* out) {
     double h = std::strtod(x.c_str(), &e);
     if (x.empty() || *e != '\0' || !(h >= 0 && h <= 24 * 365)) return false;
     out->push_back(static_cast<Duration>(h * 3600 + 0.5));
+    i = j + 1;
+  }
+  return !out->empty();
+}
+
+// "0,3": SWF queue numbers (>= 0); "none" for no queue.
+bool parse_queues(const std::string& v, std::vector<std::int64_t>* out) {
+  out->clear();
+  if (v == "none") return true;
+  std::size_t i = 0;
+  while (i <= v.size()) {
+    std::size_t j = v.find(',', i);
+    if (j == std::string::npos) j = v.size();
+    std::string x = v.substr(i, j - i);
+    char* e = nullptr;
+    long long q = std::strtoll(x.c_str(), &e, 10);
+    if (x.empty() || *e != '\0' || q < 0 || q > 1000000) return false;
+    out->push_back(q);
     i = j + 1;
   }
   return !out->empty();
@@ -339,6 +388,20 @@ Status apply_whatif_words(WhatifConfig& c, const std::vector<std::string>& words
     } else if (k == "Seed") {
       if (!integer(0, INT64_MAX, &x)) return bad("Seed: an integer >= 0: '" + v + "'");
       c.seed = static_cast<std::uint64_t>(x);
+    } else if (k == "Scheduler") {
+      if (v == "conservative")
+        c.scheduler = Backfill::kConservative;
+      else if (v == "easy")
+        c.scheduler = Backfill::kEasy;
+      else
+        return bad("Scheduler: conservative or easy: '" + v + "'");
+    } else if (k == "ServiceLevel") {
+      if (v != "rigid" && v != "flexible")
+        return bad("ServiceLevel: rigid or flexible: '" + v + "'");
+      c.flexible = v == "flexible";
+    } else if (k == "ExcludeQueues") {
+      if (!parse_queues(v, &c.exclude_queues))
+        return bad("ExcludeQueues: queue numbers, comma separated: '" + v + "'");
     } else {
       return bad("unknown key '" + k + "'");
     }
@@ -361,25 +424,33 @@ Status run_whatif(const WhatifConfig& cfg) {
     std::int64_t procs = s.allocated_procs.value_or(s.requested_procs.value_or(0));
     std::int64_t run = s.run_time.value_or(0);
     if (procs <= 0 || run <= 0) continue;
+    if (s.queue && std::find(cfg.exclude_queues.begin(), cfg.exclude_queues.end(), *s.queue) !=
+                       cfg.exclude_queues.end())
+      continue;
     Amount nodes = (procs + cfg.cpus_per_node - 1) / cfg.cpus_per_node;
     if (nodes > cfg.nodes) continue;
     if (t0 < 0) t0 = s.submit_time;
     Duration est = std::max<std::int64_t>(run, s.requested_time.value_or(run));
     all.push_back(BatchJob{static_cast<std::uint64_t>(all.size() + 1), s.submit_time - t0, nodes,
-                           run, est});
+                           run, est, procs});
   }
   if (all.size() < 10) return bad(cfg.trace + ": fewer than 10 usable jobs");
   std::stable_sort(all.begin(), all.end(),
                    [](const BatchJob& a, const BatchJob& b) { return a.submit < b.submit; });
   // One job of every ten (chosen once, seeded) becomes a request.
   std::mt19937_64 rng(cfg.seed);
+  // A stream of its own for the sequential fractions, so that the choice
+  // of requests does not depend on the service level.
+  std::mt19937_64 serial_rng(cfg.seed ^ 0x5e71a1f7ac7105ULL);
+  std::uniform_real_distribution<double> serial_of(0.0, 0.1);
   std::vector<BatchJob> batch;
   std::vector<Request> reqs;
   for (std::size_t g = 0; g + 10 <= all.size(); g += 10) {
     std::size_t pick = g + static_cast<std::size_t>(rng() % 10);
     for (std::size_t i = g; i < g + 10; ++i) {
       if (i == pick)
-        reqs.push_back(Request{all[i].submit, all[i].nodes, all[i].run});
+        reqs.push_back(
+            Request{all[i].submit, all[i].nodes, all[i].run, all[i].procs, serial_of(serial_rng)});
       else
         batch.push_back(all[i]);
     }
@@ -389,6 +460,12 @@ Status run_whatif(const WhatifConfig& cfg) {
   auto ref = simulate(cfg, batch, reqs, Method::kNone, 0, 0);
   if (!ref) return ref.error();
   const Time ms_ref = ref.value().makespan;
+  std::string excluded;
+  for (std::int64_t q : cfg.exclude_queues)
+    excluded += (excluded.empty() ? "" : ",") + std::to_string(q);
+  std::printf("scheduler=%s\nexclude_queues=%s\nservice_level=%s\n",
+              backfill_name(cfg.scheduler), excluded.empty() ? "none" : excluded.c_str(),
+              cfg.flexible ? "flexible" : "rigid");
   std::printf("jobs=%zu\nbatch_jobs=%zu\nrequests=%zu\nnodes=%lld\ncandidates=%d\nthreshold=%g\n"
               "makespan_ref=%lld\n",
               all.size(), batch.size(), reqs.size(), static_cast<long long>(cfg.nodes),
@@ -396,7 +473,7 @@ Status run_whatif(const WhatifConfig& cfg) {
   for (Method m : {Method::kStatic, Method::kWhatif}) {
     const char* name = m == Method::kStatic ? "static" : "whatif";
     double rate_sum = 0, cost_sum = 0;
-    std::int64_t succ = 0, total = 0, runs = 0;
+    std::int64_t succ = 0, total = 0, runs = 0, area = 0;
     for (Duration b : cfg.bat)
       for (Duration f : cfg.stf) {
         auto r = simulate(cfg, batch, reqs, m, b, f);
@@ -406,21 +483,25 @@ Status run_whatif(const WhatifConfig& cfg) {
         double cost = ms_ref ? 100.0 * static_cast<double>(x.makespan - ms_ref) / static_cast<double>(ms_ref) : 0;
         std::printf("run method=%s bat_h=%g stf_h=%g requests=%lld successes=%lld rate=%.4f "
                     "candidates=%lld grs_filtered=%lld lrs_filtered=%lld lrms_tested=%lld "
-                    "makespan=%lld makespan_cost_pct=%.2f\n",
+                    "reserved_node_h=%lld makespan=%lld makespan_cost_pct=%.2f\n",
                     name, static_cast<double>(b) / 3600, static_cast<double>(f) / 3600,
                     static_cast<long long>(x.requests), static_cast<long long>(x.successes), rate,
                     static_cast<long long>(x.candidates), static_cast<long long>(x.grs_filtered),
                     static_cast<long long>(x.lrs_filtered), static_cast<long long>(x.lrms_tested),
+                    static_cast<long long>(x.reserved_node_s / 3600),
                     static_cast<long long>(x.makespan), cost);
         rate_sum += rate;
         cost_sum += cost;
         succ += x.successes;
+        area += x.reserved_node_s;
         total += x.requests;
         ++runs;
       }
-    std::printf("%s_success_rate=%.4f\n%s_successes=%lld/%lld\n%s_makespan_cost_pct=%.2f\n", name,
-                rate_sum / static_cast<double>(runs), name, static_cast<long long>(succ),
-                static_cast<long long>(total), name, cost_sum / static_cast<double>(runs));
+    std::printf("%s_success_rate=%.4f\n%s_successes=%lld/%lld\n%s_makespan_cost_pct=%.2f\n"
+                "%s_reserved_node_h=%lld\n",
+                name, rate_sum / static_cast<double>(runs), name, static_cast<long long>(succ),
+                static_cast<long long>(total), name, cost_sum / static_cast<double>(runs), name,
+                static_cast<long long>(area / 3600 / runs));
   }
   return {};
 }

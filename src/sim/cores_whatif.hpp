@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/local_sched.hpp"
 #include "core/profile.hpp"
 
 namespace flexco::sim {
@@ -28,10 +29,24 @@ struct WhatifConfig {
   int candidates = 51;                // even distribution slots per request
   double threshold = 0.85;            // GRS and LRS admission threshold
   std::uint64_t seed = 1;             // which job of each ten is a request
+  // The site's local scheduler and the policy the what-if fitness plans
+  // with: conservative backfilling (default) or EASY (the thesis').
+  Backfill scheduler = Backfill::kConservative;
+  // SWF queue numbers (field 15) whose jobs are left out before the first
+  // `jobs` are taken (Blue Horizon: 0 is "interactive", which the thesis
+  // removed); none by default.
+  std::vector<std::int64_t> exclude_queues;
+  // The requests' service level (§9.6.2): rigid (the job's processors) or
+  // flexible (0.5x to 2x its processors, Amdahl's law with a sequential
+  // fraction drawn per request from [0, 0.1]).
+  bool flexible = false;
 };
 
 // Parses Key=Value words (Trace, Jobs, Nodes, CpusPerNode, Bat, Stf (hours,
-// comma separated), Candidates, Threshold, Seed).  Errors name the word.
+// comma separated), Candidates, Threshold, Seed, Scheduler (conservative or
+// easy), ExcludeQueues (queue numbers, comma separated), ServiceLevel (rigid
+// or flexible)).  Errors name the
+// word.
 Status apply_whatif_words(WhatifConfig& config, const std::vector<std::string>& words);
 
 // Runs the experiment and prints it on stdout (key=value lines).

@@ -17,7 +17,8 @@ namespace {
 
 const char* kUsage =
     "Usage: flexco-sim [-c FILE] [--jobs FILE] [--moves FILE] [Key=Value ...]\n"
-    "       flexco-sim --cores-whatif Trace=FILE [Jobs=N] [Bat=H,...] [Stf=H,...] ...\n"
+    "       flexco-sim --cores-whatif Trace=FILE [Jobs=N] [Bat=H,...] [Stf=H,...]\n"
+    "                  [Scheduler=conservative|easy] [ServiceLevel=rigid|flexible] ...\n"
     "Replays SWF traces on simulated clusters and a co-allocating metascheduler\n"
     "and prints the metrics as key=value lines.  See flexco-sim(1).\n";
 

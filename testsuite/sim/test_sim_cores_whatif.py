@@ -5,8 +5,9 @@ experiment, on a small configuration: the first 300 Blue Horizon jobs, two
 book-ahead times and two flexibilities.  The output has one run line per
 method and (bat, stf) pair with consistent counts, a success rate per
 method, and the what-if method succeeds at least as often as the static
-one (the thesis: 97.43 % against 62-69 %).  Bad words are refused with
-exit 2.  And Planner=cores-seq (CORES Algorithm 2) on two clusters with
+one (the thesis: 97.43 % against 62-69 %).  The variants (Scheduler=easy,
+the thesis' EASY local scheduler; ServiceLevel=flexible; ExcludeQueues=0)
+give output of the same shape.  Bad words are refused with exit 2.  And Planner=cores-seq (CORES Algorithm 2) on two clusters with
 hourly published availability: denied parts are counted and every
 metajob still runs.  No Slurm, no root."""
 
@@ -35,9 +36,48 @@ def main():
     trace = os.path.join(traces(), "SDSC-BLUE-2000-4.2-cln.swf.gz")
     if not os.path.exists(trace):
         t.bail_out("traces not found in " + traces())
-    p = sim("Trace=" + trace, "Jobs=300", "Bat=0,6", "Stf=0,2")
-    if not t.ok(p.returncode == 0, "exit 0", p.stderr):
+    kv = check_runs(trace, "default")
+    if kv is None:
         return
+    t.is_((kv.get("scheduler"), kv.get("service_level"), kv.get("exclude_queues")),
+          ("conservative", "rigid", "none"), "default: conservative, rigid, every queue")
+    # static p_res is below 0.85 for every start within 6 h: with bat 0 and
+    # stf 2 h no static candidate passes.
+    st0 = [r for r in kv["runs"] if r["method"] == "static" and r["bat_h"] == "0"]
+    t.ok(all(r["successes"] == "0" for r in st0),
+         "static, bat 0: nothing passes the 0.85 threshold before 6 h", st0)
+    # The thesis' EASY local scheduler: the replay calls schedule() at each
+    # EASY decision time (a reservation's or a running job's expected end).
+    easy = check_runs(trace, "easy", "Scheduler=easy")
+    if easy is not None:
+        t.is_(easy.get("scheduler"), "easy", "easy: scheduler reported")
+    flex = check_runs(trace, "flexible", "Scheduler=easy", "ServiceLevel=flexible",
+                      "ExcludeQueues=0")
+    if flex is not None:
+        t.is_((flex.get("scheduler"), flex.get("service_level"), flex.get("exclude_queues")),
+              ("easy", "flexible", "0"), "flexible: variant reported")
+    for words, msg in ((["Jobs=300"], "cores-whatif: Trace= is required"),
+                       (["Trace=" + trace, "Bat=x"], "cores-whatif: Bat: hours, comma separated: 'x'"),
+                       (["Trace=" + trace, "Threshold=2"], "cores-whatif: Threshold: 0 to 1: '2'"),
+                       (["Trace=" + trace, "Scheduler=fifo"],
+                        "cores-whatif: Scheduler: conservative or easy: 'fifo'"),
+                       (["Trace=" + trace, "ServiceLevel=moldable"],
+                        "cores-whatif: ServiceLevel: rigid or flexible: 'moldable'"),
+                       (["Trace=" + trace, "ExcludeQueues=0,x"],
+                        "cores-whatif: ExcludeQueues: queue numbers, comma separated: '0,x'"),
+                       (["Trace=" + trace, "Colour=red"], "cores-whatif: unknown key 'Colour'")):
+        q = sim(*words)
+        t.ok(q.returncode == 2 and msg in q.stderr, "refused: " + " ".join(words[-1:]),
+             q.stderr)
+    grid()
+
+
+def check_runs(trace, name, *variant):
+    """Runs the small configuration with the variant's words and checks the
+    output's shape; returns its key=value lines (and "runs") or None."""
+    p = sim("Trace=" + trace, "Jobs=300", "Bat=0,6", "Stf=0,2", *variant)
+    if not t.ok(p.returncode == 0, name + ": exit 0", p.stderr):
+        return None
     kv = {}
     runs = []
     for line in p.stdout.splitlines():
@@ -46,46 +86,45 @@ def main():
         else:
             k, _, v = line.partition("=")
             kv[k] = v
-    t.is_(kv.get("jobs"), "300", "300 jobs read")
-    t.is_(kv.get("requests"), "30", "one request per ten jobs")
-    t.is_(kv.get("batch_jobs"), "270", "the others are batch jobs")
-    t.ok(int(kv.get("makespan_ref", "0")) > 0, "a reference makespan", kv.get("makespan_ref"))
-    t.is_(len(runs), 8, "2 methods x 2 book-ahead times x 2 flexibilities")
+    t.is_(kv.get("jobs"), "300", name + ": 300 jobs read")
+    t.is_(kv.get("requests"), "30", name + ": one request per ten jobs")
+    t.is_(kv.get("batch_jobs"), "270", name + ": the others are batch jobs")
+    t.ok(int(kv.get("makespan_ref", "0")) > 0, name + ": a reference makespan",
+         kv.get("makespan_ref"))
+    t.is_(len(runs), 8, name + ": 2 methods x 2 book-ahead times x 2 flexibilities")
     t.is_(sorted({(r["method"], r["bat_h"], r["stf_h"]) for r in runs}),
           sorted((m, b, s) for m in ("static", "whatif") for b in ("0", "6") for s in ("0", "2")),
-          "one run per method, bat and stf")
+          name + ": one run per method, bat and stf")
     for r in runs:
-        name = "%s bat %s stf %s" % (r["method"], r["bat_h"], r["stf_h"])
+        run = "%s: %s bat %s stf %s" % (name, r["method"], r["bat_h"], r["stf_h"])
         n, s = int(r["requests"]), int(r["successes"])
-        t.ok(n == 30 and 0 <= s <= n, name + ": successes within the requests", r)
-        t.ok(abs(float(r["rate"]) - s / n) < 1e-4, name + ": rate = successes / requests", r)
+        t.ok(n == 30 and 0 <= s <= n, run + ": successes within the requests", r)
+        t.ok(abs(float(r["rate"]) - s / n) < 1e-4, run + ": rate = successes / requests", r)
         t.ok(int(r["grs_filtered"]) + int(r["lrs_filtered"]) + int(r["lrms_tested"])
-             <= int(r["candidates"]), name + ": filtered + tested <= candidates", r)
+             <= int(r["candidates"]), run + ": filtered + tested <= candidates", r)
         t.ok(int(r["makespan"]) >= int(kv["makespan_ref"]) * 0.9,
-             name + ": makespan near or above the reference", r)
-    # static p_res is below 0.85 for every start within 6 h: with bat 0 and
-    # stf 2 h no static candidate passes.
-    st0 = [r for r in runs if r["method"] == "static" and r["bat_h"] == "0"]
-    t.ok(all(r["successes"] == "0" for r in st0),
-         "static, bat 0: nothing passes the 0.85 threshold before 6 h", st0)
+             run + ": makespan near or above the reference", r)
+        t.ok(re.fullmatch(r"\d+", r.get("reserved_node_h", "")) is not None
+             and (s > 0 or r["reserved_node_h"] == "0"),
+             run + ": reserved node-hours printed, 0 without successes", r)
     for m in ("static", "whatif"):
         t.ok(re.fullmatch(r"\d\.\d{4}", kv.get(m + "_success_rate", "")) is not None,
-             m + ": success rate printed", kv.get(m + "_success_rate"))
+             name + ": " + m + ": success rate printed", kv.get(m + "_success_rate"))
         t.ok(re.fullmatch(r"-?\d+\.\d\d", kv.get(m + "_makespan_cost_pct", "")) is not None,
-             m + ": makespan cost printed", kv.get(m + "_makespan_cost_pct"))
+             name + ": " + m + ": makespan cost printed", kv.get(m + "_makespan_cost_pct"))
+        t.ok(re.fullmatch(r"\d+", kv.get(m + "_reserved_node_h", "")) is not None,
+             name + ": " + m + ": mean reserved node-hours printed",
+             kv.get(m + "_reserved_node_h"))
     t.ok(float(kv["whatif_success_rate"]) >= float(kv["static_success_rate"]),
-         "what-if succeeds at least as often as static",
+         name + ": what-if succeeds at least as often as static",
          "%s vs %s" % (kv["whatif_success_rate"], kv["static_success_rate"]))
-    t.ok(float(kv["whatif_success_rate"]) > 0.5, "what-if admits most requests",
+    t.ok(float(kv["whatif_success_rate"]) > 0.5, name + ": what-if admits most requests",
          kv["whatif_success_rate"])
-    for words, msg in ((["Jobs=300"], "cores-whatif: Trace= is required"),
-                       (["Trace=" + trace, "Bat=x"], "cores-whatif: Bat: hours, comma separated: 'x'"),
-                       (["Trace=" + trace, "Threshold=2"], "cores-whatif: Threshold: 0 to 1: '2'"),
-                       (["Trace=" + trace, "Colour=red"], "cores-whatif: unknown key 'Colour'")):
-        q = sim(*words)
-        t.ok(q.returncode == 2 and msg in q.stderr, "refused: " + " ".join(words[-1:]),
-             q.stderr)
+    kv["runs"] = runs
+    return kv
 
+
+def grid():
     with tempfile.TemporaryDirectory(prefix="flexco-sim-") as tmp:
         conf = os.path.join(tmp, "sim.conf")
         with open(conf, "w") as f:
