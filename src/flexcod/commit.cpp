@@ -366,21 +366,15 @@ bool Engine::release_part(const CoRecord& co, PartRecord& p) {
     // The create may or may not have happened: replaying it with the same
     // Idempotency-Key returns the first answer (or makes it now), so the
     // outcome is known either way.
-    flexco::conf::FlexcodConf conf;
+    // The very request the create sent (reserve_request), or the replay
+    // would not match its Idempotency-Key.
+    std::int64_t confirm_within;
     {
       std::lock_guard<std::mutex> lock(conf_mutex_);
-      conf = conf_;
+      confirm_within = conf_.confirm_within;
     }
-    http::ReservationRequest q;
-    q.user = co.user;
-    q.nodes = p.nodes;
-    q.start = p.planned_start;
-    q.duration = p.planned_end - p.planned_start;
-    q.partition = p.partition.empty() ? c->conf.partition : p.partition;
-    q.confirm_within = conf.confirm_within;
-    q.owner = owner_tag();
     bump("messages.reserve");
-    auto r = c->client->create_reservation(q, p.resv_key);
+    auto r = c->client->create_reservation(reserve_request(co, p, confirm_within), p.resv_key);
     if (!r.ok()) {
       c->note_error(r.error());
       if (r.error().code == http::Errc::kHttp && r.error().http_status >= 400 &&
