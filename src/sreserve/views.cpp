@@ -399,7 +399,11 @@ void render_profile(const Options& o, const json_t* ex, Output* out) {
   std::vector<Series> series;
   std::vector<Row> rows;
   J jcl(json_array());
-  std::int64_t begin = 0;
+  // The chart shows the span every cluster's profile covers: from the newest
+  // snapshot (an idle cluster may answer from an older one) to the earliest
+  // horizon end.  Starting at the oldest snapshot drew the newer clusters as
+  // having nothing free before their own snapshot.
+  std::int64_t begin = 0, end = 0;
   std::size_t i;
   json_t* call;
   json_array_foreach(clusters, i, call) {
@@ -424,7 +428,9 @@ void render_profile(const Options& o, const json_t* ex, Output* out) {
     else
       s.label += ", no backfill plan yet";
     std::int64_t snap = num(a, "snapshot_time");
-    if (begin == 0 || snap < begin) begin = snap;
+    std::int64_t hend = has_num(a, "horizon_end") ? num(a, "horizon_end") : snap + o.horizon;
+    if (begin == 0 || snap > begin) begin = snap;
+    if (end == 0 || hend < end) end = hend;
     std::size_t k;
     json_t* st;
     json_array_foreach(get(a, "steps"), k, st) {
@@ -450,7 +456,7 @@ void render_profile(const Options& o, const json_t* ex, Output* out) {
   }
   ChartOptions co;
   co.begin = begin ? begin : num(ex, "now");
-  co.end = co.begin + o.horizon;
+  co.end = end > co.begin ? end : co.begin + o.horizon;
   co.width = o.width > 0 ? o.width : 60;
   if (!o.svg.empty()) out->svg = render_svg(series, co);
   if (o.json || o.yaml) {
