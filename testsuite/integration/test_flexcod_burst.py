@@ -146,6 +146,7 @@ def run(users):
         for th in threads:
             th.join(600)
         elapsed = time.monotonic() - t0
+        burst_end = time.monotonic()
         statuses = {}
         for a in answers:
             statuses[a[0] if a else None] = statuses.get(a[0] if a else None, 0) + 1
@@ -203,17 +204,26 @@ def run(users):
 
         # -- interleaved ends, Slurm-side cancels and owner cancels ---------------
         ids = sorted(placed)
-        cancel_ids = set(rnd.sample(ids, len(ids) // 4))
+        # The owners' cancels are drawn from the short ones: a long one they
+        # cancel can no longer be the one whose part is scancelled below,
+        # and with all four long ones cancelled (or the uncancelled ones
+        # planned late) the wait below ran out after 300 s and that check
+        # did not run at all.
+        longs = {coid for coid, (i, _) in placed.items() if requests[i][1]["name"] in long_names}
+        shorts = [i for i in ids if i not in longs]
+        cancel_ids = set(rnd.sample(shorts, len(ids) // 4))
 
         def running_ids():
             r = admin.get("/v1/coallocations?state=running&limit=10000")
             return [co["id"] for co in (r.json or {}).get("coallocations", [])]
 
         # one running long co-allocation loses a part job in Slurm (scancel)
-        longs = {coid for coid, (i, _) in placed.items() if requests[i][1]["name"] in long_names}
         run_now = t.wait_for(lambda: [i for i in running_ids()
                                       if i in longs and i not in cancel_ids], 300,
                              "a long co-allocation to run") or []
+        t.note("%.0f s after the burst: a long co-allocation runs" % (time.monotonic() - burst_end))
+        t.ok(run_now, "a long co-allocation runs (%d of them, none cancelled by its owner)"
+             % len(longs))
         killed = None
         if run_now:
             killed = run_now[0]
@@ -257,6 +267,7 @@ def run(users):
         t.wait_for(lambda: len((admin.get("/v1/coallocations?state=completed&limit=10000").json
                                or {}).get("coallocations", [])) >= 10, 300,
                    "10 co-allocations to complete")
+        t.note("%.0f s after the burst: 10 completed" % (time.monotonic() - burst_end))
         same, stray = consistent()
         t.ok(same, "mid-run every reservation in Slurm belongs to a live co-allocation",
              "%r" % stray)
@@ -275,7 +286,7 @@ def run(users):
         states = {}
         for co in cos:
             states[co["state"]] = states.get(co["state"], 0) + 1
-        t.note("final states: %r" % states)
+        t.note("%.0f s after the burst: final states: %r" % (time.monotonic() - burst_end, states))
         for co in cos:
             if co["state"] == "failed":
                 t.note("co-%d failed: %s" % (co["id"], (fc.get(co["id"])[1] or {}).get("reason")))
