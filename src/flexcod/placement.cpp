@@ -17,6 +17,10 @@ using namespace engine_detail;
 
 namespace {
 
+// A pass's wait for the profiles still out once the others have answered
+// (at least; see pass_profiles).
+constexpr std::int64_t kPassStragglerMs = 20;
+
 // Engine::Spec's planning parameters (a template: Spec is private to Engine).
 template <class Spec>
 PlanAsk plan_ask(const Spec& spec) {
@@ -96,17 +100,20 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
         .count();
   };
-  const auto deadline = Clock::now() + std::chrono::milliseconds(conf->pass_profile_wait);
+  const std::int64_t start_ms = steady_ms();
+  const std::int64_t cap_ms = start_ms + conf->pass_profile_wait;
   // Each read in its own thread, bounded by ClusterTimeout; one still in
   // flight from an earlier pass is not asked again but joined, and like a
   // cluster whose last call went unanswered it is not waited for.
   std::vector<std::shared_ptr<ProfileFetch>> f(need.size());
   std::vector<char> suspect(need.size(), 0);
+  std::vector<std::int64_t> took(need.size(), 0);  // its last read with a profile, ms
   for (std::size_t i = 0; i < need.size(); ++i) {
     Cluster& c = *clusters_[need[i]];
     bool start = false;
     {
       std::lock_guard<std::mutex> lock(c.m);
+      took[i] = c.pass_read_ms;
       std::lock_guard<std::mutex> fl(fetch_mutex_);
       if (c.pass_fetch && !c.pass_fetch->done) {
         f[i] = c.pass_fetch;
@@ -123,19 +130,23 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     const std::size_t ci = need[i];
     try {
       std::thread([this, ci, fetch = f[i], conf, steady_ms]() {
+        const std::int64_t asked = steady_ms();
         std::string why;
         auto a = read_profile(ci, *conf, &why);
+        const std::int64_t at = steady_ms();
         if (a) {
           Cluster& c = *clusters_[ci];
           auto kept = std::make_shared<const flexco::Availability>(*a);
           std::lock_guard<std::mutex> lock(c.m);
           c.pass_profile = std::move(kept);
-          c.pass_profile_at = steady_ms();
+          c.pass_profile_at = at;
+          c.pass_read_ms = at - asked;
         }
         std::lock_guard<std::mutex> fl(fetch_mutex_);
         fetch->avail = std::move(a);
         fetch->why = why;
         fetch->done = true;
+        fetch->done_at = at;
         --fetches_running_;
         fetch_cv_.notify_all();  // under the lock: stop() may destroy us next
       }).detach();
@@ -143,26 +154,59 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
       std::lock_guard<std::mutex> fl(fetch_mutex_);
       f[i]->why = std::string("no thread for the profile read: ") + e.what();
       f[i]->done = true;
+      f[i]->done_at = steady_ms();
       --fetches_running_;
     }
   }
   std::vector<std::pair<std::optional<flexco::Availability>, std::string>> got(need.size());
   std::vector<char> answered(need.size(), 0);  // its read returned in time
+  std::int64_t waited = 0;
+  bool early = false;  // stopped waiting before PassProfileWait: the others had answered
   {
+    // Until every read (but the suspect ones) returned, at most
+    // PassProfileWait.  Once some have returned, the ones still out are
+    // waited for only kPassStragglerMs, or a tenth of the time the reads
+    // have taken, after the last answer -- and no less than their own last
+    // read took, plus kPassStragglerMs (a cluster that is always slower
+    // than the others is not left out every pass).  Then they are late.
     std::unique_lock<std::mutex> fl(fetch_mutex_);
-    fetch_cv_.wait_until(fl, deadline, [&] {
+    for (;;) {
+      std::int64_t last = -1, own = 0;
+      bool out = false;
       for (std::size_t i = 0; i < need.size(); ++i) {
-        if (!f[i]->done && !suspect[i]) return false;
+        if (suspect[i]) continue;
+        if (f[i]->done) {
+          last = std::max(last, f[i]->done_at);
+        } else {
+          out = true;
+          own = std::max(own, took[i]);
+        }
       }
-      return true;
-    });
+      if (!out) break;
+      std::int64_t until = cap_ms;
+      if (last >= 0) {
+        const std::int64_t after =
+            std::max<std::int64_t>(kPassStragglerMs, (last - start_ms) / 10);
+        const std::int64_t give_up =
+            std::max(last + after, start_ms + own + kPassStragglerMs);
+        if (give_up < cap_ms) until = give_up;
+      }
+      const std::int64_t now = steady_ms();
+      if (now >= until) {
+        early = until < cap_ms;
+        break;
+      }
+      fetch_cv_.wait_until(fl, Clock::time_point(std::chrono::milliseconds(until)));
+    }
+    waited = steady_ms() - start_ms;
     for (std::size_t i = 0; i < need.size(); ++i) {
       if (f[i]->done) {
         answered[i] = 1;
         got[i] = {f[i]->avail, f[i]->why};
       } else {
-        got[i].second = "no answer within PassProfileWait (" +
-                        std::to_string(conf->pass_profile_wait) + " ms)";
+        got[i].second = "no answer within " + std::to_string(waited) + " ms (PassProfileWait " +
+                        std::to_string(conf->pass_profile_wait) + " ms" +
+                        (early ? "; the other clusters had answered)" : ")");
       }
     }
   }
@@ -191,9 +235,10 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     }
   }
   if (!late.empty()) {
-    fc_info("rescheduling pass: no profile from %s within PassProfileWait (%d ms); "
-            "their co-allocations wait for the next pass, the others are planned",
-            late.c_str(), conf->pass_profile_wait);
+    fc_info("rescheduling pass: no profile from %s within PassProfileWait (%d ms; waited "
+            "%lld ms%s); their co-allocations wait for the next pass, the others are planned",
+            late.c_str(), conf->pass_profile_wait, static_cast<long long>(waited),
+            early ? ", the other clusters had answered" : "");
   }
 }
 
