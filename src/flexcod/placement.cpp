@@ -181,7 +181,7 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     for (;;) {
       std::int64_t last = -1, own = 0;
       std::size_t asked = 0, out = 0;
-      bool unknown = false;  // one still out was never read by a pass
+      bool unknown = false;  // the profile of one still out was never read
       for (std::size_t i = 0; i < need.size(); ++i) {
         if (suspect[i]) continue;
         ++asked;
