@@ -132,18 +132,24 @@ struct Engine::Cluster {
 
   // A rescheduling pass's profile read (Engine::pass_profiles), under m:
   // at most one in flight per cluster, in its own thread bounded by
-  // ClusterTimeout; a pass waits for it at most PassProfileWait.  Its
-  // answer, however late, feeds the breaker (note) and is kept with the
-  // time it was read for the next pass (pass_profile_at, steady ms).
+  // ClusterTimeout; a pass waits for it at most PassProfileWait, and
+  // once the other clusters have answered only a little longer than this
+  // one's last profile read took (profile_read_ms).  Its answer, however
+  // late, feeds the breaker (note) and is kept with the time it was read
+  // for the next pass (pass_profile_at, steady ms).
   std::shared_ptr<ProfileFetch> pass_fetch;
   std::shared_ptr<const flexco::Availability> pass_profile;
   std::int64_t pass_profile_at = 0;
+  // How long its last profile read that answered took (ms, a request's or
+  // a pass's, under m); -1: none yet.
+  std::int64_t profile_read_ms = -1;
 };
 
 // One profile read for a pass: `done` (under Engine::fetch_mutex_) once
 // read_profile returned; then `avail`, or `why` it failed.
 struct Engine::ProfileFetch {
   bool done = false;
+  std::int64_t done_at = 0;  // steady ms, once done
   std::optional<flexco::Availability> avail;
   std::string why;
 };

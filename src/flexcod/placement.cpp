@@ -17,6 +17,10 @@ using namespace engine_detail;
 
 namespace {
 
+// A pass's wait for the profiles still out once the others have answered
+// (at least; see pass_profiles).
+constexpr std::int64_t kPassStragglerMs = 10;
+
 // Engine::Spec's planning parameters (a template: Spec is private to Engine).
 template <class Spec>
 PlanAsk plan_ask(const Spec& spec) {
@@ -58,6 +62,7 @@ std::optional<flexco::Availability> Engine::read_profile(std::size_t ci,
   }
   if (text.empty()) {
     bump("messages.profile");
+    const auto asked = std::chrono::steady_clock::now();
     auto r = c.client->profile(conf.plan_horizon, part, 1000L * conf.cluster_timeout);
     if (!r.ok()) {
       c.note_error(r.error());
@@ -65,6 +70,12 @@ std::optional<flexco::Availability> Engine::read_profile(std::size_t ci,
       return std::nullopt;
     }
     c.note(true, "");
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - asked).count();
+    {
+      std::lock_guard<std::mutex> lock(c.m);
+      c.profile_read_ms = took;
+    }
     text = http::json_text(r.value().get());
   }
   auto a = flexco::availability_from_json(text);
@@ -96,17 +107,20 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
         .count();
   };
-  const auto deadline = Clock::now() + std::chrono::milliseconds(conf->pass_profile_wait);
+  const std::int64_t start_ms = steady_ms();
+  const std::int64_t cap_ms = start_ms + conf->pass_profile_wait;
   // Each read in its own thread, bounded by ClusterTimeout; one still in
   // flight from an earlier pass is not asked again but joined, and like a
   // cluster whose last call went unanswered it is not waited for.
   std::vector<std::shared_ptr<ProfileFetch>> f(need.size());
   std::vector<char> suspect(need.size(), 0);
+  std::vector<std::int64_t> took(need.size(), 0);  // its last profile read, ms (-1: none)
   for (std::size_t i = 0; i < need.size(); ++i) {
     Cluster& c = *clusters_[need[i]];
     bool start = false;
     {
       std::lock_guard<std::mutex> lock(c.m);
+      took[i] = c.profile_read_ms;
       std::lock_guard<std::mutex> fl(fetch_mutex_);
       if (c.pass_fetch && !c.pass_fetch->done) {
         f[i] = c.pass_fetch;
@@ -125,17 +139,19 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
       std::thread([this, ci, fetch = f[i], conf, steady_ms]() {
         std::string why;
         auto a = read_profile(ci, *conf, &why);
+        const std::int64_t at = steady_ms();
         if (a) {
           Cluster& c = *clusters_[ci];
           auto kept = std::make_shared<const flexco::Availability>(*a);
           std::lock_guard<std::mutex> lock(c.m);
           c.pass_profile = std::move(kept);
-          c.pass_profile_at = steady_ms();
+          c.pass_profile_at = at;
         }
         std::lock_guard<std::mutex> fl(fetch_mutex_);
         fetch->avail = std::move(a);
         fetch->why = why;
         fetch->done = true;
+        fetch->done_at = at;
         --fetches_running_;
         fetch_cv_.notify_all();  // under the lock: stop() may destroy us next
       }).detach();
@@ -143,26 +159,64 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
       std::lock_guard<std::mutex> fl(fetch_mutex_);
       f[i]->why = std::string("no thread for the profile read: ") + e.what();
       f[i]->done = true;
+      f[i]->done_at = steady_ms();
       --fetches_running_;
     }
   }
   std::vector<std::pair<std::optional<flexco::Availability>, std::string>> got(need.size());
   std::vector<char> answered(need.size(), 0);  // its read returned in time
+  std::int64_t waited = 0;
+  bool early = false;  // stopped waiting before PassProfileWait: the others had answered
   {
+    // Until every read (but the suspect ones) returned, at most
+    // PassProfileWait.  Once most have returned (all but an eighth, at
+    // least all but one), the ones still out are waited for only `after`
+    // (kPassStragglerMs, or a tenth of the time the reads had taken at the
+    // last answer) after the last answer -- and no less than their own
+    // last read took, plus `after` (a cluster that is always slower than
+    // the others is not left out every pass).  Then they are late.  A
+    // cluster whose profile was never read yet is waited for as long as
+    // PassProfileWait allows (the reads at start are slow and uneven).
     std::unique_lock<std::mutex> fl(fetch_mutex_);
-    fetch_cv_.wait_until(fl, deadline, [&] {
+    for (;;) {
+      std::int64_t last = -1, own = 0;
+      std::size_t asked = 0, out = 0;
+      bool unknown = false;  // the profile of one still out was never read
       for (std::size_t i = 0; i < need.size(); ++i) {
-        if (!f[i]->done && !suspect[i]) return false;
+        if (suspect[i]) continue;
+        ++asked;
+        if (f[i]->done) {
+          last = std::max(last, f[i]->done_at);
+        } else {
+          ++out;
+          own = std::max(own, took[i]);
+          unknown |= took[i] < 0;
+        }
       }
-      return true;
-    });
+      if (out == 0) break;
+      std::int64_t until = cap_ms;
+      if (last >= 0 && !unknown && out <= std::max<std::size_t>(1, asked / 8)) {
+        const std::int64_t after =
+            std::max<std::int64_t>(kPassStragglerMs, (last - start_ms) / 10);
+        const std::int64_t give_up = std::max(last + after, start_ms + own + after);
+        if (give_up < cap_ms) until = give_up;
+      }
+      const std::int64_t now = steady_ms();
+      if (now >= until) {
+        early = until < cap_ms;
+        break;
+      }
+      fetch_cv_.wait_until(fl, Clock::time_point(std::chrono::milliseconds(until)));
+    }
+    waited = steady_ms() - start_ms;
     for (std::size_t i = 0; i < need.size(); ++i) {
       if (f[i]->done) {
         answered[i] = 1;
         got[i] = {f[i]->avail, f[i]->why};
       } else {
-        got[i].second = "no answer within PassProfileWait (" +
-                        std::to_string(conf->pass_profile_wait) + " ms)";
+        got[i].second = "no answer within " + std::to_string(waited) + " ms (PassProfileWait " +
+                        std::to_string(conf->pass_profile_wait) + " ms" +
+                        (early ? "; the other clusters had answered)" : ")");
       }
     }
   }
@@ -175,13 +229,21 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     // ClusterTimeout ago (a late one of an earlier pass's read) -- unless
     // a move of this pass changed the cluster since.
     const bool moved_on = pp.stale.erase(ci) > 0;
+    std::int64_t kept_at = 0;
     if (!answered[i] && !moved_on) {
       std::lock_guard<std::mutex> lock(c.m);
       if (c.pass_profile && steady_ms() - c.pass_profile_at <= max_age_ms) {
         got[i].first = *c.pass_profile;
+        kept_at = c.pass_profile_at;
       }
     }
     if (got[i].first) {
+      if (!answered[i])
+        fc_verbose("rescheduling pass: no profile from %s within %lld ms (PassProfileWait %d ms%s); "
+                   "planned on its profile read %lld ms before",
+                   c.conf.name.c_str(), static_cast<long long>(waited), conf->pass_profile_wait,
+                   early ? ", the other clusters had answered" : "",
+                   static_cast<long long>(steady_ms() - kept_at));
       pp.avail.insert_or_assign(ci, std::move(*got[i].first));
       pp.failed.erase(ci);
     } else {
@@ -191,9 +253,10 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     }
   }
   if (!late.empty()) {
-    fc_info("rescheduling pass: no profile from %s within PassProfileWait (%d ms); "
-            "their co-allocations wait for the next pass, the others are planned",
-            late.c_str(), conf->pass_profile_wait);
+    fc_info("rescheduling pass: no profile from %s within PassProfileWait (%d ms; waited "
+            "%lld ms%s); their co-allocations wait for the next pass, the others are planned",
+            late.c_str(), conf->pass_profile_wait, static_cast<long long>(waited),
+            early ? ", the other clusters had answered" : "");
   }
 }
 

@@ -4,12 +4,17 @@
 
 flexcod reaches every cluster through a FaultProxy; gamma's becomes a
 black hole (accepts, never answers) while its breaker is still closed
-(BreakerFailures=50, ClusterTimeout=5).  A local job on alpha ends early:
+(BreakerFailures=50, ClusterTimeout=5, PassProfileWait=2000).  A local
+job on alpha ends early:
 
 - the triggered pass finishes well under ClusterTimeout (GET /v1/stats
   resched_pass_ms, 2.5 s at most here; before, it waited the whole 5 s
   for gamma's profile) and says in the log that gamma's co-allocations
   wait for the next pass;
+- no pass, the first after gamma went silent included, waits
+  PassProfileWait for gamma: once alpha and beta have answered, gamma is
+  given a short time only (resched_pass_ms max under 1 s here; before,
+  the first pass took PassProfileWait, 2 s, and more);
 - the co-allocation on alpha is still shifted earlier (to its nodes
   freed by the local job);
 - the co-allocation on gamma is left as it was (scheduled, not moved, its
@@ -25,6 +30,7 @@ from flexcodtest import Flexcod, nothing_left, script
 
 NODES = [2, 2, 2]
 CLUSTER_TIMEOUT = 5
+PASS_PROFILE_WAIT = 2000
 
 
 def main():
@@ -37,10 +43,12 @@ def main():
         proxies = flexcod_via_proxies(grid, fc)
         try:
             t.ok(fc.reconfigure(ClusterTimeout=CLUSTER_TIMEOUT, BreakerFailures=50,
+                                PassProfileWait=PASS_PROFILE_WAIT,
                                 RescheduleMode="shift", RescheduleMargin=30,
                                 RescheduleWait=10, MaxMoves=3),
                  "flexcod through one proxy per cluster; ClusterTimeout=%d, "
-                 "BreakerFailures=50 (SIGHUP)" % CLUSTER_TIMEOUT)
+                 "BreakerFailures=50, PassProfileWait=%d (SIGHUP)"
+                 % (CLUSTER_TIMEOUT, PASS_PROFILE_WAIT))
 
             def block(cluster, minutes):
                 return cluster, grid.submit(cluster, ["-N2", "-t", str(minutes), "-o",
@@ -67,7 +75,10 @@ def main():
 
             def stats():
                 return fc.client().get("/v1/stats").json or {}
-            passes = stats().get("resched_pass_ms", {}).get("count", 0)
+            before = stats().get("resched_pass_ms", {})
+            passes = before.get("count", 0)
+            t.ok(before.get("max", PASS_PROFILE_WAIT) < PASS_PROFILE_WAIT // 2,
+                 "every pass so far took under %d ms" % (PASS_PROFILE_WAIT // 2), "%r" % before)
 
             proxies["gamma"].set("blackhole")
             grid.run("alpha", ["scancel", alpha_job[1]])
@@ -81,6 +92,9 @@ def main():
             t.ok(0 <= pm.get("last", -1) < CLUSTER_TIMEOUT * 1000 // 2,
                  "the pass took %s ms: well under ClusterTimeout (%d s), not waiting for "
                  "gamma" % (pm.get("last"), CLUSTER_TIMEOUT), "%r" % pm)
+            t.ok(pm.get("max", PASS_PROFILE_WAIT) < PASS_PROFILE_WAIT // 2,
+                 "no pass since gamma went silent waited PassProfileWait (%d ms) for it: "
+                 "the longest took %s ms" % (PASS_PROFILE_WAIT, pm.get("max")), "%r" % pm)
             t.ok("rescheduling pass: no profile from gamma within PassProfileWait"
                  in fc.log_tail(3000),
                  "the log says gamma's co-allocations wait for the next pass", fc.log_tail(20))
