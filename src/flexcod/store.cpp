@@ -13,6 +13,8 @@
 #include <ctime>
 #include <utility>
 
+#include "core/strings.hpp"
+
 namespace flexcod {
 
 namespace {
@@ -118,16 +120,10 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
+// A stored list: "" is the empty list, not one empty item.
 std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t p = 0;
-  while (p <= s.size() && !s.empty()) {
-    std::size_t c = s.find(',', p);
-    if (c == std::string::npos) c = s.size();
-    out.push_back(s.substr(p, c - p));
-    p = c + 1;
-  }
-  return out;
+  if (s.empty()) return {};
+  return flexco::split_commas(s);
 }
 
 const char* kCoCols =

@@ -30,6 +30,7 @@
 #include "core/local_sched.hpp"
 #include "core/probe.hpp"
 #include "core/snapshot.h"
+#include "core/strings.hpp"
 #include "core/swf.hpp"
 
 namespace flexco::sim {
@@ -316,22 +317,9 @@ Result<RunResult> simulate(const WhatifConfig& cfg, const std::vector<BatchJob>&
   return out;
 }
 
-// "a,b,c" -> {"a", "b", "c"} ("" -> {""}: the callers refuse empty items).
-std::vector<std::string> split_commas(const std::string& v) {
-  std::vector<std::string> items;
-  std::size_t i = 0;
-  while (i <= v.size()) {
-    std::size_t j = v.find(',', i);
-    if (j == std::string::npos) j = v.size();
-    items.push_back(v.substr(i, j - i));
-    i = j + 1;
-  }
-  return items;
-}
-
 bool parse_list(const std::string& v, std::vector<Duration>* out) {
   out->clear();
-  for (const std::string& x : split_commas(v)) {
+  for (const std::string& x : flexco::split_commas(v)) {
     char* e = nullptr;
     double h = std::strtod(x.c_str(), &e);
     if (x.empty() || *e != '\0' || !(h >= 0 && h <= 24 * 365)) return false;
@@ -344,7 +332,7 @@ bool parse_list(const std::string& v, std::vector<Duration>* out) {
 bool parse_queues(const std::string& v, std::vector<std::int64_t>* out) {
   out->clear();
   if (v == "none") return true;
-  for (const std::string& x : split_commas(v)) {
+  for (const std::string& x : flexco::split_commas(v)) {
     char* e = nullptr;
     long long q = std::strtoll(x.c_str(), &e, 10);
     if (x.empty() || *e != '\0' || q < 0 || q > 1000000) return false;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "flexco_config.h"
+#include "core/strings.hpp"
 #include "sreserve/timefmt.hpp"
 
 namespace sreserve {
@@ -670,13 +671,7 @@ std::string ClusterValue::get(const std::string& cluster, const std::string& dfl
 bool parse_cluster_value(const std::string& text, const std::string& opt, ClusterValue* out,
                          std::string* error) {
   ClusterValue v;
-  std::string item;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    item = text.substr(pos, comma - pos);
-    pos = comma + 1;
+  for (const std::string& item : flexco::split_commas(text)) {
     std::size_t colon = item.find(':');
     std::string cluster = colon == std::string::npos ? "" : item.substr(0, colon);
     std::string value = colon == std::string::npos ? item : item.substr(colon + 1);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/strings.hpp"
+
 namespace sreserve {
 
 namespace {
@@ -112,11 +114,8 @@ bool parse_format(std::string_view fmt, const std::vector<FieldDef>& fields, For
 bool parse_format_long(std::string_view fmt, const std::vector<FieldDef>& fields, FormatSpec* spec,
                        std::string* error) {
   FormatSpec out;
-  std::size_t pos = 0;
-  while (pos <= fmt.size()) {
-    std::size_t comma = fmt.find(',', pos);
-    std::string_view tok = fmt.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
-    pos = comma == std::string_view::npos ? fmt.size() + 1 : comma + 1;
+  for (const std::string& piece : flexco::split_commas(fmt)) {
+    std::string_view tok = piece;
     if (tok.empty()) continue;  // "a,,b" and a trailing comma, as squeue
     std::size_t colon = tok.find(':');
     std::string_view name = tok.substr(0, colon);
