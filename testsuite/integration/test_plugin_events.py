@@ -191,13 +191,20 @@ def settle_after_kill(grid, seen):
         return None
 
     def running():
+        # %A is the job's own id (what the feed reports), %i the name
+        # scancel needs: for an array task "8_3", since a plain "11"
+        # names the array whose job id is 11, not the task with id 11
+        # (CI saw scancel 11 refused as an invalid job id for task 8_3)
         r = grid.run(CLUSTER, ["squeue", "-h", "-t", "RUNNING,COMPLETING",
-                               "-o", "%A %S"])
-        return [(int(j), epoch(s)) for j, s in
+                               "-o", "%A %i %S"])
+        return [(int(j), name, epoch(s)) for j, name, s in
                 (line.split() for line in r.stdout.splitlines())]
-    for jid, start in running():
+    for jid, name, start in running():
         if (jid, start) in ended:
-            grid.run(CLUSTER, ["scancel", str(jid)])
+            r = grid.run(CLUSTER, ["scancel", name])
+            if r.returncode != 0:
+                print("# scancel %s (job %d): %s" % (name, jid, r.stderr.strip()),
+                      flush=True)
             cancelled.append(jid)
     if cancelled:
         print("# slurmctld lost the end of job(s) %s in the SIGKILL; "
