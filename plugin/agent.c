@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "src/common/bitstring.h"
@@ -130,12 +131,18 @@ static int _start_services(void)
 	return SLURM_SUCCESS;
 }
 
+extern void flexco_thread_name(const char *name)
+{
+	(void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
+}
+
 static void *_agent(void *arg)
 {
 	flexco_cluster_summary_t s;
 	bool first = true;
 
 	(void) arg;
+	flexco_thread_name("flexco_agent");
 	debug("%s: agent thread started", plugin_type);
 
 	if (!_wait_ready())

@@ -35,6 +35,15 @@ extern int flexco_agent_start(const flexco_conf_t *conf);
  * saves the events' state).  Called from fini(). */
 extern void flexco_agent_stop(void);
 
+/*
+ * Name the calling thread (at most 15 characters; Linux shows it in
+ * top -H, ps -L and /proc/PID/task/TID/comm), as slurmctld names its own
+ * ("bckfl", "rpcmgr").  Every thread of the plugin is named "flexco_..."
+ * (doc/admin.md, "The plugin's threads").  Best effort: a failure changes
+ * nothing else.
+ */
+extern void flexco_thread_name(const char *name);
+
 /* Copy of the latest snapshot; returns -1 if none was taken yet. */
 extern int flexco_agent_summary(flexco_cluster_summary_t *out);
 

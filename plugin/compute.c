@@ -27,6 +27,7 @@
 #include "src/common/macros.h"
 #include "src/common/xmalloc.h"
 
+#include "agent.h"
 #include "compute.h"
 
 extern const char plugin_type[];
@@ -50,7 +51,8 @@ static pthread_t tids[COMPUTE_MAX_THREADS];
 static uint32_t n_threads = 0;			/* lock for readers */
 static int thread_nice = 0;
 static bool nice_failed = false;		/* lock */
-static uint64_t runs = 0, inline_runs = 0, queued_max = 0;	/* lock */
+static uint64_t runs = 0, inline_runs = 0, cached_runs = 0;	/* lock */
+static uint64_t queued_max = 0;					/* lock */
 
 static void *_compute_thread(void *arg)
 {
@@ -58,6 +60,7 @@ static void *_compute_thread(void *arg)
 	task_t *t;
 
 	(void) arg;
+	flexco_thread_name("flexco_compute");
 	if (thread_nice) {
 		/* relative to the nice value slurmctld runs at (a thread
 		 * starts with its creator's), so that the threads are always
@@ -158,6 +161,13 @@ extern void compute_run(void (*fn)(void *arg), void *arg)
 	pthread_cond_destroy(&t.done_cond);
 }
 
+extern void compute_count_cached(void)
+{
+	slurm_mutex_lock(&lock);
+	cached_runs++;
+	slurm_mutex_unlock(&lock);
+}
+
 extern void compute_stop(void)
 {
 	uint32_t i, n;
@@ -179,6 +189,7 @@ extern void compute_get_stats(compute_stats_t *out)
 	slurm_mutex_lock(&lock);
 	out->runs = runs;
 	out->inline_runs = inline_runs;
+	out->cached_runs = cached_runs;
 	out->queued_max = queued_max;
 	out->threads = n_threads;
 	out->nice = nice_failed ? -1 : thread_nice;

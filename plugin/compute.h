@@ -27,12 +27,17 @@ extern int compute_start(uint32_t count, uint32_t nice_value);
 /* Run fn(arg) on a compute thread and return when it has returned. */
 extern void compute_run(void (*fn)(void *arg), void *arg);
 
+/* Count work the caller did itself because it was cheap (a probe answered
+ * from the snapshot's plan cache): no thread woken for it. */
+extern void compute_count_cached(void);
+
 /* Stop and join the threads; nothing may call compute_run() any more. */
 extern void compute_stop(void);
 
 typedef struct {
 	uint64_t runs;		/* computations done on the threads */
 	uint64_t inline_runs;	/* done in the caller (no threads) */
+	uint64_t cached_runs;	/* cheap, done in the caller (compute_count_cached) */
 	uint64_t queued_max;	/* most waiting at once */
 	uint32_t threads;	/* running */
 	int nice;		/* their nice value (-1: could not be set) */

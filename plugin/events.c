@@ -62,6 +62,7 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "compat.h"
+#include "agent.h"
 #include "events.h"
 #include "privacy.h"
 #include "statefile.h"
@@ -1184,6 +1185,7 @@ static void *_events_thread(void *arg)
 	struct timespec min_until, tick_until;
 
 	(void) arg;
+	flexco_thread_name("flexco_events");
 	debug("%s: events thread started", plugin_type);
 	slurm_mutex_lock(&hook_lock);
 	while (!ev_stop) {

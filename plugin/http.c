@@ -57,6 +57,7 @@
 #include "core/capi_decode.h"
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
+#include "agent.h"
 #include "events.h"
 #include "history.h"
 #include "http.h"
@@ -549,6 +550,7 @@ static uint64_t _conn_make_room(uint64_t now)
 static void *_reaper(void *arg)
 {
 	(void) arg;
+	flexco_thread_name("flexco_reaper");
 	slurm_mutex_lock(&conn_lock);
 	while (!reaper_stop) {
 		uint64_t now = _usec_now(), next = now + 3600 * 1000000ULL;
@@ -965,6 +967,7 @@ static void _events_arrived(void)
 static void *_waker(void *arg)
 {
 	(void) arg;
+	flexco_thread_name("flexco_waker");
 	slurm_mutex_lock(&wait_lock);
 	while (true) {
 		uint64_t now = _usec_now(), next = now + 60 * 1000000ULL;
@@ -1278,11 +1281,12 @@ static json_t *_stats_json(void)
 		"shared_job_lag", (json_int_t) ls.shared_job_lag));
 	compute_get_stats(&cs);
 	json_object_set_new(root, "compute", json_pack(
-		"{s:i, s:i, s:I, s:I, s:I}",
+		"{s:i, s:i, s:I, s:I, s:I, s:I}",
 		"threads", (int) cs.threads,
 		"nice", cs.nice,
 		"runs", (json_int_t) cs.runs,
 		"inline_runs", (json_int_t) cs.inline_runs,
+		"cached_runs", (json_int_t) cs.cached_runs,
 		"queued_max", (json_int_t) cs.queued_max));
 	return root;
 }
@@ -1609,7 +1613,10 @@ _Static_assert(((int) EP_PROFILE == (int) FLEXCO_EP_PROFILE) &&
 
 /*
  * POST /v1/probe: scored offers for a moldable request (doc/probe.md),
- * computed on a snapshot taken for this request, after unlocking.
+ * computed on a snapshot taken for this request (or shared), after
+ * unlocking.  When the snapshot's plan cache already holds everything the
+ * answer needs, it is made here, in the request's thread; otherwise a
+ * compute thread plans (doc/probe.md, "Where a probe is computed").
  */
 static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 {
@@ -1630,7 +1637,14 @@ static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 	snap = snapshot_share();
 	if (asked)	/* after the snapshot: offers see the state before it */
 		willrun_ask(req->uid, req->gid, &wp, &wa);
-	{
+	/* no lock held from here */
+	status = flexco_probe_json_cached(snap, req->body, req->body_len,
+					  published_share, PROBE_VALID_FOR,
+					  hist, asked ? &wa : NULL, &json, code,
+					  sizeof(code), err, sizeof(err));
+	if (status) {
+		compute_count_cached();	/* no thread woken for it */
+	} else {
 		probe_task_t t = {
 			.snap = snap, .body = req->body,
 			.body_len = req->body_len, .hist = hist,
@@ -1638,7 +1652,7 @@ static enum MHD_Result _post_probe(struct MHD_Connection *c, req_t *req)
 			.codelen = sizeof(code), .err = err,
 			.errlen = sizeof(err),
 		};
-		compute_run(_probe_task, &t);	/* no lock held */
+		compute_run(_probe_task, &t);
 		status = t.status;
 	}
 	if (asked)

@@ -137,11 +137,12 @@ extern "C" int flexco_probe_json(const flexco_snapshot_t* snap, const char* body
                               json_out, code, codelen, err, errlen);
 }
 
-extern "C" int flexco_probe_json_ex(const flexco_snapshot_t* snap, const char* body, size_t len,
-                                    int share_percent, int64_t valid_for,
-                                    const flexco_histories_t* histories,
-                                    const flexco_will_run_answer_t* will_run, char** json_out,
-                                    char* code, size_t codelen, char* err, size_t errlen) {
+namespace {
+
+int probe_json(const flexco_snapshot_t* snap, const char* body, size_t len, int share_percent,
+               int64_t valid_for, const flexco_histories_t* histories,
+               const flexco_will_run_answer_t* will_run, char** json_out, char* code,
+               size_t codelen, char* err, size_t errlen, bool cached_only) {
   if (json_out != nullptr) *json_out = nullptr;
   try {
     if (snap == nullptr || json_out == nullptr || (body == nullptr && len != 0))
@@ -159,11 +160,14 @@ extern "C" int flexco_probe_json_ex(const flexco_snapshot_t* snap, const char* b
     auto parsed = flexco::parse_probe_request(std::string_view(body ? body : "", len));
     if (auto* e = std::get_if<flexco::ProbeError>(&parsed))
       return fail(e->status, e->code, e->message, json_out, code, codelen, err, errlen);
+    flexco::ProbePolicy policy;
+    policy.cached_only = cached_only;
     auto res = flexco::probe(*snap, std::get<flexco::ProbeRequest>(parsed), share_percent,
-                             valid_for, flexco::ProbePolicy{},
-                             histories != nullptr ? &histories->h : nullptr);
-    if (auto* e = std::get_if<flexco::ProbeError>(&res))
+                             valid_for, policy, histories != nullptr ? &histories->h : nullptr);
+    if (auto* e = std::get_if<flexco::ProbeError>(&res)) {
+      if (e->status == 0) return 0;  // cached_only: it would plan
       return fail(e->status, e->code, e->message, json_out, code, codelen, err, errlen);
+    }
     auto& result = std::get<flexco::ProbeResult>(res);
     if (will_run != nullptr) {
       flexco::WillRunAnswer w;
@@ -190,6 +194,27 @@ extern "C" int flexco_probe_json_ex(const flexco_snapshot_t* snap, const char* b
     return fail(500, "internal", "flexco_probe_json: internal error", json_out, code, codelen,
                 err, errlen);
   }
+}
+
+}  // namespace
+
+extern "C" int flexco_probe_json_ex(const flexco_snapshot_t* snap, const char* body, size_t len,
+                                    int share_percent, int64_t valid_for,
+                                    const flexco_histories_t* histories,
+                                    const flexco_will_run_answer_t* will_run, char** json_out,
+                                    char* code, size_t codelen, char* err, size_t errlen) {
+  return probe_json(snap, body, len, share_percent, valid_for, histories, will_run, json_out,
+                    code, codelen, err, errlen, false);
+}
+
+extern "C" int flexco_probe_json_cached(const flexco_snapshot_t* snap, const char* body,
+                                        size_t len, int share_percent, int64_t valid_for,
+                                        const flexco_histories_t* histories,
+                                        const flexco_will_run_answer_t* will_run,
+                                        char** json_out, char* code, size_t codelen, char* err,
+                                        size_t errlen) {
+  return probe_json(snap, body, len, share_percent, valid_for, histories, will_run, json_out,
+                    code, codelen, err, errlen, true);
 }
 
 extern "C" int flexco_slot_fit(const flexco_snapshot_t* snap, const char* partition,

@@ -112,6 +112,20 @@ int flexco_probe_json_ex(const flexco_snapshot_t *snap, const char *body,
 			 char *err, size_t errlen);
 
 /*
+ * As flexco_probe_json_ex, but answered only from the snapshot's plan
+ * cache: returns 0 (and *json_out NULL, nothing planned) when the answer
+ * would plan the partition's queue or a slot that no earlier probe of the
+ * snapshot planned; any other return is flexco_probe_json_ex's answer.
+ * Costs the request's parse and the snapshot's availability, no planning.
+ */
+int flexco_probe_json_cached(const flexco_snapshot_t *snap, const char *body,
+			     size_t len, int share_percent, int64_t valid_for,
+			     const flexco_histories_t *histories,
+			     const flexco_will_run_answer_t *will_run,
+			     char **json_out, char *code, size_t codelen,
+			     char *err, size_t errlen);
+
+/*
  * The what-if fitness of one exact slot (nodes over [start, start +
  * duration)) on the snapshot, as a probe would score it (the reservation
  * admission check of MinFit).  Returns 200 with *fit in [0, 1] and the

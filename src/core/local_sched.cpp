@@ -1102,6 +1102,25 @@ std::size_t FitnessReference::memo_size() const {
   return impl_->memo.size();
 }
 
+bool FitnessReference::remembers(const std::vector<Placeholder>& slots,
+                                 const FitnessOptions& options) const {
+  const Impl& r = *impl_;
+  if (!r.memo_on || options.policy != r.policy) return false;
+  if (check_fitness_options("FitnessReference::remembers", *r.in, slots, options)) return false;
+  if (options.job_reference && !r.flat_done) return false;  // EASY plans P^JOB
+  const Time time_zero = options.time_zero.value_or(r.in->now);
+  std::lock_guard<std::mutex> hold(r.mu);
+  for (const Placeholder& slot : slots) {
+    auto free = r.base->min_over(slot.start, slot.duration);
+    if (!free) return false;
+    if (free.value() < slot.nodes) continue;  // a collision: nothing to plan
+    if (r.memo.find(std::make_tuple(slot.start, slot.duration, slot.nodes, time_zero)) ==
+        r.memo.end())
+      return false;
+  }
+  return true;
+}
+
 Result<FitnessReport> whatif_fitness(const FitnessReference& reference,
                                      const std::vector<Placeholder>& slots,
                                      const FitnessOptions& options) {

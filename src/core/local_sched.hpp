@@ -328,6 +328,11 @@ class FitnessReference {
   const LocalPlanInput& input() const noexcept;
   Backfill policy() const noexcept;
   std::size_t memo_size() const;  // slots remembered
+  // Whether whatif_fitness(*this, slots, options) would plan nothing: each
+  // slot is remembered or collides (cheap to tell), and no P^JOB start is
+  // asked of an EASY reference.  False for options it would refuse.
+  // O(S log P).
+  bool remembers(const std::vector<Placeholder>& slots, const FitnessOptions& options) const;
 
  private:
   explicit FitnessReference(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

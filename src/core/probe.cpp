@@ -371,6 +371,7 @@ std::variant<std::shared_ptr<const PartitionPlan>, ProbeError> partition_plan(
     for (const auto& e : cache->entries)
       if (same(e)) return e.plan;
   }
+  if (policy.cached_only) return ProbeError{0, "not_cached", "the partition is not planned yet"};
   // Planned with no lock held: two probes that miss at once both plan, and
   // the first to finish is kept (the same plan).
   auto made = make_partition_plan(snap, partition, policy);
@@ -512,6 +513,8 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
     const Duration jd = req.duration_for(out.job_nodes);
     if (fused) {
       fitness.job_reference = FitnessOptions::JobReference{jd, out.job_nodes, est};
+    } else if (policy.cached_only) {
+      return ProbeError{0, "not_cached", "P^JOB would be planned"};
     } else {
       auto js = placeholder_job_start(in, jd, out.job_nodes, est);
       if (!js.ok()) return ProbeError{500, "internal", js.error().message};
@@ -523,6 +526,8 @@ std::variant<ProbeResult, ProbeError> probe(const flexco_snapshot_t& snap,
   std::vector<Placeholder> ok_slots;  // the planner needs nodes <= capacity
   for (const auto& s : slots)
     if (s.nodes <= capacity) ok_slots.push_back(s);
+  if (policy.cached_only && !pp.fitness.remembers(ok_slots, fitness))
+    return ProbeError{0, "not_cached", "a slot is not planned yet"};
   auto rep = whatif_fitness(pp.fitness, ok_slots, fitness);
   if (!rep.ok()) return ProbeError{500, "internal", rep.error().message};
   const auto& fr = rep.value();

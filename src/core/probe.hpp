@@ -90,9 +90,10 @@ struct ProbeRequest {
 };
 
 struct ProbeError {
-  int status;        // 400, 404, 500
+  int status;        // 400, 404, 500; 0 with ProbePolicy::cached_only
   std::string code;  // "bad_request", "not_implemented", "unknown_partition",
-                     // "invalid_snapshot", "bad_parameter", "internal"
+                     // "invalid_snapshot", "bad_parameter", "internal";
+                     // "not_cached" (status 0)
   std::string message;
 };
 
@@ -106,6 +107,13 @@ struct ProbePolicy {
   double p_res_h = 11386.0;               // static p_res constant h (s)
   std::size_t max_queue = 500;            // pending jobs given to the planner
   Duration default_horizon = kProbeDefaultHorizon;
+  // Answer only what the snapshot's plan cache already holds: a probe that
+  // would plan (the partition's queue, or a slot not remembered) returns
+  // ProbeError{0, "not_cached"} instead, having planned nothing.  Every
+  // other answer is the one a probe without it gives.  The plugin answers
+  // such probes in the request's thread and hands the rest to its compute
+  // threads (doc/probe.md, "Where a probe is computed").
+  bool cached_only = false;
 };
 
 struct Offer {

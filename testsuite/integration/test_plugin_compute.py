@@ -7,7 +7,10 @@ on a busy controller slurmctld's own threads (RPC handlers, backfill) get
 the CPU first.  Checked here: the threads exist in slurmctld with that
 nice value and slurmctld's other threads keep theirs; probes and profiles
 are computed there (/v1/stats compute.runs), also when many come at once;
-with ComputeThreads=0 they are computed in the request thread as before."""
+a probe whose answer the shared snapshot's plan cache already holds is
+answered in the request thread without waking a compute thread
+(compute.cached_runs), with the same offers; with ComputeThreads=0 they are
+computed in the request thread as before."""
 
 import os
 import threading
@@ -42,8 +45,25 @@ def start(args):
     return grid, st, c
 
 
+def thread_names(pid):
+    """Sorted names of process pid's threads (/proc/PID/task/TID/comm)."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                out.append(f.read().strip())
+        except OSError:
+            pass
+    return sorted(out)
+
+
 def compute_stats(c):
     return (c.get("/v1/stats").json or {}).get("compute", {})
+
+
+def both_stats(c):
+    st = c.get("/v1/stats").json or {}
+    return st.get("compute", {}), st.get("snapshot_lock", {})
 
 
 def main():
@@ -67,6 +87,12 @@ def main():
              % (low, base), "%r" % nices)
         t.ok(others == [base], "its other %d threads keep nice %d"
              % (len(nices) - len(niced), base), "%r" % nices)
+        names = thread_names(pid)
+        ours = [n for n in names if n.startswith("flexco_")]
+        t.ok(ours == ["flexco_agent", "flexco_compute", "flexco_compute", "flexco_events",
+                      "flexco_reaper", "flexco_waker"],
+             "the plugin's threads are named flexco_* (agent, 2 compute, events, reaper, waker)",
+             "%r" % names)
         s0 = compute_stats(c)
         t.ok(s0.get("threads") == 2 and s0.get("nice") == 10,
              "/v1/stats compute: 2 threads, nice 10", "%r" % s0)
@@ -81,6 +107,31 @@ def main():
         t.ok(s1.get("runs", 0) - s0.get("runs", 0) == 2
              and s1.get("inline_runs") == s0.get("inline_runs"),
              "both were computed on the compute threads", "%r %r" % (s0, s1))
+
+        # -- the same probe again on the same snapshot: from its plan cache -------
+        # (a node or job change in between makes the second probe take a
+        # snapshot of its own, which is planned afresh: then try again)
+        seen = []
+        for _ in range(5):
+            c0, l0 = both_stats(c)
+            ra = c.request("POST", "/v1/probe", body=PROBE)
+            c1, l1 = both_stats(c)
+            rb = c.request("POST", "/v1/probe", body=PROBE)
+            c2, l2 = both_stats(c)
+            seen.append((ra.status, rb.status, c0, c1, c2, l1, l2))
+            if l2.get("count") == l1.get("count"):  # rb shared ra's snapshot
+                break
+        t.ok(l2.get("count") == l1.get("count") and l2.get("shared", 0) > l1.get("shared", 0),
+             "a probe right after another one shares its snapshot", "%r" % seen)
+        t.ok(ra.status == rb.status == 200
+             and c2.get("cached_runs", 0) - c1.get("cached_runs", 0) == 1
+             and c2.get("runs") == c1.get("runs") and c2.get("inline_runs") == c1.get("inline_runs"),
+             "that probe is answered from the snapshot's plan cache in the request thread "
+             "(compute.cached_runs +1, no compute thread run)", "%r" % seen)
+        t.ok((ra.json or {}).get("offers") and (ra.json or {}).get("offers") == (rb.json or {}).get("offers"),
+             "with the same offers as the probe that planned them",
+             "%r / %r" % (ra.raw[:300], rb.raw[:300]))
+        c3 = compute_stats(c)
 
         # -- many at once: queued, every one answered ---------------------------
         codes = []
@@ -98,8 +149,11 @@ def main():
             th.join()
         s2 = compute_stats(c)
         t.ok(codes == [200] * 12, "12 concurrent probes are all answered 200", "%r" % codes)
-        t.ok(s2.get("runs", 0) - s1.get("runs", 0) == 12,
-             "all 12 computed on the compute threads", "%r %r" % (s1, s2))
+        t.ok((s2.get("runs", 0) - c3.get("runs", 0))
+             + (s2.get("cached_runs", 0) - c3.get("cached_runs", 0)) == 12
+             and s2.get("inline_runs") == c3.get("inline_runs"),
+             "each of the 12 computed on a compute thread or answered from the plan cache",
+             "%r %r" % (c3, s2))
         t.ok(len([n for n in thread_nices(pid).values() if n == low]) == 2,
              "still exactly 2 threads at nice %d afterwards (no thread per request)" % low)
     finally:

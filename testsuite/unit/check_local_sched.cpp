@@ -1533,7 +1533,7 @@ FitnessAsk random_ask(std::mt19937_64& rng, const LocalPlanInput& in,
 
 START_TEST(test_fitness_reference_same_answers) {
   std::mt19937_64 rng(4242);
-  std::size_t hits = 0;
+  std::size_t hits = 0, remembered_rounds = 0;
   for (int iter = 0; iter < 400; ++iter) {
     RandomCase rc = random_case(rng);
     const LocalPlanInput& in = rc.in;
@@ -1549,10 +1549,17 @@ START_TEST(test_fitness_reference_same_answers) {
     for (int round = 0; round < 6; ++round) {
       FitnessAsk a = random_ask(rng, in, pool, policy);
       std::size_t before = ref.memo_size();
+      const bool remembered = ref.remembers(a.slots, a.opt);
       FitnessReport fast = VAL(whatif_fitness(ref, a.slots, a.opt));
       FitnessReport slow = VAL(whatif_fitness(in, a.slots, a.opt));
       same_report(fast, slow, iter, round);
       if (ref.memo_size() == before && !a.slots.empty()) ++hits;
+      // remembers(): nothing new planned when it said so, and everything
+      // asked is remembered afterwards (EASY's P^JOB is planned each time)
+      if (remembered) EQ(ref.memo_size(), before);
+      const bool easy_job = policy == Backfill::kEasy && a.opt.job_reference.has_value();
+      ck_assert(ref.remembers(a.slots, a.opt) == !easy_job);
+      if (remembered) ++remembered_rounds;
     }
     ck_assert(ref.memo_size() <= pool.size() * 7);
     // The reference's policy is part of the question.
@@ -1561,6 +1568,8 @@ START_TEST(test_fitness_reference_same_answers) {
     ERR(whatif_fitness(ref, {}, other), Errc::kInvalidArgument);
   }
   ck_assert_msg(hits > 100, "only %zu rounds answered from the memo alone", hits);
+  ck_assert_msg(remembered_rounds > 100, "remembers() true in only %zu rounds",
+                remembered_rounds);
 }
 END_TEST
 

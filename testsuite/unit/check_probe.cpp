@@ -591,6 +591,65 @@ START_TEST(capi_round_trip) {
 }
 END_TEST
 
+// flexco_probe_json_cached answers only what the snapshot's plan cache
+// holds (the plugin answers those in the request thread): 0 and nothing
+// planned before a probe planned the partition and its slots, the very
+// answer of flexco_probe_json_ex after, and 0 again for a slot not planned.
+START_TEST(cached_only_answers) {
+  Snap s(4);
+  s.running(1, 0, 2, T - 50, T + 300);
+  s.pending(2, 3, 200, 10);
+  s.pending(3, 1, 100, 5);
+  std::string body = R"({"nodes":[1,2],"duration":100})";
+  std::string other = R"({"nodes":[1,2],"duration":150})";
+  std::string bad = R"({"nodes":1,"duration":10,"foo":1})";
+  char code[32], err[256];
+  char* out = nullptr;
+  auto cached = [&](const std::string& b) {
+    return flexco_probe_json_cached(&s.get(), b.data(), b.size(), 100, 60, nullptr, nullptr,
+                                    &out, code, sizeof code, err, sizeof err);
+  };
+  auto full = [&](const std::string& b, std::string& doc) {
+    int st = flexco_probe_json_ex(&s.get(), b.data(), b.size(), 100, 60, nullptr, nullptr, &out,
+                                  code, sizeof code, err, sizeof err);
+    doc = out ? out : "";
+    std::free(out);
+    out = nullptr;
+    return st;
+  };
+  // No plan cache at all: never answered.
+  EQ(cached(body), 0);
+  ck_assert(out == nullptr);
+  // A request error costs no planning: answered as always.
+  EQ(cached(bad), 400);
+  ck_assert_str_eq(code, "bad_request");
+  std::free(out);
+  out = nullptr;
+
+  s.s.plan_cache = flexco_plan_cache_create();
+  ck_assert(s.s.plan_cache != nullptr);
+  EQ(cached(body), 0);  // nothing planned yet
+  ck_assert(out == nullptr);
+  std::string first, again;
+  EQ(full(body, first), 200);
+  EQ(cached(body), 200);  // the partition and these slots are planned now
+  ck_assert(out != nullptr);
+  ck_assert_str_eq(out, first.c_str());
+  std::free(out);
+  out = nullptr;
+  EQ(full(body, again), 200);
+  ck_assert_str_eq(again.c_str(), first.c_str());
+  // Other slots of the same partition: their fitness is not planned yet.
+  EQ(cached(other), 0);
+  ck_assert(out == nullptr);
+  EQ(full(other, first), 200);
+  EQ(cached(other), 200);
+  ck_assert_str_eq(out, first.c_str());
+  std::free(out);
+  flexco_plan_cache_free(s.s.plan_cache);
+}
+END_TEST
+
 Suite* probe_suite() {
   Suite* s = suite_create("probe");
   TCase* tc = tcase_create("core");
@@ -613,6 +672,7 @@ Suite* probe_suite() {
   tcase_add_test(tc, bad_probe_values);
   tcase_add_test(tc, published_share);
   tcase_add_test(tc, capi_round_trip);
+  tcase_add_test(tc, cached_only_answers);
   suite_add_tcase(s, tc);
   return s;
 }
