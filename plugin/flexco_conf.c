@@ -39,6 +39,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "EventBufferSize", .type = S_P_UINT32},
 	{.key = "EventsRateLimit", .type = S_P_STRING},
 	{.key = "HeaderTimeout", .type = S_P_UINT32},
+	{.key = "HttpThreads", .type = S_P_UINT32},
 	{.key = "ListenAddress", .type = S_P_STRING},
 	{.key = "ListenPort", .type = S_P_UINT16},
 	{.key = "MaxConnections", .type = S_P_UINT32},
@@ -69,7 +70,7 @@ static s_p_options_t flexco_options[] = {
 #define VALID_KEYS "ActForRoot, AuthMaxAge, AuthMaxSkew, BodyTimeout, " \
 	"ComputeNice, ComputeThreads, " \
 	"ConnectionTimeout, DaemonUsers, EventBufferSize, EventsRateLimit, " \
-	"HeaderTimeout, ListenAddress, ListenPort, MaxConnections, " \
+	"HeaderTimeout, HttpThreads, ListenAddress, ListenPort, MaxConnections, " \
 	"MaxConnectionsPerAddress, MaxLongPolls, MaxLongPollsPerUser, " \
 	"MaxRequestMemory, MaxRequestSize, MetricsTokenFile, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
@@ -263,6 +264,8 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     FLEXCO_DEFAULT_SNAPSHOT_MAX_AGE, 0, 60000) ||
 	    _get_u32(tbl, path, "SnapshotJobLag", &conf->snapshot_job_lag,
 		     FLEXCO_DEFAULT_SNAPSHOT_JOB_LAG, 0, 60000) ||
+	    _get_u32(tbl, path, "HttpThreads", &conf->http_threads,
+		     FLEXCO_DEFAULT_HTTP_THREADS, 1, 64) ||
 	    _get_u32(tbl, path, "ComputeThreads", &conf->compute_threads,
 		     FLEXCO_DEFAULT_COMPUTE_THREADS, 0, 64) ||
 	    _get_u32(tbl, path, "ComputeNice", &conf->compute_nice,
@@ -429,14 +432,15 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobLag=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u HttpThreads=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobLag=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
 	     conf->auth_max_age, conf->auth_max_skew, conf->body_timeout,
 	     conf->compute_nice, conf->compute_threads,
 	     conf->connection_timeout,
 	     conf->daemon_users ? conf->daemon_users : "(null)",
 	     conf->event_buffer_size, rate[FLEXCO_RL_EVENTS],
-	     conf->header_timeout, conf->listen_address, conf->listen_port,
+	     conf->header_timeout, conf->http_threads, conf->listen_address,
+	     conf->listen_port,
 	     conf->max_connections, conf->max_connections_per_address,
 	     conf->max_long_polls, conf->max_long_polls_per_user,
 	     conf->max_request_memory, conf->max_request_size,

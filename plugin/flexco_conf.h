@@ -38,6 +38,7 @@
 #define FLEXCO_DEFAULT_SNAPSHOT_MAX_AGE 1000	/* ms */
 #define FLEXCO_DEFAULT_SNAPSHOT_JOB_LAG 0	/* ms: never share after a job change */
 #define FLEXCO_DEFAULT_COMPUTE_THREADS 2
+#define FLEXCO_DEFAULT_HTTP_THREADS 2
 #define FLEXCO_DEFAULT_COMPUTE_NICE 10
 #define FLEXCO_DEFAULT_MIN_USER_UID 1000	/* Debian's FIRST_UID */
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
@@ -83,6 +84,7 @@ typedef struct {
 	uint32_t snapshot_job_lag;	/* SnapshotJobLag, ms, <= snapshot_max_age */
 	uint32_t compute_threads;	/* ComputeThreads (0: in the request thread) */
 	uint32_t compute_nice;		/* ComputeNice, 0..19 */
+	uint32_t http_threads;		/* HttpThreads: microhttpd's workers */
 	/* ProbeRateLimit, ProfileRateLimit, EventsRateLimit: Count/Seconds,
 	 * indexed by FLEXCO_RL_*; rate_count 0: no limit */
 	uint32_t rate_count[FLEXCO_RL_CNT];

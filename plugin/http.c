@@ -73,7 +73,6 @@ extern const char plugin_type[];
 /* the longest target a signed request can have (doc/auth.md) */
 #define MAX_URI_LEN FLEXCO_AUTH_MAX_TARGET
 #define HEADER_MEMORY (32 * 1024)
-#define THREAD_POOL_SIZE 4
 #define PROBE_VALID_FOR 60	/* seconds an offer is quoted as valid */
 
 /* ---------------------------------------------------------------------- */
@@ -1980,7 +1979,7 @@ extern int http_start(const flexco_conf_t *conf)
 		MHD_OPTION_CONNECTION_TIMEOUT,
 		(unsigned int) conf->connection_timeout,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HEADER_MEMORY,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned int) THREAD_POOL_SIZE,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned int) conf->http_threads,
 		MHD_OPTION_URI_LOG_CALLBACK, _uri_log, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, _completed, NULL,
 		MHD_OPTION_NOTIFY_CONNECTION, _conn_notify, NULL,

@@ -93,6 +93,8 @@ def main():
                       "flexco_reaper", "flexco_waker"],
              "the plugin's threads are named flexco_* (agent, 2 compute, events, reaper, waker)",
              "%r" % names)
+        t.ok(names.count("MHD-worker") == 2 and "MHD-single" not in names,
+             "HttpThreads=2 (the default): 2 threads of libmicrohttpd", "%r" % names)
         s0 = compute_stats(c)
         t.ok(s0.get("threads") == 2 and s0.get("nice") == 10,
              "/v1/stats compute: 2 threads, nice 10", "%r" % s0)
@@ -161,9 +163,14 @@ def main():
 
     # -- ComputeThreads=0: in the request thread --------------------------------
     grid, st, c = start(["--plugin-option", "ComputeThreads=0",
-                         "--plugin-option", "ComputeNice=5"])
+                         "--plugin-option", "ComputeNice=5",
+                         "--plugin-option", "HttpThreads=3"])
     try:
         pid = st["clusters"][0]["slurmctld_pid"]
+        names = thread_names(pid)
+        t.ok(names.count("MHD-worker") == 3 and "flexco_compute" not in names,
+             "HttpThreads=3: 3 threads of libmicrohttpd; ComputeThreads=0: no compute thread",
+             "%r" % names)
         nices = thread_nices(pid)
         base = nices.get(pid, 0)
         t.ok(sorted(set(nices.values())) == [base],

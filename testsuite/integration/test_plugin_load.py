@@ -87,6 +87,8 @@ BAD_CONFS = [
      "ComputeNice=20 is out of range"),
     ("ComputeThreads too many", "ListenPort=%(port)d\nComputeThreads=65\n",
      "ComputeThreads=65 is out of range"),
+    ("HttpThreads=0", "ListenPort=%(port)d\nHttpThreads=0\n",
+     "HttpThreads=0 is out of range"),
     ("MinUserUid=0", "ListenPort=%(port)d\nMinUserUid=0\n",
      "MinUserUid=0 is out of range"),
     ("ReplayCacheSize too small", "ListenPort=%(port)d\nReplayCacheSize=10\n",
