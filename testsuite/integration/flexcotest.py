@@ -100,6 +100,32 @@ def short_dir():
     return _short_dir
 
 
+_scratch = []
+
+
+def scratch_dir(prefix):
+    """A new directory under the system's temporary directory for a test's
+    own files (part jobs' output, a second daemon's state, hold files).
+    Removed when the test ends, like a grid's run directory: kept (and
+    named) when a check failed or FLEXCO_KEEP_RUN is set."""
+    import atexit
+    import tempfile
+    d = tempfile.mkdtemp(prefix=prefix)
+    if not _scratch:
+        atexit.register(_scratch_end)
+    _scratch.append(d)
+    return d
+
+
+def _scratch_end():
+    if _failed or os.environ.get("FLEXCO_KEEP_RUN"):
+        for d in _scratch:
+            note(f"kept {d}")
+        return
+    for d in _scratch:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def slurm_version():
     """The installed slurmctld's version as `slurmctld -V` prints it
     ("22.05.8"), or "" if it cannot be run."""

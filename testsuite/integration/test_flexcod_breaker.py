@@ -17,7 +17,6 @@ BreakerFailures=2, BreakerBackoff=5:
 
 import os
 import socket
-import tempfile
 import threading
 import time
 
@@ -118,7 +117,7 @@ def main():
     t.require_grid_tools()
     with t.Grid(nodes=NODES) as grid:
         fc = Flexcod(grid)
-        tmp = tempfile.mkdtemp(prefix="flexcod-breaker-")
+        tmp = t.scratch_dir("flexcod-breaker-")
         os.chmod(tmp, 0o777)
         t.ok(t.wait_for(fc.listening, 30, "flexcod to reconcile"), "flexcod is up")
         conf_path = fc.info["conf"]

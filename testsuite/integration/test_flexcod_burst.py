@@ -19,7 +19,6 @@ import os
 import pwd
 import random
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -80,7 +79,7 @@ def run(users):
     with t.Grid(nodes=[4, 4, 4]) as grid:
         fc = Flexcod(grid)
         admin = fc.client()
-        out = tempfile.mkdtemp(prefix="flexcod-burst-")
+        out = t.scratch_dir("flexcod-burst-")
         os.chmod(out, 0o1777)
         t.wait_for(fc.listening, 30, "flexcod to reach every cluster")
 

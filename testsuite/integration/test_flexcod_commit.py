@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 
 import flexcotest as t
@@ -29,7 +28,7 @@ def main():
         t.ok(fc.info.get("url"), "localgrid started flexcod and shows its URL",
              "%r" % fc.info)
         c = fc.client()
-        tmp = tempfile.mkdtemp(prefix="flexcod-commit-")
+        tmp = t.scratch_dir("flexcod-commit-")
         os.chmod(tmp, 0o777)
 
         # -- clusters ------------------------------------------------------
@@ -278,7 +277,7 @@ def main():
         t.ok(c.get("/v1/clusters").status == 200, "... and keeps serving")
 
         # -- a second flexcod, detached, on its own port and database -------------
-        d2 = tempfile.mkdtemp(prefix="flexcod-daemon-")
+        d2 = t.scratch_dir("flexcod-daemon-")
         port2 = fc.info["port"] + 5
         conf2 = fc.conf_copy(d2, port2)
         with open(fc.info["conf"]) as f:
@@ -309,7 +308,7 @@ def main():
         # alpha's plugin: it signs for beta, alpha refuses every call with
         # wrong_audience, and flexcod says so instead of "unreachable".
         # (Only that cluster, so this flexcod can touch nothing.)
-        d3 = tempfile.mkdtemp(prefix="flexcod-audience-")
+        d3 = t.scratch_dir("flexcod-audience-")
         conf3 = os.path.join(d3, "flexcod.conf")
         alpha_url = [ln.split("URL=")[1].split()[0] for ln in text.splitlines()
                      if ln.startswith("Cluster=alpha ")][0]

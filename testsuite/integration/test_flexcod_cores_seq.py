@@ -16,7 +16,6 @@ reservation from Slurm, re-plan around the refusal and complete."""
 
 import os
 import re
-import tempfile
 import threading
 
 import flexcotest as t
@@ -36,12 +35,12 @@ def slurm_reservation_names(grid, cluster):
 
 def main():
     t.require_grid_tools()
-    hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
+    hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
     with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
         fc = Flexcod(grid)
         c = fc.client()
-        tmp = tempfile.mkdtemp(prefix="flexcod-seq-")
+        tmp = t.scratch_dir("flexcod-seq-")
         os.chmod(tmp, 0o777)
         t.ok(t.wait_for(fc.listening, 30, "flexcod to reconcile"), "flexcod is up")
 

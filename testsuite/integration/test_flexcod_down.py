@@ -12,7 +12,6 @@ ended.  The restart must apply what the missed events would have:
   runs: the other part is cancelled and the co-allocation `failed`."""
 
 import os
-import tempfile
 
 import flexcotest as t
 from flexcodtest import Flexcod, nothing_left, script, slurm_jobs, slurm_reservations
@@ -47,7 +46,7 @@ def main():
     t.require_grid_tools()
     with t.Grid(nodes=NODES) as grid:
         fc = Flexcod(grid)
-        tmp = tempfile.mkdtemp(prefix="flexcod-down-")
+        tmp = t.scratch_dir("flexcod-down-")
         os.chmod(tmp, 0o777)
 
         # -- every part completes while flexcod is down -------------------------

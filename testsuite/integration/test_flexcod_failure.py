@@ -12,7 +12,6 @@ unplaceable and nothing is left anywhere."""
 
 import os
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -44,11 +43,11 @@ def live_names(fc, doc):
 
 def main():
     t.require_grid_tools()
-    hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
+    hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
     with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
         fc = Flexcod(grid)
-        tmp = tempfile.mkdtemp(prefix="flexcod-failure-")
+        tmp = t.scratch_dir("flexcod-failure-")
         os.chmod(tmp, 0o777)
         body = {"nodes": 6, "duration": 300, "script": script(tmp, "sleep 600"),
                 "std_out": "/dev/null"}

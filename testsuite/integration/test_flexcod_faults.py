@@ -28,7 +28,6 @@ result table (markdown) there."""
 
 import os
 import signal
-import tempfile
 import threading
 import time
 
@@ -295,7 +294,7 @@ def cleanup(grid, fc):
 
 def main():
     t.require_grid_tools()
-    hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
+    hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
     todo = cases()
     ops = dict(STEPS)
@@ -305,7 +304,7 @@ def main():
         proxies = flexcod_via_proxies(grid, fc)
         t.ok(fc.listening() and all(p.accepted > 0 for p in proxies.values()),
              "flexcod reaches every cluster through its fault proxy")
-        tmp = tempfile.mkdtemp(prefix="flexcod-faults-")
+        tmp = t.scratch_dir("flexcod-faults-")
         os.chmod(tmp, 0o777)
         for step, fault in todo:
             case = Case(grid, fc, proxies, hold_dir, tmp, step, ops[step], fault)

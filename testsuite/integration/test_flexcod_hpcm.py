@@ -13,7 +13,6 @@ import json
 import math
 import os
 import subprocess
-import tempfile
 import time
 
 import flexcotest as t
@@ -95,7 +94,7 @@ def main():
         t.ok(len(said[0]) == 1 and said[0] == said[1] == said[2],
              "three hpcm dry runs of 3 nodes name the same cluster (%s): asking moves no "
              "round-robin pointer" % ",".join(said[0]), "%r" % said)
-        tmp = tempfile.mkdtemp(prefix="flexcod-hpcm-")
+        tmp = t.scratch_dir("flexcod-hpcm-")
         os.chmod(tmp, 0o777)
         s, co = fc.submit({"nodes": 3, "duration": 120, "policy": "hpcm",
                            "script": script(tmp), "std_out": "/dev/null"})

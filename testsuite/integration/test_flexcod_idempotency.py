@@ -12,7 +12,6 @@ they answer without one, and nothing else does."""
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -39,12 +38,12 @@ def flexco_reservations(grid):
 
 def main():
     t.require_grid_tools()
-    hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
+    hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
     with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
         fc = Flexcod(grid)
         st = grid.status()
-        tmp = tempfile.mkdtemp(prefix="flexcod-idem-")
+        tmp = t.scratch_dir("flexcod-idem-")
         os.chmod(tmp, 0o777)
         # Starting in an hour: the reservations wait in Slurm while we look.
         body = {"nodes": 6, "duration": 600, "ready": int(time.time()) + 3600,

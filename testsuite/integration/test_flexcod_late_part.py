@@ -9,7 +9,6 @@ every reservation and fail the co-allocation with a reason naming the late
 part, within the skew plus the watchdog's period.  With
 PartStartPolicy=warn the parts keep running and the reason says so."""
 
-import tempfile
 import time
 
 import flexcotest as t
@@ -23,7 +22,7 @@ def main():
     t.require_grid_tools()
     with t.Grid(nodes=NODES) as grid:
         fc = Flexcod(grid)
-        tmp = tempfile.mkdtemp(prefix="flexcod-late-")
+        tmp = t.scratch_dir("flexcod-late-")
         t.ok(t.wait_for(fc.listening, 30, "flexcod to reconcile"), "flexcod is up")
 
         def configure(policy):

@@ -14,7 +14,6 @@ co-allocation, and say in its log why it reconciled."""
 
 import os
 import signal
-import tempfile
 
 import flexcotest as t
 from flexcodtest import Flexcod, nothing_left, script, slurm_jobs, slurm_reservations
@@ -34,7 +33,7 @@ def main():
         settings = grid.plugin_settings(st["clusters"][0]["name"]) or {}
         t.ok(settings.get("EventBufferSize") == "8", "the plugins keep 8 events",
              "%r" % settings)
-        tmp = tempfile.mkdtemp(prefix="flexcod-lost-")
+        tmp = t.scratch_dir("flexcod-lost-")
         os.chmod(tmp, 0o777)
 
         s, doc = fc.submit({"nodes": 6, "duration": 120, "script": script(tmp, "sleep 20"),

@@ -16,7 +16,6 @@ alone and completes, the co-allocation is not moved, and the new set is
 released on the other cluster."""
 
 import os
-import tempfile
 import threading
 import time
 
@@ -29,11 +28,11 @@ NODES = [4, 4, 4]
 
 def main():
     t.require_grid_tools()
-    hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
+    hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
     with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
         fc = Flexcod(grid)
-        tmp = tempfile.mkdtemp(prefix="flexcod-race-")
+        tmp = t.scratch_dir("flexcod-race-")
         os.chmod(tmp, 0o777)
         t.ok(t.wait_for(fc.listening, 30, "flexcod to reconcile"), "flexcod is up")
 

@@ -11,7 +11,6 @@ A clean SIGTERM stop keeps scheduled co-allocations, which a restart
 picks up and follows to completion."""
 
 import os
-import tempfile
 import threading
 
 import flexcotest as t
@@ -25,12 +24,12 @@ STEPS = ["reserving", "reserved", "confirmed", "submitted"]
 
 def main():
     t.require_grid_tools()
-    hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
+    hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
     with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
         fc = Flexcod(grid)
         st = grid.status()
-        tmp = tempfile.mkdtemp(prefix="flexcod-recovery-")
+        tmp = t.scratch_dir("flexcod-recovery-")
         os.chmod(tmp, 0o777)
         body = {"nodes": 6, "duration": 120, "script": script(tmp, "sleep 2"),
                 "std_out": "/dev/null"}

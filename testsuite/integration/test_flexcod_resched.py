@@ -13,7 +13,6 @@ first; the co-allocation is shifted beside it.  (d) PATCH excluding a cluster a 
 co-allocation off it."""
 
 import os
-import tempfile
 import time
 
 import flexcotest as t
@@ -26,11 +25,11 @@ NODES = [4, 4, 4]
 
 def main():
     t.require_grid_tools()
-    hold_dir = tempfile.mkdtemp(prefix="flexcod-hold-")
+    hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
     with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
         fc = Flexcod(grid)
-        tmp = tempfile.mkdtemp(prefix="flexcod-resched-")
+        tmp = t.scratch_dir("flexcod-resched-")
         os.chmod(tmp, 0o777)
         t.ok(t.wait_for(fc.listening, 30, "flexcod to reconcile"), "flexcod is up")
 

@@ -14,7 +14,6 @@ first one's reservations alone: they carry the first one's owner tag."""
 import os
 import sqlite3
 import subprocess
-import tempfile
 import time
 
 import flexcotest as t
@@ -28,7 +27,7 @@ def main():
         fc = Flexcod(grid)
         admin = fc.client()
         t.wait_for(fc.listening, 30, "flexcod to reach every cluster")
-        tmp = tempfile.mkdtemp(prefix="flexcod-restore-")
+        tmp = t.scratch_dir("flexcod-restore-")
         os.chmod(tmp, 0o777)
         later = int(time.time()) + 3600
         # One cluster, one part: B's and C's parts meet the same plugin
@@ -90,7 +89,7 @@ def main():
         # Its reconciliation sees A's and C's reservations, which its
         # database does not know: they carry the first one's owner tag, so
         # they are not its orphans (before, it deleted them).
-        d2 = tempfile.mkdtemp(prefix="flexcod-second-")
+        d2 = t.scratch_dir("flexcod-second-")
         port2 = fc.info["port"] + 7
         env = dict(os.environ, FLEXCOD_CONF=fc.conf_copy(d2, port2))
         second = subprocess.Popen([fc.info["program"], "-D", "-L", os.path.join(d2, "log")],

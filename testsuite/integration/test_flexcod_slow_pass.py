@@ -21,7 +21,6 @@ job on alpha ends early:
   parts in place): deferred, not failed nor cancelled."""
 
 import os
-import tempfile
 import time
 
 import flexcotest as t
@@ -37,7 +36,7 @@ def main():
     t.require_grid_tools()
     with t.Grid(nodes=NODES) as grid:
         fc = Flexcod(grid)
-        tmp = tempfile.mkdtemp(prefix="flexcod-slowpass-")
+        tmp = t.scratch_dir("flexcod-slowpass-")
         os.chmod(tmp, 0o777)
         t.ok(t.wait_for(fc.listening, 30, "flexcod to reconcile"), "flexcod is up")
         proxies = flexcod_via_proxies(grid, fc)

@@ -21,7 +21,6 @@ import pwd
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 
 import flexcotest as t
@@ -76,7 +75,7 @@ def sreserve(conf, *argv, uid=None):
 
 
 def chromium(args, timeout=120):
-    profile = tempfile.mkdtemp(prefix="flexcod-ui-chromium-")
+    profile = t.scratch_dir("flexcod-ui-chromium-")
     try:
         return subprocess.run(
             [shutil.which("chromium"), "--headless", "--no-sandbox", "--disable-gpu",
@@ -123,7 +122,7 @@ def main():
         fc = Flexcod(grid)
         conf = fc.info["conf"]
         names = grid.cluster_names()
-        tmp = tempfile.mkdtemp(prefix="flexcod-ui-")
+        tmp = t.scratch_dir("flexcod-ui-")
         os.chmod(tmp, 0o777)
 
         # -- a real co-allocation over both clusters, in an hour -------------

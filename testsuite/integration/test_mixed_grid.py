@@ -16,7 +16,6 @@ after the 24.11 tier, with FLEXCO_MIXED_SLURM (default 24.11) and
 FLEXCO_MIXED_BUILDDIR (default <builddir>-24.11)."""
 
 import os
-import tempfile
 import time
 
 import flexcotest as t
@@ -88,7 +87,7 @@ def run(grid):
                     "the local jobs to run"),
          "every node of both clusters runs a local job (10-minute limits)")
 
-    tmp = tempfile.mkdtemp(prefix="flexco-mixed-")
+    tmp = t.scratch_dir("flexco-mixed-")
     os.chmod(tmp, 0o777)
     body = {"nodes": 6, "duration": 60, "std_out": "/dev/null",
             "script": script(tmp, "sleep 15")}

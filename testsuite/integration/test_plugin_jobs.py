@@ -8,7 +8,6 @@ released (idempotent; an administrator's hold stays); its state from
 slurmctld; the record survives a slurmctld restart."""
 
 import os
-import tempfile
 import time
 
 import flexcotest as t
@@ -38,7 +37,7 @@ def main():
              "%s %r" % (r.status, r.raw[:300]))
         resv_nodes = set(grid.expand_nodes("alpha", res.get("node_list", "")))
 
-        tmp = tempfile.mkdtemp(prefix="flexco-jobs-")
+        tmp = t.scratch_dir("flexco-jobs-")
         os.chmod(tmp, 0o777)
         out = os.path.join(tmp, "out.txt")
         script = ("#!/bin/sh\n"

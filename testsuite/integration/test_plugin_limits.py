@@ -12,7 +12,6 @@ the reservation's part jobs, not the queue; it does not time the hold
 (delete_resv() inside it is Slurm's own and still walks the job list)."""
 
 import os
-import tempfile
 import time
 
 import flexcotest as t
@@ -97,7 +96,7 @@ def main():
         r = c.request("POST", "/v1/reservations/%s/confirm" % rid)
         t.ok(r.status == 200, "a confirmed reservation %s in an hour" % name,
              "%s %r" % (r.status, r.raw[:300]))
-        tmp = tempfile.mkdtemp(prefix="flexco-limits-")
+        tmp = t.scratch_dir("flexco-limits-")
         os.chmod(tmp, 0o777)
         ids, raws = [], []
         for i in range(PART_JOBS):
