@@ -4,8 +4,12 @@
 // what-if planning and the JSON answer, as the plugin calls them
 // (flexco_probe_json), on a small fixed cluster: 6 nodes, a running job,
 // a planned and a pending one, a reservation, two partitions.  Also the
-// will_run parameters decoder.  Checks: no crash, no sanitizer report, and
-// every answer is either a JSON document or a 4xx/5xx error code.
+// will_run parameters decoder, and the answer from a snapshot's plan cache
+// (flexco_probe_json_cached, which the plugin tries first in the request's
+// thread).  Checks: no crash, no sanitizer report, every answer is either a
+// JSON document or a 4xx/5xx error code, and the cached path answers
+// nothing before a probe planned on that snapshot and then exactly what the
+// full path answers.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -50,5 +54,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   free(json);
   flexco_will_run_params_t wr;
   (void) flexco_probe_will_run_params(body.c_str(), body.size(), &wr);
+
+  // The same on a snapshot with a plan cache of its own: nothing planned
+  // yet, so the cached path answers only what needs no plan (a request
+  // error, no slot to score); after the full path it answers the same.
+  flexco_snapshot_t snap = cluster();
+  snap.plan_cache = flexco_plan_cache_create();
+  if (snap.plan_cache == nullptr) return 0;
+  char* before = nullptr;
+  const int st0 = flexco_probe_json_cached(&snap, body.c_str(), body.size(), 100, 60, nullptr,
+                                           nullptr, &before, code, sizeof code, err, sizeof err);
+  if ((st0 == 0) != (before == nullptr)) abort();
+  char* full = nullptr;
+  const int st1 = flexco_probe_json_ex(&snap, body.c_str(), body.size(), 100, 60, nullptr,
+                                       nullptr, &full, code, sizeof code, err, sizeof err);
+  if (st1 != status) abort();  // a plan cache never changes the answer
+  if (st0 != 0 && (st0 != st1 || std::strcmp(before, full) != 0)) abort();
+  char* after = nullptr;
+  const int st2 = flexco_probe_json_cached(&snap, body.c_str(), body.size(), 100, 60, nullptr,
+                                           nullptr, &after, code, sizeof code, err, sizeof err);
+  if (st2 != st1 || after == nullptr || full == nullptr || std::strcmp(after, full) != 0)
+    abort();
+  free(before);
+  free(full);
+  free(after);
+  flexco_plan_cache_free(snap.plan_cache);
   return 0;
 }
