@@ -287,11 +287,21 @@ def with_flexcod(grid, st):
     r2 = sr("list", "-h", "-o", "%i", env={"SLURM_CLUSTERS": "nosuchcluster"})
     t.ok(r.returncode == 0 and r.stdout.split() == [coid] and r2.returncode == 0 and r2.stdout == "",
          "list -M alpha: it; SLURM_CLUSTERS of another cluster: none", r.stdout + r2.stdout + r2.stderr)
-    r = sr("list", "--yaml")
-    ydoc = yaml.safe_load(r.stdout) if r.returncode == 0 else {}
-    jdoc = json.loads(sr("list", "--json").stdout)
-    ydoc.get("meta", {}).pop("command", None)
-    jdoc.get("meta", {}).pop("command", None)
+    # the co-allocation may change state between two commands (its parts
+    # start): compare a --yaml read with --json reads just before and
+    # after it that agree with each other
+    def listing(fmt):
+        out = sr("list", fmt)
+        doc = (yaml.safe_load(out.stdout) if fmt == "--yaml" else json.loads(out.stdout)) \
+            if out.returncode == 0 else {}
+        doc.get("meta", {}).pop("command", None)
+        return out, doc
+    for _ in range(5):
+        _, before = listing("--json")
+        r, ydoc = listing("--yaml")
+        _, jdoc = listing("--json")
+        if before == jdoc:
+            break
     t.ok(r.stdout.startswith("---\n") and ydoc == jdoc and ydoc["meta"]["data_format"] == "v1"
          and [c["id"] for c in ydoc.get("coallocations", [])] == [int(coid)],
          "list --yaml: the --json document as YAML", r.stdout[:600] + r.stderr)
