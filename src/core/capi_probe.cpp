@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <string_view>
@@ -139,6 +140,13 @@ extern "C" int flexco_probe_json(const flexco_snapshot_t* snap, const char* body
 
 namespace {
 
+// Whether no probe planned on the snapshot yet (or it has no cache).
+bool nothing_planned(const flexco_plan_cache* cache) {
+  if (cache == nullptr) return true;
+  std::lock_guard<std::mutex> hold(const_cast<flexco_plan_cache*>(cache)->mu);
+  return cache->entries.empty();
+}
+
 int probe_json(const flexco_snapshot_t* snap, const char* body, size_t len, int share_percent,
                int64_t valid_for, const flexco_histories_t* histories,
                const flexco_will_run_answer_t* will_run, char** json_out, char* code,
@@ -157,6 +165,9 @@ int probe_json(const flexco_snapshot_t* snap, const char* body, size_t len, int 
     if (valid_for < 0)
       return fail(500, "internal", "flexco_probe_json: valid_for must be >= 0", json_out, code,
                   codelen, err, errlen);
+    // A snapshot taken for this very request has nothing planned: leave
+    // the request whole to the full path instead of parsing it twice.
+    if (cached_only && nothing_planned(snap->plan_cache)) return 0;
     auto parsed = flexco::parse_probe_request(std::string_view(body ? body : "", len));
     if (auto* e = std::get_if<flexco::ProbeError>(&parsed))
       return fail(e->status, e->code, e->message, json_out, code, codelen, err, errlen);

@@ -116,7 +116,9 @@ int flexco_probe_json_ex(const flexco_snapshot_t *snap, const char *body,
  * cache: returns 0 (and *json_out NULL, nothing planned) when the answer
  * would plan the partition's queue or a slot that no earlier probe of the
  * snapshot planned; any other return is flexco_probe_json_ex's answer.
- * Costs the request's parse and the snapshot's availability, no planning.
+ * On a snapshot with nothing planned yet (or no cache) it returns 0 at
+ * once, without parsing the body; otherwise it costs the parse and the
+ * snapshot's availability, no planning.
  */
 int flexco_probe_json_cached(const flexco_snapshot_t *snap, const char *body,
 			     size_t len, int share_percent, int64_t valid_for,
