@@ -1940,6 +1940,8 @@ extern int http_start(const flexco_conf_t *conf)
 						  conf->auth_max_skew,
 						  conf->replay_cache_size,
 						  conf->replay_cache_per_user,
+						  conf->daemon_uids,
+						  conf->daemon_uid_cnt,
 						  err, sizeof(err));
 		if (!verifier) {
 			slurm_mutex_unlock(&daemon_lock);

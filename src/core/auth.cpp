@@ -660,6 +660,11 @@ std::size_t share_of(std::size_t capacity, std::size_t per_uid) noexcept {
   return std::clamp<std::size_t>(per_uid, 1, capacity);
 }
 
+std::vector<uid_t> sorted(std::vector<uid_t> v) noexcept {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 // The uid a replay_key() begins with.
 uid_t key_uid(const std::string& key) noexcept {
   std::uint32_t uid = 0;
@@ -671,9 +676,11 @@ uid_t key_uid(const std::string& key) noexcept {
 
 }  // namespace
 
-ReplayCache::ReplayCache(std::size_t capacity, std::size_t per_uid) noexcept
+ReplayCache::ReplayCache(std::size_t capacity, std::size_t per_uid,
+                         std::vector<uid_t> exempt) noexcept
     : capacity_(capacity == 0 ? 1 : capacity),
-      per_uid_(share_of(capacity == 0 ? 1 : capacity, per_uid)) {}
+      per_uid_(share_of(capacity == 0 ? 1 : capacity, per_uid)),
+      exempt_(sorted(std::move(exempt))) {}
 
 void ReplayCache::evict_expired(std::int64_t now) {
   while (!by_expiry_.empty() && by_expiry_.begin()->first < now) {
@@ -695,7 +702,10 @@ ReplayCache::Outcome ReplayCache::check_and_insert(uid_t uid, std::string_view n
     if (expiry_of_.count(key) != 0) return Outcome::kReplayed;
     if (expiry_of_.size() >= capacity_) return Outcome::kFull;
     auto count = count_of_.find(uid);
-    if (count != count_of_.end() && count->second >= per_uid_) return Outcome::kUserFull;
+    if (count != count_of_.end() && count->second >= per_uid_ &&
+        !std::binary_search(exempt_.begin(), exempt_.end(), uid)) {
+      return Outcome::kUserFull;
+    }
     // Insert into all three indexes or none.
     if (count == count_of_.end()) count = count_of_.emplace(uid, 0).first;
     try {
@@ -751,7 +761,8 @@ Result<Verifier> Verifier::create(VerifierConfig config) noexcept try {
                           size_text(kMaxReplayCapacity) + "] (got " +
                           size_text(config.replay_per_uid) + ")");
   }
-  auto cache = std::make_unique<ReplayCache>(config.replay_capacity, config.replay_per_uid);
+  auto cache = std::make_unique<ReplayCache>(config.replay_capacity, config.replay_per_uid,
+                                             config.replay_share_exempt);
   return Verifier(std::move(config), std::move(cache));
 } catch (...) {
   return out_of_memory();

@@ -270,8 +270,12 @@ class ReplayCache {
   // capacity >= 1 (0 is treated as 1).  per_uid: live entries one uid may
   // hold (issue 14 §1.5: one user must not lock every other user out);
   // 0 = the default, capacity / 4 and at least 1; more than capacity is
-  // capacity.
-  explicit ReplayCache(std::size_t capacity, std::size_t per_uid = 0) noexcept;
+  // capacity.  exempt: uids the share does not apply to (the plugin's
+  // DaemonUsers: flexcod signs every request it makes for all users, and
+  // at 100 probes a second it would run into a quarter of the default
+  // cache); their entries still count against `capacity`.
+  explicit ReplayCache(std::size_t capacity, std::size_t per_uid = 0,
+                       std::vector<uid_t> exempt = {}) noexcept;
 
   ReplayCache(const ReplayCache&) = delete;
   ReplayCache& operator=(const ReplayCache&) = delete;
@@ -291,6 +295,7 @@ class ReplayCache {
 
   const std::size_t capacity_;
   const std::size_t per_uid_;
+  const std::vector<uid_t> exempt_;  // sorted
   mutable std::mutex mutex_;
   std::unordered_map<uid_t, std::size_t> count_of_;  // uid -> live entries
   std::unordered_map<std::string, std::int64_t> expiry_of_;  // key -> expires
@@ -307,6 +312,7 @@ struct VerifierConfig {
   std::int64_t max_skew = 60;      // s it may lie in the future (clock skew)
   std::size_t replay_capacity = 65536;  // nonces remembered at most
   std::size_t replay_per_uid = 0;       // of which one uid; 0 = capacity / 4
+  std::vector<uid_t> replay_share_exempt;  // uids not held to replay_per_uid
 };
 
 // Who made the request, as established by MUNGE.

@@ -37,7 +37,8 @@ static_assert(FLEXCO_AUTH_DIGEST_SIZE == flexco::auth::kDigestHexLength + 1,
 
 extern "C" flexco_verifier_t* flexco_verifier_create(
     const char* audience, const char* socket_path, int64_t max_age, int64_t max_skew,
-    size_t replay_capacity, size_t replay_per_uid, char* err, size_t errlen) {
+    size_t replay_capacity, size_t replay_per_uid, const uid_t* exempt, size_t n_exempt,
+    char* err, size_t errlen) {
   try {
     flexco::auth::VerifierConfig config;
     config.audience = audience ? audience : "";
@@ -46,6 +47,7 @@ extern "C" flexco_verifier_t* flexco_verifier_create(
     config.max_skew = max_skew;
     config.replay_capacity = replay_capacity;
     config.replay_per_uid = replay_per_uid;
+    if (exempt != nullptr) config.replay_share_exempt.assign(exempt, exempt + n_exempt);
     auto made = flexco::auth::Verifier::create(std::move(config));
     if (!made.ok()) {
       put(err, errlen, made.error().message);

@@ -43,15 +43,17 @@ typedef struct flexco_verifier flexco_verifier_t;
  * max_age, max_skew: seconds a
  * request's timestamp may lie behind / ahead of now; replay_capacity: how
  * many (uid, nonce) pairs are remembered; replay_per_uid: how many of them
- * one uid may hold (0: a quarter of replay_capacity).  Returns NULL with a
- * message in
- * err (NUL-terminated, truncated to errlen) on invalid arguments.
+ * one uid may hold (0: a quarter of replay_capacity), except the n_exempt
+ * uids in exempt (the plugin's DaemonUsers; may be NULL when n_exempt is
+ * 0), which only the whole capacity bounds.  Returns NULL with a message
+ * in err (NUL-terminated, truncated to errlen) on invalid arguments.
  */
 flexco_verifier_t *flexco_verifier_create(const char *audience,
 					  const char *socket_path,
 					  int64_t max_age, int64_t max_skew,
 					  size_t replay_capacity,
 					  size_t replay_per_uid,
+					  const uid_t *exempt, size_t n_exempt,
 					  char *err, size_t errlen);
 
 void flexco_verifier_destroy(flexco_verifier_t *v);

@@ -143,6 +143,17 @@ def main():
         r = nobody.get("/v1/profile")
         t.ok(r.status == 200, "uid %d is still served meanwhile" % NOBODY,
              "%s %r" % (r.status, r.raw[:200]))
+        # DaemonUsers (flexcod, here root) sign every request flexcod makes
+        # for all users, 100 probes a second and more: the share is for
+        # users, so flexcod must not run into it (only ReplayCacheSize).
+        got = [c.get("/v1/stats").status for _ in range(REPLAY_SHARE + 20)]
+        t.ok(got == [200] * (REPLAY_SHARE + 20),
+             "a DaemonUser (root) is served beyond ReplayCachePerUser=%d: %d "
+             "signed requests in a row" % (REPLAY_SHARE, REPLAY_SHARE + 20),
+             "%r" % {s: got.count(s) for s in set(got)})
+        r = sharer.get("/v1/stats")
+        t.ok(r.status == 503 and r.error_code() == "replay_cache_full",
+             "uid %d is still held to its share" % SHARER, "%s" % r.status)
 
         p = grid.run("alpha", ["scontrol", "ping"])
         t.ok(p.returncode == 0 and "UP" in p.stdout, "slurmctld is alive")

@@ -964,6 +964,27 @@ START_TEST(replay_cache_uid_share) {
 }
 END_TEST
 
+START_TEST(replay_cache_share_exempt) {
+  // The plugin's DaemonUsers (flexcod signs every request it makes for
+  // all users) are not held to the per-uid share, only to the capacity;
+  // everyone else still is.
+  auth::ReplayCache cache(8, 2, {77, 0});
+  using O = auth::ReplayCache::Outcome;
+  for (const char* n : {"a", "b", "c", "d", "e"}) {
+    ck_assert(cache.check_and_insert(0, n, 100, 0) == O::kInserted);
+  }
+  ck_assert(cache.check_and_insert(0, "a", 100, 0) == O::kReplayed);
+  ck_assert(cache.check_and_insert(1000, "a", 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1000, "b", 100, 0) == O::kInserted);
+  ck_assert(cache.check_and_insert(1000, "c", 100, 0) == O::kUserFull);
+  ck_assert(cache.check_and_insert(77, "a", 100, 0) == O::kInserted);
+  // Eight live entries: the capacity bounds the exempt uids too.
+  ck_assert(cache.check_and_insert(77, "b", 100, 0) == O::kFull);
+  ck_assert(cache.check_and_insert(0, "f", 100, 0) == O::kFull);
+  ck_assert_uint_eq(cache.size(), 8);
+}
+END_TEST
+
 // ===========================================================================
 // With a real munged
 
@@ -1622,6 +1643,7 @@ Suite* make_suite() {
   tcase_add_test(format, replay_cache_per_uid);
   tcase_add_test(format, replay_cache_one_uid_cannot_lock_out);
   tcase_add_test(format, replay_cache_uid_share);
+  tcase_add_test(format, replay_cache_share_exempt);
   tcase_add_test(format, metrics_token_file);
   suite_add_tcase(s, format);
 
