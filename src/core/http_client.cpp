@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <optional>
 
@@ -158,6 +159,65 @@ std::string json_text(const json_t* j) {
   return out;
 }
 
+struct Client::Pool {
+  std::mutex mutex;
+  std::vector<CURL*> idle;  // reset handles whose connections stay open
+
+  Pool() = default;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() {
+    for (CURL* h : idle) curl_easy_cleanup(h);
+  }
+
+  // A handle from the pool, or a new one (nullptr if libcurl has none).
+  CURL* take() noexcept {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (!idle.empty()) {
+        CURL* h = idle.back();
+        idle.pop_back();
+        return h;
+      }
+    }
+    return curl_easy_init();
+  }
+
+  // Back to the pool with its connection, its options reset (no pointer
+  // into the finished request stays behind); freed when the pool is full.
+  void give(CURL* h) noexcept {
+    if (h == nullptr) return;
+    curl_easy_reset(h);
+    try {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (idle.size() < kIdleHandles) {
+        idle.push_back(h);
+        return;
+      }
+    } catch (...) {
+    }
+    curl_easy_cleanup(h);
+  }
+};
+
+namespace {
+
+// A pool handle for one request, given back when it ends.
+class Lease {
+ public:
+  explicit Lease(Client::Pool& pool) noexcept : pool_(pool), h_(pool.take()) {}
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() { pool_.give(h_); }
+  CURL* get() const noexcept { return h_; }
+
+ private:
+  Client::Pool& pool_;
+  CURL* h_;
+};
+
+}  // namespace
+
 Result<Client> Client::create(ClientConfig config, std::optional<auth::Signer> signer) noexcept {
   try {
     if (!valid_base_url(config.base_url)) {
@@ -187,7 +247,7 @@ Result<Client> Client::create(ClientConfig config, std::optional<auth::Signer> s
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
       return make_error(Errc::kInternal, "curl_global_init failed");
     }
-    return Client(std::move(config), std::move(signer));
+    return Client(std::move(config), std::move(signer), std::make_shared<Pool>());
   } catch (const std::bad_alloc&) {
     return make_error(Errc::kInternal, "out of memory");
   }
@@ -247,8 +307,8 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
       if (!add(h.name + ": " + h.value)) return make_error(Errc::kInternal, "out of memory");
     }
 
-    std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-    if (!curl) return make_error(Errc::kInternal, "curl_easy_init failed");
+    const Lease curl(*pool_);
+    if (curl.get() == nullptr) return make_error(Errc::kInternal, "curl_easy_init failed");
     CURL* c = curl.get();
     const std::string url = config_.base_url + std::string(target);
     const std::string meth(method);
@@ -260,6 +320,8 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, config_.connect_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_MAXCONNECTS, 1L);  // this handle's one kept-alive connection
+    curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, kMaxIdleSeconds);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
     const bool tls = is_https(config_.base_url);
     // Only the URL's own scheme: never a redirect or a downgrade to another.

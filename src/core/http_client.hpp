@@ -151,11 +151,26 @@ class Client {
 
   const ClientConfig& config() const noexcept { return config_; }
 
+  // Connections are kept alive between requests (HTTP/1.1): a finished
+  // request's curl handle, with its connection, goes back to a pool shared
+  // by the copies of this client, and the next request takes it.  At most
+  // kIdleHandles wait there; a connection idle for kMaxIdleSeconds is not
+  // reused (the plugin closes idle ones after ConnectionTimeout, 10 s by
+  // default).  A server that closed one meanwhile costs nothing: libcurl
+  // sees it closed, or resends on a fresh connection when nothing came
+  // back.  So the pool never holds more connections than were in use at
+  // once.
+  static constexpr std::size_t kIdleHandles = 8;
+  static constexpr long kMaxIdleSeconds = 5;
+
+  struct Pool;  // http_client.cpp
+
  private:
-  Client(ClientConfig config, std::optional<auth::Signer> signer)
-      : config_(std::move(config)), signer_(std::move(signer)) {}
+  Client(ClientConfig config, std::optional<auth::Signer> signer, std::shared_ptr<Pool> pool)
+      : config_(std::move(config)), signer_(std::move(signer)), pool_(std::move(pool)) {}
   ClientConfig config_;
   std::optional<auth::Signer> signer_;
+  std::shared_ptr<Pool> pool_;
 };
 
 // ---------------------------------------------------------------------------

@@ -111,6 +111,82 @@ class OneShotServer {
   std::thread thread_;
 };
 
+// Serves requests one connection at a time, each kept alive after its
+// answer (no "Connection: close") unless close_each; counts connections
+// accepted and requests answered.
+class KeepAliveServer {
+ public:
+  explicit KeepAliveServer(bool close_each) : close_each_(close_each) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    ck_assert(listen(fd_, 8) == 0);
+    ck_assert(pipe(wake_) == 0);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~KeepAliveServer() { stop(); }
+  void stop() {
+    if (thread_.joinable()) {
+      (void)!write(wake_[1], "x", 1);
+      thread_.join();
+      close(fd_);
+      close(wake_[0]);
+      close(wake_[1]);
+    }
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int accepted() const { return accepted_.load(); }
+  int answered() const { return answered_.load(); }
+
+ private:
+  bool wait_in(int fd) {
+    pollfd p[2] = {{fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    return poll(p, 2, -1) > 0 && !(p[1].revents & POLLIN);
+  }
+  void serve() {
+    while (wait_in(fd_)) {
+      const int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      ++accepted_;
+      std::string in;
+      char buf[4096];
+      bool open = true;
+      while (open && wait_in(c)) {
+        const ssize_t n = read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        in.append(buf, static_cast<std::size_t>(n));
+        for (;;) {  // every complete request in `in`
+          const std::size_t h = in.find("\r\n\r\n");
+          if (h == std::string::npos) break;
+          std::size_t cl = 0;
+          const std::size_t k = in.find("Content-Length: ");
+          if (k != std::string::npos && k < h) cl = std::strtoul(in.c_str() + k + 16, nullptr, 10);
+          if (in.size() < h + 4 + cl) break;
+          in.erase(0, h + 4 + cl);
+          const std::string body = "{\"n\":" + std::to_string(++answered_) + "}";
+          const std::string a = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+          if (write(c, a.data(), a.size()) != static_cast<ssize_t>(a.size())) open = false;
+          if (close_each_) open = false;
+        }
+      }
+      close(c);
+    }
+  }
+
+  bool close_each_;
+  int fd_ = -1;
+  int wake_[2] = {-1, -1};
+  int port_ = 0;
+  std::atomic<int> accepted_{0}, answered_{0};
+  std::thread thread_;
+};
+
 std::string reply(int status, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n"
          "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
@@ -154,6 +230,38 @@ START_TEST(ok_answer_parsed_and_request_as_sent) {
   ck_assert(q.find("Content-Type: application/json\r\n") != std::string::npos);
   ck_assert(q.find("Authorization:") == std::string::npos);  // unsigned client
   ck_assert(q.size() >= 7 && q.substr(q.size() - 7) == "{\"n\":2}");
+}
+END_TEST
+
+START_TEST(connection_kept_alive) {
+  // Requests of one client, and of its copies, go over one connection:
+  // a plugin then accepts one connection, not one per probe.
+  KeepAliveServer s(false);
+  auto c = client_for(s.url());
+  for (int i = 1; i <= 3; ++i) {
+    auto r = c.request("POST", "/v1/probe", "{\"nodes\":1}");
+    ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+    ck_assert(json_integer_value(json_object_get(r.value().json.get(), "n")) == i);
+  }
+  const http::Client copy = c;
+  ck_assert(copy.request("GET", "/v1/health").ok());
+  ck_assert_int_eq(s.answered(), 4);
+  ck_assert_int_eq(s.accepted(), 1);
+}
+END_TEST
+
+START_TEST(connection_closed_by_server_is_replaced) {
+  // A server that closes each connection after its answer (as the plugin
+  // closes idle ones after ConnectionTimeout): every request is still
+  // answered, each on a fresh connection.
+  KeepAliveServer s(true);
+  auto c = client_for(s.url());
+  for (int i = 1; i <= 3; ++i) {
+    auto r = c.request("POST", "/v1/probe", "{\"nodes\":1}");
+    ck_assert_msg(r.ok(), "request %d: %s", i, r.ok() ? "" : r.error().message.c_str());
+    ck_assert(json_integer_value(json_object_get(r.value().json.get(), "n")) == i);
+  }
+  ck_assert_int_eq(s.accepted(), 3);
 }
 END_TEST
 
@@ -412,6 +520,8 @@ Suite* make_suite() {
   Suite* s = suite_create("http_client");
   TCase* tc = tcase_create("transport");
   tcase_add_test(tc, ok_answer_parsed_and_request_as_sent);
+  tcase_add_test(tc, connection_kept_alive);
+  tcase_add_test(tc, connection_closed_by_server_is_replaced);
   tcase_add_test(tc, connection_refused);
   tcase_add_test(tc, total_timeout);
   tcase_add_test(tc, answer_too_large);
