@@ -8,7 +8,6 @@ entries, other releases, other components and comments."""
 
 import os
 import subprocess
-import tempfile
 
 import flexcotest as t
 
@@ -29,7 +28,7 @@ def write(path, text):
 
 def main():
     t.plan(7)
-    tmp = tempfile.mkdtemp(prefix="apt-sources-")
+    tmp = t.scratch_dir("apt-sources-")
     osr = os.path.join(tmp, "os-release")
     write(osr, 'NAME="Debian GNU/Linux"\nVERSION_CODENAME=bookworm\n')
 

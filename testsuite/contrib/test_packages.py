@@ -294,7 +294,12 @@ def build(suite, top):
          how if not good else "exit %d %r\n%s" % (r.returncode, sorted(debs),
                                                   (r.stdout + r.stderr)[-3000:]))
     changes = [os.path.join(top, n) for n in os.listdir(top) if n.endswith(".changes")]
-    r = run([tool(), "exec", "--chroot", chroot, "--", "lintian", "--fail-on", "error",
+    # lintian leaves temporary directories (mldbm-elf-*) behind: keep them
+    # in `top`, which is removed, not in /tmp
+    scratch = os.path.join(top, "lintian-tmp")
+    os.makedirs(scratch, exist_ok=True)
+    r = run([tool(), "exec", "--chroot", chroot, "--", "env", "TMPDIR=" + scratch,
+             "lintian", "--fail-on", "error",
              "--no-tag-display-limit"] + changes, 900, cwd="/", env=dict(ENV))
     errors = [ln for ln in r.stdout.splitlines() if ln.startswith("E:")]
     t.ok(len(changes) == 1 and r.returncode == 0 and not errors,
