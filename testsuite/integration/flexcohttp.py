@@ -185,7 +185,7 @@ class Client:
     flexcod)."""
 
     def __init__(self, url, munge_socket, audience, timeout=30, uid=None,
-                 source=None):
+                 source=None, keep_alive=False):
         u = urllib.parse.urlsplit(url)
         self.host = u.hostname
         self.port = u.port
@@ -194,6 +194,11 @@ class Client:
         self.timeout = timeout
         self.uid = uid  # sign as this uid (None: as ourselves)
         self.source = source  # connect from this local address (None: any)
+        # keep_alive: one connection for every request, as flexcod's client
+        # keeps them (src/core/http_client); a fresh one if the server
+        # closed it meanwhile.  Otherwise a connection per request.
+        self.keep_alive = keep_alive
+        self._conn = None
 
     SIGN = object()  # auth=SIGN: sign the request (the default)
     SENT = object()  # sign_key=SENT: sign the Idempotency-Key that is sent
@@ -219,20 +224,50 @@ class Client:
             h["Authorization"] = auth
         if body:
             h.setdefault("Content-Type", "application/json")
-        conn = http.client.HTTPConnection(
-            self.host, self.port, timeout=self.timeout,
-            source_address=(self.source, 0) if self.source else None)
-        try:
-            conn.request(method, target, body=body or None, headers=h)
-            r = conn.getresponse()
-            resp = Response(r.status, dict(r.getheaders()), r.read())
-        finally:
-            conn.close()
+        resp = self._send(method, target, body, h)
         check_response("flexcod" if self.audience == FLEXCOD else "plugin", method, target, resp)
         return resp
 
     def get(self, target, **kw):
         return self.request("GET", target, **kw)
+
+    def _connect(self):
+        return http.client.HTTPConnection(
+            self.host, self.port, timeout=self.timeout,
+            source_address=(self.source, 0) if self.source else None)
+
+    def _send(self, method, target, body, h):
+        if not self.keep_alive:
+            conn = self._connect()
+            try:
+                conn.request(method, target, body=body or None, headers=h)
+                r = conn.getresponse()
+                return Response(r.status, dict(r.getheaders()), r.read())
+            finally:
+                conn.close()
+        reused = self._conn is not None
+        if not reused:
+            self._conn = self._connect()
+        try:
+            self._conn.request(method, target, body=body or None, headers=h)
+            r = self._conn.getresponse()
+            resp = Response(r.status, dict(r.getheaders()), r.read())
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            self.close()
+            if not reused:
+                raise
+            return self._send(method, target, body, h)  # closed while idle
+        except Exception:
+            self.close()
+            raise
+        if r.will_close:
+            self.close()
+        return resp
+
+    def close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 def plugin_client(cluster, munge_socket, **kw):
