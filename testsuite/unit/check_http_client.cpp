@@ -29,38 +29,47 @@ using http::Errc;
 
 namespace {
 
+// A listening socket on 127.0.0.1 (its port in *port) and a pipe that
+// wakes the server's thread (wake).
+int listen_loopback(int* port, int wake[2]) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  ck_assert(listen(fd, 8) == 0);
+  ck_assert(pipe(wake) == 0);
+  return fd;
+}
+
+// Wakes the server's thread, waits for it, closes its descriptors (once).
+void stop_server(int fd, int wake[2], std::thread& thread) {
+  if (thread.joinable()) {
+    (void)!write(wake[1], "x", 1);
+    thread.join();
+    close(fd);
+    close(wake[0]);
+    close(wake[1]);
+  }
+}
+
 // One-connection server.  `answer` is written after the request headers (and
 // body, by Content-Length) were read; with hold=true nothing is written and
 // the connection stays open until stop().
 class OneShotServer {
  public:
   OneShotServer(std::string answer, bool hold) : answer_(std::move(answer)), hold_(hold) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    ck_assert(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    ck_assert(listen(fd_, 4) == 0);
-    ck_assert(pipe(wake_) == 0);
+    fd_ = listen_loopback(&port_, wake_);
     thread_ = std::thread([this] { serve(); });
   }
   ~OneShotServer() { stop(); }
 
-  void stop() {
-    if (thread_.joinable()) {
-      (void)!write(wake_[1], "x", 1);
-      thread_.join();
-      close(fd_);
-      close(wake_[0]);
-      close(wake_[1]);
-    }
-  }
+  void stop() { stop_server(fd_, wake_, thread_); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   const std::string& request() const { return request_; }
 
@@ -117,28 +126,10 @@ class OneShotServer {
 class KeepAliveServer {
  public:
   explicit KeepAliveServer(bool close_each) : close_each_(close_each) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    ck_assert(listen(fd_, 8) == 0);
-    ck_assert(pipe(wake_) == 0);
+    fd_ = listen_loopback(&port_, wake_);
     thread_ = std::thread([this] { serve(); });
   }
-  ~KeepAliveServer() { stop(); }
-  void stop() {
-    if (thread_.joinable()) {
-      (void)!write(wake_[1], "x", 1);
-      thread_.join();
-      close(fd_);
-      close(wake_[0]);
-      close(wake_[1]);
-    }
-  }
+  ~KeepAliveServer() { stop_server(fd_, wake_, thread_); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int accepted() const { return accepted_.load(); }
   int answered() const { return answered_.load(); }
