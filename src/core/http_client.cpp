@@ -31,9 +31,6 @@ Error make_error(Errc code, std::string what, int status = 0,
   return e;
 }
 
-struct CurlDeleter {
-  void operator()(CURL* c) const noexcept { curl_easy_cleanup(c); }
-};
 struct SlistDeleter {
   void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
 };
