@@ -10,7 +10,8 @@ job on alpha ends early:
 - the triggered pass finishes well under ClusterTimeout (GET /v1/stats
   resched_pass_ms, 2.5 s at most here; before, it waited the whole 5 s
   for gamma's profile) and says in the log that gamma's co-allocations
-  wait for the next pass;
+  wait for the next pass (once the profile the passes kept for gamma is
+  older than ClusterTimeout: until then a pass plans on it);
 - no pass, the first after gamma went silent included, waits
   PassProfileWait for gamma: once alpha and beta have answered, gamma is
   given a short time only (resched_pass_ms max under 1 s here; before,
@@ -80,6 +81,20 @@ def main():
                  "every pass so far took under %d ms" % (PASS_PROFILE_WAIT // 2), "%r" % before)
 
             proxies["gamma"].set("blackhole")
+
+            def gamma_cluster():
+                for c in (fc.client().get("/v1/clusters").json or {}).get("clusters", []):
+                    if c.get("name") == "gamma":
+                        return c
+                return {}
+            # A pass plans on gamma's last profile while it is at most
+            # ClusterTimeout old; the deferral is the case once it is older.
+            def aged():
+                age = gamma_cluster().get("pass_profile_age_ms", 0)
+                return age is None or age > CLUSTER_TIMEOUT * 1000
+            t.ok(t.wait_for(aged, 30, "gamma's kept profile to age"),
+                 "gamma silent; the passes kept no profile of it younger than "
+                 "ClusterTimeout (GET /v1/clusters pass_profile_age_ms)", "%r" % gamma_cluster())
             grid.run("alpha", ["scancel", alpha_job[1]])
             moved = t.wait_for(lambda: (fc.get(a["id"])[1] or {}).get("moves", 0) >= 1
                                and fc.get(a["id"])[1], 60, "co-%s to move" % a["id"]) or {}
@@ -104,10 +119,7 @@ def main():
                  == g_parts,
                  "co-%s on gamma is deferred: still scheduled, not moved, its parts in place"
                  % g["id"], "%s %r" % (sg2, g2))
-            b = {}
-            for c in (fc.client().get("/v1/clusters").json or {}).get("clusters", []):
-                if c.get("name") == "gamma":
-                    b = c.get("breaker") or {}
+            b = gamma_cluster().get("breaker") or {}
             t.ok(b.get("state") == "closed", "gamma's breaker is still closed", "%r" % b)
 
             done = t.wait_for(lambda: (fc.get(a["id"])[1] or {}).get("state")
