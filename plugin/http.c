@@ -1278,6 +1278,17 @@ static json_t *_stats_json(void)
 		"wait_last_usec", (json_int_t) ls.wait_last_usec,
 		"shared", (json_int_t) ls.shared,
 		"shared_job_lag", (json_int_t) ls.shared_job_lag));
+	json_object_set_new(json_object_get(root, "snapshot_lock"),
+			    "shared_node_rechecked",
+			    json_integer((json_int_t) ls.shared_node_rechecked));
+	json_object_set_new(json_object_get(root, "snapshot_lock"), "stale",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+				      "none", (json_int_t) ls.stale_none,
+				      "age", (json_int_t) ls.stale_age,
+				      "node", (json_int_t) ls.stale_node,
+				      "partition", (json_int_t) ls.stale_part,
+				      "reservation", (json_int_t) ls.stale_resv,
+				      "job", (json_int_t) ls.stale_job));
 	compute_get_stats(&cs);
 	json_object_set_new(root, "compute", json_pack(
 		"{s:i, s:i, s:I, s:I, s:I, s:I}",

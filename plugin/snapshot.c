@@ -125,6 +125,12 @@ typedef struct {
 	uint32_t refs;
 	uint64_t taken_usec;
 	time_t job_stamp, node_stamp, part_stamp, resv_stamp;
+	/* the nodes as a digest (_node_digest), read under the first hold,
+	 * and the second in which node_stamp was last read with the nodes
+	 * found unchanged (pub.when, then each _node_recheck that passed);
+	 * share_lock once shared */
+	uint64_t node_digest;
+	time_t node_checked;
 } snap_priv_t;
 
 /* A pending job backfill planned, and its node list (copied) */
@@ -365,6 +371,10 @@ static uint32_t share_max_age_ms = 1000;
 static uint32_t share_job_lag_ms = 0;	/* SnapshotJobLag */
 static uint64_t share_hits = 0;		/* share_lock */
 static uint64_t share_job_lag_hits = 0;	/* share_lock: of those, after a job change */
+static uint64_t share_node_rechecked = 0; /* share_lock: of those, after
+					   * last_node_update moved and
+					   * _node_recheck found the nodes
+					   * unchanged */
 
 /*
  * Testing only: microseconds to sleep between two holds (with the locks
@@ -492,6 +502,54 @@ static void _copy_static(flexco_snapshot_t *snap, static_t *st,
 	list_iterator_destroy(it);
 }
 
+static uint64_t _mix(uint64_t h)
+{
+	/* splitmix64's finalizer: every input bit moves every output bit */
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h;
+}
+
+/*
+ * A digest of the nodes as far as a snapshot depends on them: what
+ * _copy_static copies (the table, each node's cpus and availability), what
+ * a job that starts, ends or is suspended changes on its nodes (state, job
+ * counts, last_busy), and backfill's last cycle (probe answers show it).
+ * Not the PLANNED flag: 24.11's backfill sets it on the nodes it plans for
+ * pending jobs, and moves last_node_update, at every lock yield
+ * (bf_yield_interval) of every cycle; no snapshot shows it.  Node read
+ * lock held.
+ */
+static uint64_t _node_digest(void)
+{
+	node_record_t *node_ptr;
+	uint64_t h = _mix(0x9e3779b97f4a7c15ULL ^ (uint64_t) node_record_count);
+	int i;
+
+	for (i = 0; (node_ptr = next_node(&i)); i++) {
+		uint64_t avail = (avail_node_bitmap &&
+				  bit_test(avail_node_bitmap, i)) ? 1 : 0;
+
+		h = _mix(h ^ (uint64_t) (uintptr_t) node_ptr);
+		h = _mix(h ^ ((uint64_t) i << 1 | avail));
+		h = _mix(h ^ ((uint64_t) (node_ptr->node_state &
+					  ~NODE_STATE_PLANNED) << 32 |
+			      (uint64_t) node_ptr->cpus << 16 |
+			      node_ptr->cpus_efctv));
+		h = _mix(h ^ ((uint64_t) node_ptr->run_job_cnt << 48 |
+			      (uint64_t) node_ptr->comp_job_cnt << 32 |
+			      (uint64_t) node_ptr->no_share_job_cnt << 16 |
+			      node_ptr->sus_job_cnt));
+		h = _mix(h ^ (uint64_t) node_ptr->last_busy);
+	}
+	h = _mix(h ^ (uint64_t) slurmctld_diag_stats.bf_when_last_cycle);
+	h = _mix(h ^ (uint64_t) (slurmctld_diag_stats.bf_active ? 1 : 0));
+	return h;
+}
+
 /* Free the strings _copy_static made; the arrays are kept, emptied. */
 static void _free_names(flexco_snapshot_t *snap)
 {
@@ -614,6 +672,8 @@ extern flexco_snapshot_t *snapshot_take(void)
 	priv->node_stamp = last_node_update;
 	priv->part_stamp = last_part_update;
 	priv->resv_stamp = last_resv_update;
+	priv->node_digest = _node_digest();
+	priv->node_checked = snap->when;
 
 	/*
 	 * Jobs: running ones and pending ones (with backfill's plan), at most
@@ -669,6 +729,7 @@ extern flexco_snapshot_t *snapshot_take(void)
 			_walk_reset(&w);
 			_free_static(snap, &idx);
 			_copy_static(snap, &st, &idx);
+			priv->node_digest = _node_digest();
 			w.dense = st.dense;
 			w.dense_n = st.dense_n;
 			list_iterator_reset(it);
@@ -736,51 +797,95 @@ extern flexco_snapshot_t *snapshot_take(void)
  * each is one aligned word, written whole, and a stale read only makes us
  * take a new snapshot.
  *
+ * When last_node_update moved, the nodes themselves are looked at
+ * (_node_recheck: the node read lock alone, O(nodes)): if their digest is
+ * the snapshot's, the snapshot still serves, and the stamp read then, with
+ * the second it was read in, replaces node_stamp.  slurmctld moves the
+ * stamp for more than a snapshot shows (24.11's backfill at every lock
+ * yield), and a new snapshot walks every job.
+ *
  * SnapshotJobLag relaxes this for jobs alone: a snapshot at most that old
  * may serve after job changes (under sbatch load last_job_update moves
  * with nearly every submission, and every probe would walk the queue
- * again).  A job that starts or ends also changes its nodes
- * (last_node_update), so what can be missed, for at most SnapshotJobLag
- * ms, is submissions and changes that leave every node as it was (a
- * pending job's priority or limits, a running job's time limit).
+ * again).  A job that starts or ends also changes its nodes (their state,
+ * job counts and last_busy are in the digest), so what can be missed, for
+ * at most SnapshotJobLag ms, is submissions and changes that leave every
+ * node as it was (a pending job's priority or limits, a running job's
+ * time limit).
  */
 typedef enum {
-	SHARE_STALE,
 	SHARE_FRESH,		/* nothing changed */
 	SHARE_JOB_LAG,		/* only jobs changed, within SnapshotJobLag */
+	/* stale, by the first reason found (the order of share_stale[]) */
+	SHARE_STALE_NONE,	/* no snapshot shared yet (or dropped) */
+	SHARE_STALE_AGE,	/* SnapshotMaxAge passed */
+	SHARE_STALE_NODE,	/* a node changed */
+	SHARE_STALE_PART,	/* a partition changed */
+	SHARE_STALE_RESV,	/* a reservation changed */
+	SHARE_STALE_JOB,	/* a job changed, past SnapshotJobLag */
+	SHARE_END
 } share_fresh_t;
 
-static share_fresh_t _share_fresh(const snap_priv_t *s, uint64_t now)
-{
-	time_t second = s->pub.when;
-	uint64_t age = now - s->taken_usec;
+/* share_lock: new snapshots taken for snapshot_share(), by why the shared
+ * one could not serve (index: share_fresh_t - SHARE_STALE_NONE) */
+static uint64_t share_stale[SHARE_END - SHARE_STALE_NONE];
 
-	if ((age >= share_max_age_ms * 1000ULL) ||
-	    (s->node_stamp >= second) || (s->part_stamp >= second) ||
-	    (s->resv_stamp >= second) ||
-	    (last_node_update != s->node_stamp) ||
-	    (last_part_update != s->part_stamp) ||
-	    (last_resv_update != s->resv_stamp))
-		return SHARE_STALE;
+static share_fresh_t _share_fresh(const snap_priv_t *s, uint64_t now,
+				  bool nodes_rechecked)
+{
+	time_t second;
+	uint64_t age;
+
+	if (!s)
+		return SHARE_STALE_NONE;
+	second = s->pub.when;
+	age = now - s->taken_usec;
+	if (age >= share_max_age_ms * 1000ULL)
+		return SHARE_STALE_AGE;
+	if (!nodes_rechecked &&
+	    ((s->node_stamp >= s->node_checked) ||
+	     (last_node_update != s->node_stamp)))
+		return SHARE_STALE_NODE;
+	if ((s->part_stamp >= second) || (last_part_update != s->part_stamp))
+		return SHARE_STALE_PART;
+	if ((s->resv_stamp >= second) || (last_resv_update != s->resv_stamp))
+		return SHARE_STALE_RESV;
 	if ((s->job_stamp < second) && (last_job_update == s->job_stamp))
 		return SHARE_FRESH;
 	if (age < share_job_lag_ms * 1000ULL)
 		return SHARE_JOB_LAG;
-	return SHARE_STALE;
+	return SHARE_STALE_JOB;
+}
+
+/*
+ * Are the nodes still as snapshot s has them (its digest)?  Under a short
+ * hold of the node read lock (O(nodes), no job walked).  If so, *stamp
+ * and *second get last_node_update and the second it was read in.
+ */
+static bool _node_recheck(const snap_priv_t *s, time_t *stamp, time_t *second)
+{
+	slurmctld_lock_t node_read = { .node = READ_LOCK };
+	uint64_t digest;
+
+	lock_slurmctld(node_read);
+	*stamp = last_node_update;
+	*second = time(NULL);
+	digest = _node_digest();
+	unlock_slurmctld(node_read);
+	return digest == s->node_digest;
 }
 
 extern flexco_snapshot_t *snapshot_share(void)
 {
-	snap_priv_t *mine, *old = NULL;
+	snap_priv_t *mine, *old = NULL, *cand;
+	share_fresh_t f;
 
 	if (!share_max_age_ms)
 		return snapshot_take();
 	slurm_mutex_lock(&share_lock);
 	for (;;) {
-		share_fresh_t f = shared ? _share_fresh(shared, _usec_now())
-					 : SHARE_STALE;
-
-		if (f != SHARE_STALE) {
+		f = _share_fresh(shared, _usec_now(), false);
+		if (f < SHARE_STALE_NONE) {
 			shared->refs++;
 			share_hits++;
 			if (f == SHARE_JOB_LAG)
@@ -795,7 +900,49 @@ extern flexco_snapshot_t *snapshot_share(void)
 		slurm_cond_wait(&share_cond, &share_lock);
 	}
 	share_taking = true;
-	slurm_mutex_unlock(&share_lock);
+	if (f == SHARE_STALE_NODE) {
+		/*
+		 * last_node_update moved: often for nothing a snapshot shows
+		 * (24.11's backfill marks planned nodes at every lock yield).
+		 * Look at the nodes themselves, under the node read lock only
+		 * and without share_lock (a slurmctld thread holding its locks
+		 * may want share_lock: snapshot_share_drop); the others wait
+		 * on share_taking meanwhile.  Our reference keeps cand.
+		 */
+		time_t stamp, second;
+		bool same;
+
+		cand = shared;
+		cand->refs++;
+		slurm_mutex_unlock(&share_lock);
+		same = _node_recheck(cand, &stamp, &second);
+		slurm_mutex_lock(&share_lock);
+		if (same && (cand == shared)) {
+			cand->node_stamp = stamp;
+			cand->node_checked = second;
+			f = _share_fresh(cand, _usec_now(), true);
+			if (f < SHARE_STALE_NONE) {
+				share_hits++;
+				share_node_rechecked++;
+				if (f == SHARE_JOB_LAG)
+					share_job_lag_hits++;
+				share_taking = false;
+				slurm_cond_broadcast(&share_cond);
+				slurm_mutex_unlock(&share_lock);
+				return &cand->pub;
+			}
+		} else if (cand == shared) {
+			f = SHARE_STALE_NODE;
+		} else {
+			f = SHARE_STALE_NONE;	/* dropped meanwhile */
+		}
+		share_stale[f - SHARE_STALE_NONE]++;
+		slurm_mutex_unlock(&share_lock);
+		snapshot_free(&cand->pub);	/* our reference */
+	} else {
+		share_stale[f - SHARE_STALE_NONE]++;
+		slurm_mutex_unlock(&share_lock);
+	}
 
 	mine = (snap_priv_t *) snapshot_take();	/* no lock of ours held */
 
@@ -867,5 +1014,12 @@ extern void snapshot_get_lock_stats(snapshot_lock_stats_t *out)
 	slurm_mutex_lock(&share_lock);
 	out->shared = share_hits;
 	out->shared_job_lag = share_job_lag_hits;
+	out->shared_node_rechecked = share_node_rechecked;
+	out->stale_none = share_stale[SHARE_STALE_NONE - SHARE_STALE_NONE];
+	out->stale_age = share_stale[SHARE_STALE_AGE - SHARE_STALE_NONE];
+	out->stale_node = share_stale[SHARE_STALE_NODE - SHARE_STALE_NONE];
+	out->stale_part = share_stale[SHARE_STALE_PART - SHARE_STALE_NONE];
+	out->stale_resv = share_stale[SHARE_STALE_RESV - SHARE_STALE_NONE];
+	out->stale_job = share_stale[SHARE_STALE_JOB - SHARE_STALE_NONE];
 	slurm_mutex_unlock(&share_lock);
 }

@@ -38,6 +38,14 @@ typedef struct {
 	uint64_t shared;	/* requests served from a shared snapshot */
 	uint64_t shared_job_lag; /* ... of those, after a job changed
 				  * (SnapshotJobLag) */
+	uint64_t shared_node_rechecked; /* ... of those, after
+					 * last_node_update moved with
+					 * nothing a snapshot shows changed */
+	/* snapshots taken for such requests, by why the shared one could
+	 * not serve: none yet, SnapshotMaxAge passed, a node, partition,
+	 * reservation or (past SnapshotJobLag) job changed */
+	uint64_t stale_none, stale_age, stale_node, stale_part, stale_resv,
+		 stale_job;
 	/* every hold by its length: hold_hist[i] holds of at most
 	 * snapshot_hold_bounds_usec[i] (and over the one before), the last
 	 * one those over the largest bound; not cumulative */

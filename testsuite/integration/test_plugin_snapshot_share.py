@@ -9,7 +9,10 @@ node or reservation changed: a job submitted or started, or a reservation
 made, just before a request is in its answer.  With SnapshotJobLag > 0 a
 snapshot at most that old is still shared after a job change
 (snapshot_lock.shared_job_lag counts those answers), but never after a node
-(a job started), partition or reservation change."""
+(a job started, a node drained), partition or reservation change.  When
+slurmctld marks its nodes changed for something no snapshot shows (here a
+node's Weight), the plugin looks at the nodes and still shares the snapshot
+(snapshot_lock.shared_node_rechecked)."""
 
 import time
 
@@ -74,6 +77,24 @@ class Share:
              and s1.get("shared", 0) == s0.get("shared", 0)
              and s1.get("shared_job_lag") == s0.get("shared_job_lag"),
              "the probe right after %s took a snapshot of its own" % what,
+             "%s %s %r %r" % (okay, code, s0, s1))
+        return s0, s1
+
+    def shared_after(self, action, what):
+        """action() moves last_node_update but changes nothing a snapshot
+        shows: the next probe is still served from the shared snapshot,
+        after a look at the nodes (shared_node_rechecked)."""
+        t.wait_for(self.burst, 20, "probes to share snapshots again")
+        s0 = self.lock_stats()
+        okay = action()
+        code = self.probe()
+        s1 = self.lock_stats()
+        t.ok(okay and code == 200
+             and s1.get("count", 0) == s0.get("count", 0)
+             and s1.get("shared", 0) == s0.get("shared", 0) + 1
+             and s1.get("shared_node_rechecked", 0) == s0.get("shared_node_rechecked", 0) + 1,
+             "the probe right after %s was served from the shared snapshot, the nodes "
+             "looked at (shared_node_rechecked +1)" % what,
              "%s %s %r %r" % (okay, code, s0, s1))
 
     def submit_held(self, held):
@@ -173,7 +194,16 @@ def with_lag():
         def drain():
             return grid.run("alpha", ["scontrol", "update", "NodeName=" + node,
                                       "State=DRAIN", "Reason=share_test"]).returncode == 0
-        s.fresh_after(drain, "a node was drained (SnapshotJobLag=5000)")
+        weights = iter(range(7, 100))
+
+        def weight():
+            return grid.run("alpha", ["scontrol", "update", "NodeName=" + node,
+                                      "Weight=%d" % next(weights)]).returncode == 0
+        s.shared_after(weight, "a node's Weight was changed (last_node_update moved)")
+        s0, s1 = s.fresh_after(drain, "a node was drained (SnapshotJobLag=5000)")
+        st0, st1 = s0.get("stale", {}), s1.get("stale", {})
+        t.ok(st1.get("node", 0) == st0.get("node", 0) + 1,
+             "/v1/stats snapshot_lock.stale.node counts that snapshot", "%r %r" % (st0, st1))
         t.ok(grid.run("alpha", ["scontrol", "update", "NodeName=" + node,
                                 "State=RESUME"]).returncode == 0, "node %s resumed" % node)
         s.fresh_after(lambda: s.reservation("share_y"),
