@@ -64,14 +64,19 @@ class Share:
              "snapshots taken" % (what, got[1], got[2]) if got
              else "%s: probes share snapshots" % what, "%r" % self.seen[-3:])
 
-    def fresh_after(self, action, what):
-        """action() right after a burst of shared probes: the next probe
-        takes a snapshot of its own."""
+    def after(self, action):
+        """action() right after a burst of shared probes, then one probe:
+        (action's result, the probe's status, stats before, stats after)."""
         t.wait_for(self.burst, 20, "probes to share snapshots again")
         s0 = self.lock_stats()
         okay = action()
         code = self.probe()
-        s1 = self.lock_stats()
+        return okay, code, s0, self.lock_stats()
+
+    def fresh_after(self, action, what):
+        """action() right after a burst of shared probes: the next probe
+        takes a snapshot of its own."""
+        okay, code, s0, s1 = self.after(action)
         t.ok(okay and code == 200
              and s1.get("count", 0) == s0.get("count", 0) + 1
              and s1.get("shared", 0) == s0.get("shared", 0)
@@ -84,11 +89,7 @@ class Share:
         """action() moves last_node_update but changes nothing a snapshot
         shows: the next probe is still served from the shared snapshot,
         after a look at the nodes (shared_node_rechecked)."""
-        t.wait_for(self.burst, 20, "probes to share snapshots again")
-        s0 = self.lock_stats()
-        okay = action()
-        code = self.probe()
-        s1 = self.lock_stats()
+        okay, code, s0, s1 = self.after(action)
         t.ok(okay and code == 200
              and s1.get("count", 0) == s0.get("count", 0)
              and s1.get("shared", 0) == s0.get("shared", 0) + 1
