@@ -1264,7 +1264,8 @@ static json_t *_stats_json(void)
 	json_object_set_new(root, "now", json_integer(time(NULL)));
 	json_object_set_new(root, "requests", reqs);
 	json_object_set_new(root, "snapshot_lock", json_pack(
-		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+		" s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
 		"count", (json_int_t) ls.count,
 		"holds", (json_int_t) ls.holds,
 		"restarts", (json_int_t) ls.restarts,
@@ -1277,18 +1278,15 @@ static json_t *_stats_json(void)
 		"wait_max_usec", (json_int_t) ls.wait_max_usec,
 		"wait_last_usec", (json_int_t) ls.wait_last_usec,
 		"shared", (json_int_t) ls.shared,
-		"shared_job_lag", (json_int_t) ls.shared_job_lag));
-	json_object_set_new(json_object_get(root, "snapshot_lock"),
-			    "shared_node_rechecked",
-			    json_integer((json_int_t) ls.shared_node_rechecked));
-	json_object_set_new(json_object_get(root, "snapshot_lock"), "stale",
-			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-				      "none", (json_int_t) ls.stale_none,
-				      "age", (json_int_t) ls.stale_age,
-				      "node", (json_int_t) ls.stale_node,
-				      "partition", (json_int_t) ls.stale_part,
-				      "reservation", (json_int_t) ls.stale_resv,
-				      "job", (json_int_t) ls.stale_job));
+		"shared_job_lag", (json_int_t) ls.shared_job_lag,
+		"shared_node_rechecked", (json_int_t) ls.shared_node_rechecked,
+		"stale",
+		"none", (json_int_t) ls.stale_none,
+		"age", (json_int_t) ls.stale_age,
+		"node", (json_int_t) ls.stale_node,
+		"partition", (json_int_t) ls.stale_part,
+		"reservation", (json_int_t) ls.stale_resv,
+		"job", (json_int_t) ls.stale_job));
 	compute_get_stats(&cs);
 	json_object_set_new(root, "compute", json_pack(
 		"{s:i, s:i, s:I, s:I, s:I, s:I}",

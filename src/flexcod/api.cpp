@@ -587,11 +587,7 @@ ApiResult Engine::clusters() {
     set(o, "reconciled", json_boolean(c->reconciled.load()));
     set_opt_int(o, "nodes", c->nodes, -1);
     if (c->pass_profile) {
-      // Steady clock, as pass_profiles() stamps it.
-      const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::steady_clock::now().time_since_epoch())
-                                      .count();
-      set_int(o, "pass_profile_age_ms", now_ms - c->pass_profile_at);
+      set_int(o, "pass_profile_age_ms", steady_ms() - c->pass_profile_at);
     } else {
       set(o, "pass_profile_age_ms", json_null());
     }

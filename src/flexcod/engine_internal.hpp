@@ -212,6 +212,13 @@ inline ApiError api_error(int status, const std::string& code, const std::string
 
 inline JsonPtr obj() { return JsonPtr(json_object()); }
 
+// Milliseconds on the steady clock (pass_profile_at and the pass's reads).
+inline std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 inline void set(json_t* o, const char* k, json_t* v) { json_object_set_new(o, k, v); }
 inline void set_str(json_t* o, const char* k, const std::string& v) {
   set(o, k, json_stringn(v.data(), v.size()));

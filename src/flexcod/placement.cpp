@@ -103,10 +103,6 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     *conf = conf_;
   }
   using Clock = std::chrono::steady_clock;
-  auto steady_ms = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
-        .count();
-  };
   const std::int64_t start_ms = steady_ms();
   const std::int64_t cap_ms = start_ms + conf->pass_profile_wait;
   // Each read in its own thread, bounded by ClusterTimeout; one still in
@@ -136,7 +132,7 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     if (!start) continue;
     const std::size_t ci = need[i];
     try {
-      std::thread([this, ci, fetch = f[i], conf, steady_ms]() {
+      std::thread([this, ci, fetch = f[i], conf]() {
         std::string why;
         auto a = read_profile(ci, *conf, &why);
         const std::int64_t at = steady_ms();
