@@ -84,9 +84,13 @@ def main():
              out[-1500:])
         prog = re.findall(r"^   \.\.\. +\d+ s: ", r.stderr, re.M)
         t.note("progress lines during the build: %d" % len(prog))
+        logs = set(re.findall(r"\(.*; log: (\S+)\)$", out, re.M))
         t.ok(re.search(r"^== installing the Debian packages and building", out, re.M)
-             and re.search(r"^== starting the local grid", out, re.M),
-             "it narrates its steps", out[:1500])
+             and re.search(r"^== starting the local grid", out, re.M)
+             and len(logs) == 1 and all(p.startswith(clone + "/build/") and os.path.isfile(p)
+                                        for p in logs),
+             "it narrates its steps, with the build's log in the clone's build directory",
+             "logs named: %r\n%s" % (sorted(logs), out[:1500]))
     finally:
         s = subprocess.run([lg, "stop"], cwd=clone, env=env, capture_output=True,
                            text=True, timeout=300) if os.path.exists(lg) else None
