@@ -31,6 +31,7 @@ extern const char plugin_type[];
 static s_p_options_t flexco_options[] = {
 	{.key = "AuthMaxAge", .type = S_P_UINT32},
 	{.key = "AuthMaxSkew", .type = S_P_UINT32},
+	{.key = "BackfillDefer", .type = S_P_UINT32},
 	{.key = "BodyTimeout", .type = S_P_UINT32},
 	{.key = "ComputeNice", .type = S_P_UINT32},
 	{.key = "ComputeThreads", .type = S_P_UINT32},
@@ -67,7 +68,8 @@ static s_p_options_t flexco_options[] = {
 	{.key = NULL}
 };
 
-#define VALID_KEYS "ActForRoot, AuthMaxAge, AuthMaxSkew, BodyTimeout, " \
+#define VALID_KEYS "ActForRoot, AuthMaxAge, AuthMaxSkew, BackfillDefer, " \
+	"BodyTimeout, " \
 	"ComputeNice, ComputeThreads, " \
 	"ConnectionTimeout, DaemonUsers, EventBufferSize, EventsRateLimit, " \
 	"HeaderTimeout, HttpThreads, ListenAddress, ListenPort, MaxConnections, " \
@@ -270,6 +272,9 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     FLEXCO_DEFAULT_COMPUTE_THREADS, 0, 64) ||
 	    _get_u32(tbl, path, "ComputeNice", &conf->compute_nice,
 		     FLEXCO_DEFAULT_COMPUTE_NICE, 0, 19) ||
+	    _get_u32(tbl, path, "BackfillDefer", &conf->backfill_defer,
+		     FLEXCO_DEFAULT_BACKFILL_DEFER, 0,
+		     FLEXCO_MAX_BACKFILL_DEFER) ||
 	    _get_u32(tbl, path, "ReplayCacheSize", &conf->replay_cache_size,
 		     FLEXCO_DEFAULT_REPLAY_CACHE, 1024,
 		     FLEXCO_MAX_REPLAY_CACHE) ||
@@ -432,9 +437,10 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u HttpThreads=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobLag=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BackfillDefer=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u HttpThreads=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobLag=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
-	     conf->auth_max_age, conf->auth_max_skew, conf->body_timeout,
+	     conf->auth_max_age, conf->auth_max_skew, conf->backfill_defer,
+	     conf->body_timeout,
 	     conf->compute_nice, conf->compute_threads,
 	     conf->connection_timeout,
 	     conf->daemon_users ? conf->daemon_users : "(null)",

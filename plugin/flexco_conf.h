@@ -42,6 +42,8 @@
 #define FLEXCO_DEFAULT_COMPUTE_NICE 10
 #define FLEXCO_DEFAULT_MIN_USER_UID 1000	/* Debian's FIRST_UID */
 #define FLEXCO_DEFAULT_HISTORY_PERIOD 86400
+#define FLEXCO_DEFAULT_BACKFILL_DEFER 500	/* ms */
+#define FLEXCO_MAX_BACKFILL_DEFER 10000	/* ms */
 
 /* Per-uid token buckets: Count requests per Seconds, bursts of Count. */
 enum { FLEXCO_RL_PROBE, FLEXCO_RL_PROFILE, FLEXCO_RL_EVENTS, FLEXCO_RL_CNT };
@@ -85,6 +87,7 @@ typedef struct {
 	uint32_t compute_threads;	/* ComputeThreads (0: in the request thread) */
 	uint32_t compute_nice;		/* ComputeNice, 0..19 */
 	uint32_t http_threads;		/* HttpThreads: microhttpd's workers */
+	uint32_t backfill_defer;	/* BackfillDefer, ms (0: off) */
 	/* ProbeRateLimit, ProfileRateLimit, EventsRateLimit: Count/Seconds,
 	 * indexed by FLEXCO_RL_*; rate_count 0: no limit */
 	uint32_t rate_count[FLEXCO_RL_CNT];

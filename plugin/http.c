@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "src/common/log.h"
 #include "src/common/macros.h"
@@ -269,7 +270,13 @@ struct req {
 	bool waiting;		/* on the waiter list (wait_lock) */
 	bool daemon_user;	/* exempt from the long-poll caps */
 	req_t *wprev, *wnext;
+	/* BackfillDefer: a probe or profile held while backfill's cycle runs */
+	int defer;		/* DEFER_* (wait_lock while DEFER_HELD) */
+	uint64_t defer_since, defer_deadline;	/* CLOCK_MONOTONIC usec */
+	req_t *dprev, *dnext;	/* on the deferred list (wait_lock) */
 };
+
+enum { DEFER_NONE, DEFER_HELD, DEFER_DONE };
 
 static struct MHD_Daemon *daemon_ptr = NULL;
 static pthread_mutex_t daemon_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -652,6 +659,7 @@ static void *_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 }
 
 static void _unwait(req_t *req);
+static void _undefer_drop(req_t *req);
 
 static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		       enum MHD_RequestTerminationCode toe)
@@ -665,6 +673,8 @@ static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	if (req->longpoll)
 		_unwait(req);	/* normally off the list already */
+	if (req->defer == DEFER_HELD)
+		_undefer_drop(req);	/* normally resumed already */
 	/* a next request on this connection starts its header clock now */
 	cut = !_conn_phase(c, PH_HEADERS);
 	_record(req->ep, (cut && !req->status) ? 408 : req->status,
@@ -913,6 +923,41 @@ static bool waker_running = false, waker_stop = false;
 static bool waits_closed = true;	/* no new suspension (wait_lock) */
 static pthread_t waker_tid;
 
+/*
+ * BackfillDefer (doc/admin.md, "Backfill cycles"): a probe or profile
+ * request complete while slurmctld's backfill scheduler is in a cycle
+ * (slurmctld_diag_stats.bf_active) is suspended before it is even
+ * authenticated, and resumed by the waker when the cycle has ended or
+ * BackfillDefer ms have passed.  The cycle holds slurmctld's job and node
+ * write locks, so such a request would mostly wait for them anyway; held
+ * here, it does not take the CPU from backfill meanwhile (MUNGE, JSON,
+ * planning on a shared snapshot).  bf_active is one aligned word that
+ * backfill sets before it asks for its locks and clears after it gave
+ * them back; it is read without a lock, like sdiag's other counters.
+ */
+#define DEFER_POLL_USEC 20000	/* how often the waker looks while held */
+static uint64_t defer_usec = 0;	/* BackfillDefer; 0: off */
+static req_t *deferred = NULL;	/* doubly linked, wait_lock */
+static uint32_t n_deferred = 0;	/* wait_lock */
+static uint64_t defer_total = 0, defer_released = 0, defer_timed_out = 0;
+static uint64_t defer_wait_usec = 0, defer_wait_max_usec = 0;	/* wait_lock */
+#ifdef FLEXCO_TEST_HOOKS
+/* Testing only: while this file exists, the deferral takes backfill to be
+ * in a cycle (FLEXCO_TEST_BACKFILL_ACTIVE_FILE in slurmctld's environment;
+ * testsuite/integration/test_plugin_bfdefer.py).  Only in the objects
+ * `make check` builds. */
+static char *test_bf_file = NULL;
+#endif
+
+static bool _bf_active(void)
+{
+#ifdef FLEXCO_TEST_HOOKS
+	if (test_bf_file && !access(test_bf_file, F_OK))
+		return true;
+#endif
+	return snapshot_bf_active();
+}
+
 static void _wait_cond_init(void)
 {
 	_cond_init(&wait_cond);
@@ -950,6 +995,83 @@ static void _wake(req_t *req)
 	MHD_resume_connection(c);	/* req may be gone after this */
 }
 
+/* wait_lock held: take req off the deferred list, count its wait. */
+static void _defer_unlink(req_t *req, uint64_t now)
+{
+	uint64_t waited = (now > req->defer_since) ? now - req->defer_since : 0;
+
+	if (req->dprev)
+		req->dprev->dnext = req->dnext;
+	else
+		deferred = req->dnext;
+	if (req->dnext)
+		req->dnext->dprev = req->dprev;
+	req->dprev = req->dnext = NULL;
+	req->defer = DEFER_DONE;
+	n_deferred--;
+	defer_wait_usec += waited;
+	if (waited > defer_wait_max_usec)
+		defer_wait_max_usec = waited;
+}
+
+/* wait_lock held: let microhttpd resume a deferred request. */
+static void _undefer(req_t *req, uint64_t now)
+{
+	struct MHD_Connection *c = req->conn;
+
+	_defer_unlink(req, now);
+	MHD_resume_connection(c);	/* req may be gone after this */
+}
+
+static void _undefer_drop(req_t *req)
+{
+	slurm_mutex_lock(&wait_lock);
+	if (req->defer == DEFER_HELD)
+		_defer_unlink(req, _usec_now());
+	slurm_mutex_unlock(&wait_lock);
+}
+
+/*
+ * Hold a complete probe or profile request while backfill is in a cycle
+ * (BackfillDefer).  True if it was suspended: microhttpd calls the handler
+ * again when the waker resumes it, with req->defer DEFER_DONE.
+ */
+static bool _defer(struct MHD_Connection *c, req_t *req, const char *url,
+		   const char *method)
+{
+	flexco_route_t rt;
+	uint64_t now;
+
+	req->defer = DEFER_DONE;	/* looked at once only */
+	if (!defer_usec || !_bf_active())
+		return false;
+	flexco_route(method, url, &rt);
+	if (rt.status || ((rt.kind != FLEXCO_RT_PROBE) &&
+			  (rt.kind != FLEXCO_RT_PROFILE)))
+		return false;
+	slurm_mutex_lock(&wait_lock);
+	if (waits_closed || !waker_running) {
+		slurm_mutex_unlock(&wait_lock);
+		return false;
+	}
+	now = _usec_now();
+	req->defer = DEFER_HELD;
+	req->conn = c;
+	req->defer_since = now;
+	req->defer_deadline = now + defer_usec;
+	req->dprev = NULL;
+	req->dnext = deferred;
+	if (deferred)
+		deferred->dprev = req;
+	deferred = req;
+	n_deferred++;
+	defer_total++;
+	MHD_suspend_connection(c);
+	pthread_cond_signal(&wait_cond);	/* the waker looks from now on */
+	slurm_mutex_unlock(&wait_lock);
+	return true;
+}
+
 /* Called by the events module after each batch of new events. */
 static void _events_arrived(void)
 {
@@ -985,6 +1107,26 @@ static void *_waker(void *arg)
 			} else if (req->deadline < next) {
 				next = req->deadline;
 			}
+		}
+		if (deferred) {
+			/* held while backfill's cycle runs (BackfillDefer) */
+			bool bf = !waker_stop && _bf_active();
+
+			for (req = deferred; req; req = nx) {
+				nx = req->dnext;
+				if (!bf) {
+					if (!waker_stop)
+						defer_released++;
+					_undefer(req, now);
+				} else if (now >= req->defer_deadline) {
+					defer_timed_out++;
+					_undefer(req, now);
+				} else if (req->defer_deadline < next) {
+					next = req->defer_deadline;
+				}
+			}
+			if (deferred && (now + DEFER_POLL_USEC < next))
+				next = now + DEFER_POLL_USEC;
 		}
 		if (waker_stop)
 			break;
@@ -1227,6 +1369,15 @@ static json_t *_stats_json(void)
 		"woken", (json_int_t) waits_woken,
 		"timed_out", (json_int_t) waits_timed_out,
 		"refused", (json_int_t) waits_refused));
+	json_object_set_new(root, "backfill_defer", json_pack(
+		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"defer_ms", (json_int_t) (defer_usec / 1000),
+		"waiting", (json_int_t) n_deferred,
+		"total", (json_int_t) defer_total,
+		"released", (json_int_t) defer_released,
+		"timed_out", (json_int_t) defer_timed_out,
+		"wait_usec_total", (json_int_t) defer_wait_usec,
+		"wait_usec_max", (json_int_t) defer_wait_max_usec));
 	slurm_mutex_unlock(&wait_lock);
 	{
 		json_t *cj;
@@ -1326,6 +1477,7 @@ typedef struct {
 	uint64_t lat_sum[EP_COUNT];
 	snapshot_lock_stats_t ls;
 	uint64_t lp_waiting, lp_total, lp_refused;
+	uint64_t defer_waiting, defer_released, defer_timed_out, defer_wait_usec;
 	uint64_t conn_open, conn_total, cut_headers, cut_body, evicted;
 	uint64_t body_refused;
 	uint64_t rate_refused[FLEXCO_RL_CNT];
@@ -1344,6 +1496,10 @@ static void _metrics_gather(metrics_copy_t *m)
 	m->lp_waiting = n_waiting;
 	m->lp_total = waits_total;
 	m->lp_refused = waits_refused;
+	m->defer_waiting = n_deferred;
+	m->defer_released = defer_released;
+	m->defer_timed_out = defer_timed_out;
+	m->defer_wait_usec = defer_wait_usec;
 	slurm_mutex_unlock(&wait_lock);
 	slurm_mutex_lock(&conn_lock);
 	m->conn_open = n_conns;
@@ -1484,6 +1640,22 @@ static char *_metrics_text(const metrics_copy_t *m)
 		       "Long polls refused (MaxLongPolls, MaxLongPollsPerUser).");
 	metrics_sample(&b, "flexco_long_polls_refused_total", NULL,
 		       (double) m->lp_refused);
+	metrics_family(&b, "flexco_backfill_deferred_waiting", "gauge",
+		       "Probes and profiles held now while backfill's cycle runs (BackfillDefer).");
+	metrics_sample(&b, "flexco_backfill_deferred_waiting", NULL,
+		       (double) m->defer_waiting);
+	metrics_family(&b, "flexco_backfill_deferred_total", "counter",
+		       "Probes and profiles held while backfill's cycle ran, by how they were let go.");
+	metrics_sample(&b, "flexco_backfill_deferred_total",
+		       (const char *const[]) { "released", "cycle_end", NULL },
+		       (double) m->defer_released);
+	metrics_sample(&b, "flexco_backfill_deferred_total",
+		       (const char *const[]) { "released", "timeout", NULL },
+		       (double) m->defer_timed_out);
+	metrics_family(&b, "flexco_backfill_deferred_seconds_total", "counter",
+		       "Time requests were held while backfill's cycle ran.");
+	metrics_sample(&b, "flexco_backfill_deferred_seconds_total", NULL,
+		       (double) m->defer_wait_usec / 1e6);
 	metrics_family(&b, "flexco_connections_open", "gauge",
 		       "HTTP connections open now.");
 	metrics_sample(&b, "flexco_connections_open", NULL,
@@ -1920,6 +2092,8 @@ static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 			 max_body);
 		return _error(c, req, 413, "payload_too_large", msg);
 	}
+	if ((req->defer == DEFER_NONE) && _defer(c, req, url, method))
+		return MHD_YES;	/* held while backfill's cycle runs */
 	return _dispatch(c, req, url, method);
 }
 
@@ -1962,6 +2136,15 @@ extern int http_start(const flexco_conf_t *conf)
 	max_body = conf->max_request_size;
 	published_share = conf->published_share;
 	hconf = conf;
+	defer_usec = (uint64_t) conf->backfill_defer * 1000;
+#ifdef FLEXCO_TEST_HOOKS
+	xfree(test_bf_file);
+	if (getenv("FLEXCO_TEST_BACKFILL_ACTIVE_FILE")) {
+		test_bf_file = xstrdup(getenv("FLEXCO_TEST_BACKFILL_ACTIVE_FILE"));
+		info("%s: FLEXCO_TEST_BACKFILL_ACTIVE_FILE=%s: backfill counts as in a cycle while it exists (testing only)",
+		     plugin_type, test_bf_file);
+	}
+#endif
 
 	memset(&sin, 0, sizeof(sin));
 	memset(&sin6, 0, sizeof(sin6));

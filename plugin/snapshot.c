@@ -968,6 +968,12 @@ extern void snapshot_set_job_lag(uint32_t ms)
 	share_job_lag_ms = ms;
 }
 
+extern bool snapshot_bf_active(void)
+{
+	return __atomic_load_n(&slurmctld_diag_stats.bf_active,
+			       __ATOMIC_RELAXED) != 0;
+}
+
 extern void snapshot_share_drop(void)
 {
 	snap_priv_t *old;

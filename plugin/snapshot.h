@@ -79,6 +79,11 @@ extern void snapshot_set_max_age(uint32_t ms);
  * job change); at most SnapshotMaxAge. */
 extern void snapshot_set_job_lag(uint32_t ms);
 
+/* Is slurmctld's backfill scheduler in a cycle (sdiag's "Active")?  Read
+ * without a lock: one aligned word; a stale answer only holds or lets go
+ * a request (BackfillDefer) a little early or late. */
+extern bool snapshot_bf_active(void);
+
 /* Free the shared snapshot (plugin shutdown). */
 extern void snapshot_share_drop(void);
 

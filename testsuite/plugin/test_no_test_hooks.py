@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What `make install` installs has no test hooks (issue 14 §2): no
 installed program or plugin object contains the fault-injection code the
-integration tests drive through FLEXCOD_TEST_HOLD_DIR and
-FLEXCO_TEST_SNAPSHOT_PAUSE_USEC.  Those are compiled only into
+integration tests drive through FLEXCOD_TEST_HOLD_DIR,
+FLEXCO_TEST_SNAPSHOT_PAUSE_USEC and FLEXCO_TEST_BACKFILL_ACTIVE_FILE.  Those are compiled only into
 src/flexcod/flexcod-testhooks and plugin/testhooks/, which `make check`
 builds and nothing installs; the test first checks that the markers it
 looks for really are in those test builds, so an empty search cannot pass.
@@ -16,7 +16,7 @@ import tempfile
 import flexcotest as t
 
 MARKERS = (b"FLEXCOD_TEST_HOLD_DIR", b"FLEXCO_TEST_SNAPSHOT_PAUSE_USEC",
-           b"test hold at step")
+           b"FLEXCO_TEST_BACKFILL_ACTIVE_FILE", b"test hold at step")
 
 
 def markers_in(path):
@@ -41,8 +41,10 @@ def main():
     found = {p: markers_in(p) if os.path.isfile(p) else None for p in test_builds}
     t.ok(found[test_builds[0]] and "FLEXCOD_TEST_HOLD_DIR" in found[test_builds[0]],
          "the test build of flexcod has its hold points", "%r" % found)
-    t.ok(found[test_builds[1]] and "FLEXCO_TEST_SNAPSHOT_PAUSE_USEC" in found[test_builds[1]],
-         "the test build of the plugin has its snapshot pause", "%r" % found)
+    t.ok(found[test_builds[1]] and "FLEXCO_TEST_SNAPSHOT_PAUSE_USEC" in found[test_builds[1]]
+         and "FLEXCO_TEST_BACKFILL_ACTIVE_FILE" in found[test_builds[1]],
+         "the test build of the plugin has its snapshot pause and backfill stand-in",
+         "%r" % found)
 
     dest = tempfile.mkdtemp(prefix="flexco-nohooks-")
     try:
