@@ -924,7 +924,7 @@ static bool waits_closed = true;	/* no new suspension (wait_lock) */
 static pthread_t waker_tid;
 
 /*
- * BackfillDefer (doc/admin.md, "Backfill cycles"): a probe or profile
+ * BackfillDefer (doc/admin.md, "Sizing"): a probe or profile
  * request complete while slurmctld's backfill scheduler is in a cycle
  * (slurmctld_diag_stats.bf_active) is suspended before it is even
  * authenticated, and resumed by the waker when the cycle has ended or

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""BackfillDefer (flexco.conf(5), doc/admin.md "Backfill cycles"): probes and
+"""BackfillDefer (flexco.conf(5), doc/admin.md "Sizing"): probes and
 profiles that arrive while slurmctld's backfill scheduler is in a cycle are
 held, before authentication, until the cycle ends or BackfillDefer ms have
 passed, so that the plugin does not take the CPU from backfill meanwhile.
