@@ -269,11 +269,10 @@ struct req {
 	bool has_viewer;
 	bool waiting;		/* on the waiter list (wait_lock) */
 	bool daemon_user;	/* exempt from the long-poll caps */
-	req_t *wprev, *wnext;
+	req_t *wprev, *wnext;	/* on waiters or deferred (wait_lock) */
 	/* BackfillDefer: a probe or profile held while backfill's cycle runs */
 	int defer;		/* DEFER_* (wait_lock while DEFER_HELD) */
 	uint64_t defer_since, defer_deadline;	/* CLOCK_MONOTONIC usec */
-	req_t *dprev, *dnext;	/* on the deferred list (wait_lock) */
 };
 
 enum { DEFER_NONE, DEFER_HELD, DEFER_DONE };
@@ -937,7 +936,7 @@ static pthread_t waker_tid;
  */
 #define DEFER_POLL_USEC 20000	/* how often the waker looks while held */
 static uint64_t defer_usec = 0;	/* BackfillDefer; 0: off */
-static req_t *deferred = NULL;	/* doubly linked, wait_lock */
+static req_t *deferred = NULL;	/* doubly linked (wprev/wnext), wait_lock */
 static uint32_t n_deferred = 0;	/* wait_lock */
 static uint64_t defer_total = 0, defer_released = 0, defer_timed_out = 0;
 static uint64_t defer_wait_usec = 0, defer_wait_max_usec = 0;	/* wait_lock */
@@ -964,16 +963,36 @@ static void _wait_cond_init(void)
 	_cond_init(&conn_cond);
 }
 
-/* wait_lock held */
-static void _waiter_remove(req_t *req)
+/*
+ * wait_lock held: the two lists of suspended requests, long polls
+ * (waiters) and requests held during a backfill cycle (deferred), linked
+ * through wprev/wnext: a request is on one of them at most (a probe or a
+ * profile is never a long poll).
+ */
+static void _list_push(req_t **head, req_t *req)
+{
+	req->wprev = NULL;
+	req->wnext = *head;
+	if (*head)
+		(*head)->wprev = req;
+	*head = req;
+}
+
+static void _list_remove(req_t **head, req_t *req)
 {
 	if (req->wprev)
 		req->wprev->wnext = req->wnext;
 	else
-		waiters = req->wnext;
+		*head = req->wnext;
 	if (req->wnext)
 		req->wnext->wprev = req->wprev;
 	req->wprev = req->wnext = NULL;
+}
+
+/* wait_lock held */
+static void _waiter_remove(req_t *req)
+{
+	_list_remove(&waiters, req);
 	req->waiting = false;
 	n_waiting--;
 }
@@ -1000,13 +1019,7 @@ static void _defer_unlink(req_t *req, uint64_t now)
 {
 	uint64_t waited = (now > req->defer_since) ? now - req->defer_since : 0;
 
-	if (req->dprev)
-		req->dprev->dnext = req->dnext;
-	else
-		deferred = req->dnext;
-	if (req->dnext)
-		req->dnext->dprev = req->dprev;
-	req->dprev = req->dnext = NULL;
+	_list_remove(&deferred, req);
 	req->defer = DEFER_DONE;
 	n_deferred--;
 	defer_wait_usec += waited;
@@ -1059,11 +1072,7 @@ static bool _defer(struct MHD_Connection *c, req_t *req, const char *url,
 	req->conn = c;
 	req->defer_since = now;
 	req->defer_deadline = now + defer_usec;
-	req->dprev = NULL;
-	req->dnext = deferred;
-	if (deferred)
-		deferred->dprev = req;
-	deferred = req;
+	_list_push(&deferred, req);
 	n_deferred++;
 	defer_total++;
 	MHD_suspend_connection(c);
@@ -1113,7 +1122,7 @@ static void *_waker(void *arg)
 			bool bf = !waker_stop && _bf_active();
 
 			for (req = deferred; req; req = nx) {
-				nx = req->dnext;
+				nx = req->wnext;
 				if (!bf) {
 					if (!waker_stop)
 						defer_released++;
@@ -1191,11 +1200,7 @@ static void _suspend(struct MHD_Connection *c, req_t *req)
 {
 	req->longpoll = true;
 	req->conn = c;
-	req->wprev = NULL;
-	req->wnext = waiters;
-	if (waiters)
-		waiters->wprev = req;
-	waiters = req;
+	_list_push(&waiters, req);
 	req->waiting = true;
 	n_waiting++;
 	MHD_suspend_connection(c);
