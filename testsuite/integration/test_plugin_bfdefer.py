@@ -109,9 +109,10 @@ def main():
                       auth="MUNGE not-a-credential")
         s = defer_stats()
         os.unlink(flag)
-        t.ok(r.status == 401 and (r.json or {}).get("error", {}).get("code")
-             and s.get("total") == 4,
-             "a held request with a bad credential is refused (401) after its hold",
+        t.ok(r.status == 401 and r.error_code() == "malformed_credential"
+             and r.headers.get("WWW-Authenticate") == "MUNGE" and s.get("total") == 4,
+             "a held request with a bad credential is refused after its hold: "
+             "401 malformed_credential, WWW-Authenticate: MUNGE",
              "%s %r %r" % (r.status, r.raw[:200], s))
 
         # -- /metrics -----------------------------------------------------------
