@@ -1,19 +1,41 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
- *  agent.c - the slurmctld/flexco plugin's own thread
+ *  agent.c - the slurmctld/flexco plugin's own thread, one per start
  *****************************************************************************
- *  The agent owns everything the plugin does outside slurmctld's own threads.
- *  It first waits until slurmctld is the primary controller with its state
- *  loaded, starts the events and history services, then wakes up
- *  periodically, takes a short read-locked snapshot of the
- *  cluster, releases the locks and only then works on the copy.  Stopping
- *  is prompt: fini() signals a condition variable and joins the thread.
- *  The events thread (events.c) is stopped after the HTTP service, which
- *  reads the events.
+ *  The agent owns everything the plugin does outside slurmctld's own
+ *  threads.  Each init() starts a new agent thread, a *generation*, which
+ *  brings the plugin up (state files, compute threads, then, once
+ *  slurmctld is the primary controller with its state loaded, the events,
+ *  history and HTTP services), wakes up periodically, takes a short
+ *  read-locked snapshot of the cluster, and at the end takes everything
+ *  down again, from its own thread.
+ *
+ *  Why the stop is asynchronous: slurmctld may call fini() and init()
+ *  with its own write locks held.  Slurm 22.05's `scontrol reconfigure`
+ *  does, when PrEpPlugins changed: read_slurm_conf() -> prep_g_reconfig()
+ *  -> prep_g_fini() + prep_g_init(), inside the reconfigure RPC.  Every
+ *  thread of ours (HTTP workers taking a snapshot, the events thread, this
+ *  agent) can be waiting in lock_slurmctld() at that moment, and will wait
+ *  until that RPC returns.  So fini() must not wait for any of them, nor
+ *  take any lock that such a thread holds, nor take slurmctld's locks:
+ *  flexco_agent_stop() only sets its generation's stop flag and wakes it,
+ *  under agent_lock, which no thread ever holds while it waits for
+ *  slurmctld (nor while it joins a thread).  The generation then stops its
+ *  services itself once its threads got past the locks, outside them.
+ *
+ *  Why generations never collide: init() under those locks only records
+ *  a new generation and creates its thread.  That thread first joins the
+ *  generation before it (outside every lock), so the old one has closed
+ *  its listening port, saved its state files and stopped its events
+ *  sequence before the new one loads or opens any of them.  A generation
+ *  asked to stop before it started ends without starting anything.  The
+ *  controller object stays mapped (prep_flexco.c loads it RTLD_NODELETE),
+ *  so the code of a generation still stopping is never unloaded.
  *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
 
+#define _GNU_SOURCE 1		/* pthread_timedjoin_np() */
 #include "src/common/slurm_xlator.h"	/* must be first */
 
 #include <errno.h>
@@ -26,30 +48,40 @@
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/node_conf.h"
+#include "src/common/xmalloc.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
 #include "compat.h"
 #include "agent.h"
+#include "compute.h"
 #include "events.h"
 #include "history.h"
 #include "http.h"
 #include "resv.h"
+#include "snapshot.h"
 
 extern const char plugin_type[];
 
 #define AGENT_PERIOD_SEC 5
 #define READY_POLL_SEC 1
 
+typedef struct agent_gen {
+	uint64_t id;		/* 1 for the process's first start */
+	pthread_t tid;
+	bool stop;		/* agent_lock */
+	flexco_conf_t *conf;	/* NULL: read by the thread; freed by it */
+	struct agent_gen *prev;	/* joined and freed by this generation */
+} agent_gen_t;
+
+/*
+ * agent_lock is held only for a few assignments: never while waiting for
+ * slurmctld's locks, for I/O, or for a thread to end (see above).
+ */
 static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t agent_cond = PTHREAD_COND_INITIALIZER;
-static pthread_t agent_tid;
-static bool agent_running = false;
-static bool agent_stop = false;
-static bool have_summary = false;
-static bool services_started = false;	/* events and history */
-static flexco_cluster_summary_t summary;
-static const flexco_conf_t *agent_conf = NULL;
+static agent_gen_t *newest = NULL;	/* the last started; agent_lock */
+static uint64_t gen_count = 0;		/* agent_lock */
 
 /*
  * Copy what we need under slurmctld's node read lock only, no I/O, no
@@ -70,22 +102,36 @@ static void _snapshot(flexco_cluster_summary_t *s)
 		if (avail_node_bitmap && bit_test(avail_node_bitmap, i))
 			s->nodes_avail++;
 	}
-	s->bf_last_cycle = slurmctld_diag_stats.bf_when_last_cycle;
 	unlock_slurmctld(node_read);
 }
 
-/* Wait (stop-aware) for the next period; agent_lock held. */
-static void _wait_period(int sec)
+static bool _stopping(agent_gen_t *g)
+{
+	bool stop;
+
+	slurm_mutex_lock(&agent_lock);
+	stop = g->stop;
+	slurm_mutex_unlock(&agent_lock);
+	return stop;
+}
+
+/* Wait up to sec seconds, or until asked to stop; returns g->stop. */
+static bool _wait_period(agent_gen_t *g, int sec)
 {
 	struct timespec until;
+	bool stop;
 
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += sec;
-	while (!agent_stop) {
+	slurm_mutex_lock(&agent_lock);
+	while (!g->stop) {
 		if (pthread_cond_timedwait(&agent_cond, &agent_lock, &until) ==
 		    ETIMEDOUT)
 			break;
 	}
+	stop = g->stop;
+	slurm_mutex_unlock(&agent_lock);
+	return stop;
 }
 
 /*
@@ -93,41 +139,32 @@ static void _wait_period(int sec)
  * controller too: wait until this is the primary with its state loaded.
  * Returns false if asked to stop first.
  */
-static bool _wait_ready(void)
+static bool _wait_ready(agent_gen_t *g)
 {
 	bool said = false;
 
-	slurm_mutex_lock(&agent_lock);
-	while (!agent_stop) {
-		slurm_mutex_unlock(&agent_lock);
-		if (flexco_ctld_ready()) {
-			slurm_mutex_lock(&agent_lock);
-			break;
-		}
+	while (!_stopping(g)) {
+		if (flexco_ctld_ready())
+			return !_stopping(g);
 		if (!said) {
 			debug("%s: agent: waiting for slurmctld to be the primary with its state loaded",
 			      plugin_type);
 			said = true;
 		}
-		slurm_mutex_lock(&agent_lock);
-		_wait_period(READY_POLL_SEC);
+		(void) _wait_period(g, READY_POLL_SEC);
 	}
-	slurm_mutex_unlock(&agent_lock);
-	return !agent_stop;
+	return false;
 }
 
 /* Events and history need slurmctld's state: started once it is there. */
-static int _start_services(void)
+static int _start_services(const flexco_conf_t *conf)
 {
-	if (events_start(agent_conf) != SLURM_SUCCESS)
+	if (events_start(conf) != SLURM_SUCCESS)
 		return SLURM_ERROR;
-	if (history_start(agent_conf) != SLURM_SUCCESS) {
+	if (history_start(conf) != SLURM_SUCCESS) {
 		events_stop();
 		return SLURM_ERROR;
 	}
-	slurm_mutex_lock(&agent_lock);
-	services_started = true;
-	slurm_mutex_unlock(&agent_lock);
 	return SLURM_SUCCESS;
 }
 
@@ -136,27 +173,13 @@ extern void flexco_thread_name(const char *name)
 	(void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
 }
 
-static void *_agent(void *arg)
+/* The periodic work, until asked to stop. */
+static void _run(agent_gen_t *g, const flexco_conf_t *conf)
 {
 	flexco_cluster_summary_t s;
 	bool first = true;
 
-	(void) arg;
-	flexco_thread_name("flexco_agent");
-	debug("%s: agent thread started", plugin_type);
-
-	if (!_wait_ready())
-		goto done;
-	if (_start_services() != SLURM_SUCCESS) {
-		error("%s: agent: cannot start the events and history services; FlexCo is idle",
-		      plugin_type);
-		goto done;
-	}
-
-	slurm_mutex_lock(&agent_lock);
-	while (!agent_stop) {
-		slurm_mutex_unlock(&agent_lock);
-
+	while (!_stopping(g)) {
 		if (!flexco_ctld_ready()) {
 			/* A backup that gave control back, or a slurmctld
 			 * shutting down (24.11's reconfigure starts its
@@ -166,97 +189,166 @@ static void *_agent(void *arg)
 				     plugin_type);
 				http_stop();
 			}
-			slurm_mutex_lock(&agent_lock);
-			_wait_period(AGENT_PERIOD_SEC);
+			(void) _wait_period(g, AGENT_PERIOD_SEC);
 			continue;
 		}
 
-		_snapshot(&s);	/* slurmctld locks only, ours released */
-		if (!http_running())
-			(void) http_start(agent_conf);	/* retried each period */
-		flexco_resv_tick();	/* deadlines, orphans, state file */
-		history_tick();		/* idle nodes per partition, state file */
-
-		slurm_mutex_lock(&agent_lock);
-		summary = s;
-		have_summary = true;
-		if (first) {
+		if (first) {	/* what this start sees, once, in the log */
+			_snapshot(&s);	/* slurmctld locks only */
 			info("%s: agent: %d nodes (%d available), %ld CPUs",
 			     plugin_type, s.nodes, s.nodes_avail, s.cpus);
 			first = false;
 		}
-		if (agent_stop)
-			break;
-		_wait_period(AGENT_PERIOD_SEC);
+		if (!http_running())
+			(void) http_start(conf);	/* retried each period */
+		flexco_resv_tick();	/* deadlines, orphans, state file */
+		history_tick();		/* idle nodes per partition, state file */
+		(void) _wait_period(g, AGENT_PERIOD_SEC);
 	}
-	slurm_mutex_unlock(&agent_lock);
-done:
-	debug("%s: agent thread exiting", plugin_type);
-	return NULL;
 }
 
-extern int flexco_agent_start(const flexco_conf_t *conf)
+static void *_agent(void *arg)
 {
-	int rc;
+	agent_gen_t *g = arg;
+	flexco_conf_t *conf;
+	bool services = false;
 
-	slurm_mutex_lock(&agent_lock);
-	if (agent_running) {
-		slurm_mutex_unlock(&agent_lock);
-		return SLURM_SUCCESS;
+	flexco_thread_name("flexco_agent");
+	debug("%s: agent thread %"PRIu64" started", plugin_type, g->id);
+
+	/*
+	 * The generation before must be gone before this one touches the
+	 * port, the state files or the events sequence.  Its threads may
+	 * still wait for slurmctld's locks (we were started under them):
+	 * this waits outside every lock, so it ends once they got past.
+	 */
+	if (g->prev) {
+		pthread_join(g->prev->tid, NULL);
+		xfree(g->prev);
+		debug("%s: agent %"PRIu64": the previous start has ended",
+		      plugin_type, g->id);
 	}
-	agent_conf = conf;
-	agent_stop = false;
-	services_started = false;
-	rc = pthread_create(&agent_tid, NULL, _agent, NULL);
-	if (rc) {
-		slurm_mutex_unlock(&agent_lock);
-		error("%s: cannot create agent thread: %s",
-		      plugin_type, strerror(rc));
-		return SLURM_ERROR;
+	if (_stopping(g))
+		goto out;
+
+	/* A restart under reconfigure reads flexco.conf here, not in init():
+	 * its NSS lookups must not run under slurmctld's locks, and an
+	 * unusable file must leave FlexCo idle, not end slurmctld. */
+	if (!g->conf && !(g->conf = flexco_conf_read())) {
+		error("%s: unusable flexco.conf (see the errors above): FlexCo is idle until it is fixed and slurmctld reconfigured or restarted",
+		      plugin_type);
+		goto out;
 	}
-	agent_running = true;
-	slurm_mutex_unlock(&agent_lock);
-	return SLURM_SUCCESS;
-}
+	conf = g->conf;
+	flexco_conf_log(conf);
+	info("%s: init: Slurm %s, ListenAddress=%s ListenPort=%u DaemonUsers=%s",
+	     plugin_type, SLURM_VERSION_STRING, conf->listen_address,
+	     conf->listen_port,
+	     conf->daemon_users ? conf->daemon_users : "(null)");
 
-extern void flexco_agent_stop(void)
-{
-	bool started;
+	flexco_resv_init(conf);
+	snapshot_set_jobs_per_hold(conf->snapshot_jobs_per_hold);
+	snapshot_set_max_age(conf->snapshot_max_age);
+	snapshot_set_job_lag(conf->snapshot_job_lag);
+	/* before HTTP: requests may come as soon as it listens */
+	(void) compute_start(conf->compute_threads, conf->compute_nice);
 
-	slurm_mutex_lock(&agent_lock);
-	if (!agent_running) {
-		slurm_mutex_unlock(&agent_lock);
-		return;
+	if (!_wait_ready(g))
+		goto down;
+	if (_start_services(conf) != SLURM_SUCCESS) {
+		error("%s: agent: cannot start the events and history services; FlexCo is idle",
+		      plugin_type);
+		goto down;
 	}
-	agent_stop = true;
-	slurm_cond_broadcast(&agent_cond);
-	slurm_mutex_unlock(&agent_lock);
+	services = true;
+	_run(g, conf);
 
-	pthread_join(agent_tid, NULL);
-
-	slurm_mutex_lock(&agent_lock);
-	agent_running = false;
-	started = services_started;
-	services_started = false;
-	slurm_mutex_unlock(&agent_lock);
-	info("%s: agent thread joined", plugin_type);
-
+down:
 	http_stop();	/* answers the long polls still waiting */
-	if (started) {
+	if (services) {
 		history_stop();	/* saves the idle-node history a last time */
 		events_stop();	/* saves the events' state a last time */
 	}
+	compute_stop();		/* no request runs any more */
+	snapshot_share_drop();
+	flexco_resv_fini();
+	info("%s: fini: stopped", plugin_type);
+out:
+	flexco_conf_free(g->conf);
+	g->conf = NULL;
+	debug("%s: agent thread %"PRIu64" exiting", plugin_type, g->id);
+	return NULL;
 }
 
-extern int flexco_agent_summary(flexco_cluster_summary_t *out)
+extern int flexco_agent_start(flexco_conf_t *conf)
 {
-	int rc = -1;
+	agent_gen_t *g = xmalloc(sizeof(*g));
+	int rc;
 
 	slurm_mutex_lock(&agent_lock);
-	if (have_summary) {
-		*out = summary;
-		rc = 0;
+	g->id = ++gen_count;
+	g->conf = conf;
+	g->prev = newest;
+	rc = pthread_create(&g->tid, NULL, _agent, g);
+	if (!rc)
+		newest = g;
+	slurm_mutex_unlock(&agent_lock);
+	if (rc) {
+		error("%s: cannot create agent thread: %s",
+		      plugin_type, strerror(rc));
+		xfree(g);	/* the caller still owns conf */
+		return SLURM_ERROR;
+	}
+	return SLURM_SUCCESS;
+}
+
+/* See the top of this file: returns at once, whatever the threads do. */
+extern void flexco_agent_stop(void)
+{
+	slurm_mutex_lock(&agent_lock);
+	if (newest && !newest->stop) {
+		newest->stop = true;
+		slurm_cond_broadcast(&agent_cond);
 	}
 	slurm_mutex_unlock(&agent_lock);
-	return rc;
+}
+
+extern bool flexco_agent_running(void)
+{
+	bool running;
+
+	slurm_mutex_lock(&agent_lock);
+	running = newest && !newest->stop;
+	slurm_mutex_unlock(&agent_lock);
+	return running;
+}
+
+extern int flexco_agent_wait(int timeout_sec)
+{
+	struct timespec until;
+	agent_gen_t *g;
+	int rc;
+
+	slurm_mutex_lock(&agent_lock);
+	g = newest;
+	slurm_mutex_unlock(&agent_lock);
+	if (!g)
+		return SLURM_SUCCESS;
+	if (pthread_equal(g->tid, pthread_self()))
+		return SLURM_ERROR;	/* exit() from our own thread */
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_sec;
+	if ((rc = pthread_timedjoin_np(g->tid, NULL, &until))) {
+		error("%s: agent did not stop within %d s (%s); not waiting for it",
+		      plugin_type, timeout_sec, strerror(rc));
+		return SLURM_ERROR;
+	}
+	slurm_mutex_lock(&agent_lock);
+	if (newest == g)
+		newest = NULL;
+	slurm_mutex_unlock(&agent_lock);
+	xfree(g);
+	info("%s: agent thread joined", plugin_type);
+	return SLURM_SUCCESS;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
- *  agent.h - the slurmctld/flexco plugin's own thread
+ *  agent.h - the slurmctld/flexco plugin's own thread, one per start
  *****************************************************************************
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
@@ -8,32 +8,50 @@
 #ifndef _FLEXCO_AGENT_H
 #define _FLEXCO_AGENT_H
 
+#include <stdbool.h>
 #include <time.h>
 
 #include "flexco_conf.h"
 
-/* What one short read-locked snapshot of slurmctld saw. */
+/* What one short read-locked snapshot of slurmctld saw (logged once). */
 typedef struct {
 	time_t when;		/* time of the snapshot */
 	int nodes;		/* node records */
 	int nodes_avail;	/* nodes up and not drained */
 	long cpus;		/* effective CPUs over all nodes */
-	time_t bf_last_cycle;	/* end of the last backfill cycle, 0 if none */
 } flexco_cluster_summary_t;
 
 /*
- * Start the agent thread.  Once slurmctld is the primary controller with
- * its state loaded (compat.h), it starts the events thread (events.h), the
- * history, and the HTTP service, which it keeps retrying while it cannot
- * listen.  conf must outlive the threads.  Called from init(), no
- * slurmctld lock held.
+ * Start a new agent thread (a new generation, agent.c).  It first waits
+ * until the generation before it has ended, then reads flexco.conf if conf
+ * is NULL, loads the state files, starts the compute threads and, once
+ * slurmctld is the primary controller with its state loaded (compat.h),
+ * the events thread (events.h), the history and the HTTP service, which
+ * it keeps retrying while it cannot listen.  It takes conf over (frees it
+ * when it ends) unless this fails.  May be called with slurmctld's locks
+ * held: it only creates the thread.
  */
-extern int flexco_agent_start(const flexco_conf_t *conf);
+extern int flexco_agent_start(flexco_conf_t *conf);
 
-/* Ask the agent thread to stop, join it, stop the HTTP service (which
- * answers the long polls still waiting), then stop the events thread (which
- * saves the events' state).  Called from fini(). */
+/*
+ * Ask the newest generation to stop and return at once: it stops its
+ * HTTP service (answering the long polls still waiting), its events and
+ * history (saving their state) and the rest from its own thread.  May be
+ * called with slurmctld's locks held: it waits for no thread and takes
+ * no lock that a thread waiting for slurmctld's locks can hold.
+ */
 extern void flexco_agent_stop(void);
+
+/* True while a generation runs that was not asked to stop. */
+extern bool flexco_agent_running(void);
+
+/*
+ * Wait up to timeout_sec seconds for every generation to end (at exit,
+ * after flexco_agent_stop()).  SLURM_ERROR if they did not: e.g. exit()
+ * came from a fatal() while slurmctld's locks were held, so a thread of
+ * ours cannot get past them.  Never call it with slurmctld's locks held.
+ */
+extern int flexco_agent_wait(int timeout_sec);
 
 /*
  * Name the calling thread (at most 15 characters; Linux shows it in
@@ -43,8 +61,5 @@ extern void flexco_agent_stop(void);
  * nothing else.
  */
 extern void flexco_thread_name(const char *name);
-
-/* Copy of the latest snapshot; returns -1 if none was taken yet. */
-extern int flexco_agent_summary(flexco_cluster_summary_t *out);
 
 #endif

@@ -12,7 +12,10 @@
  *  jobs, partitions and reservations, and also on a backup controller:
  *  it reads flexco.conf and starts the agent thread, which waits until
  *  this process is the primary controller with its state loaded
- *  (compat.h: flexco_ctld_ready) before it touches any of it.
+ *  (compat.h: flexco_ctld_ready) before it touches any of it.  Slurm
+ *  22.05 also calls fini and init again from `scontrol reconfigure` when
+ *  PrEpPlugins changed, with its write locks held: neither waits for
+ *  anything then (agent.c says how).
  *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later
  *  (the plugin links slurmctld's internals).
@@ -20,7 +23,6 @@
 
 #include "src/common/slurm_xlator.h"	/* must be first */
 
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "src/common/log.h"
@@ -33,9 +35,6 @@
 #include "compat.h"
 #include "events.h"
 #include "flexco_conf.h"
-#include "snapshot.h"
-#include "compute.h"
-#include "resv.h"
 
 /* Built with -fvisibility=hidden: only these entry points are exported. */
 #define FLEXCO_EXPORT __attribute__((visibility("default")))
@@ -46,99 +45,63 @@ const char plugin_type[] = "slurmctld/flexco";
 /* prep/flexco refuses to start us when this is not its own version. */
 FLEXCO_EXPORT const uint32_t flexco_ctld_slurm_version = SLURM_VERSION_NUMBER;
 
-/* Set once in flexco_ctld_init(), read-only until flexco_ctld_fini(). */
-static flexco_conf_t *flexco_conf = NULL;
-static pthread_mutex_t conf_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool at_exit_registered = false;
-
-FLEXCO_EXPORT extern int flexco_ctld_fini(void);
+/* How long the exit handler waits for the plugin's threads to stop. */
+#define EXIT_WAIT_SEC 10
 
 /*
  * slurmctld calls the PrEp plugins' fini() only in builds made for memory
  * leak debugging, so a normal shutdown would end the process with our
  * threads running and the last state unsaved.  At exit (after slurmctld
- * has saved its own state and released its locks) stop as fini would:
- * join the threads, answer the long polls, save every state file, and
- * mark the events' state clean, so a restart continues the numbering
- * without telling clients that events were lost.
+ * has saved its own state and released its locks) stop as fini would and
+ * wait for the threads: they answer the long polls, save every state file
+ * and mark the events' state clean, so a restart continues the numbering
+ * without telling clients that events were lost.  exit() may also come
+ * from a fatal() with slurmctld's locks held, where a thread of ours may
+ * never get past them: the wait is bounded (EXIT_WAIT_SEC).
  */
 static void _at_exit(void)
 {
-	bool running;
-
-	slurm_mutex_lock(&conf_lock);
-	running = (flexco_conf != NULL);
-	slurm_mutex_unlock(&conf_lock);
-	if (running)
-		(void) flexco_ctld_fini();
+	flexco_agent_stop();
+	(void) flexco_agent_wait(EXIT_WAIT_SEC);
 }
 
+/*
+ * May run with slurmctld's write locks held (22.05's reconfigure when
+ * PrEpPlugins changed, agent.c), so it only starts the agent thread, which
+ * reads flexco.conf and does everything else.  An unusable flexco.conf
+ * leaves FlexCo idle, with the reason in the log; it never keeps slurmctld
+ * from starting or ends a running one (doc/decisions.md, "Loading into
+ * slurmctld").
+ */
 FLEXCO_EXPORT extern int flexco_ctld_init(void)
 {
-	flexco_conf_t *conf;
+	if (FLEXCO_TEST_CONFIG) {
+		/* slurmctld -t (no lock held, nothing runs): check the file,
+		 * start nothing; a bad one fails the test, as it should */
+		flexco_conf_t *conf = flexco_conf_read();
 
-	if (FLEXCO_TEST_CONFIG) {	/* slurmctld -t: check the config, start nothing */
+		if (!conf)
+			fatal("%s: unusable flexco.conf (see the errors above)",
+			      plugin_type);
+		flexco_conf_free(conf);
 		info("%s: init: configuration test, not starting", plugin_type);
 		return SLURM_SUCCESS;
 	}
-	/* Like Slurm's own plugins: an unusable config file is fatal at
-	 * start, where the admin who just edited it sees it at once. */
-	if (!(conf = flexco_conf_read()))
-		fatal("%s: unusable flexco.conf (see the errors above)",
-		      plugin_type);
-
-	slurm_mutex_lock(&conf_lock);
-	flexco_conf = conf;
-	slurm_mutex_unlock(&conf_lock);
-
-	flexco_resv_init(conf);
-	snapshot_set_jobs_per_hold(conf->snapshot_jobs_per_hold);
-	snapshot_set_max_age(conf->snapshot_max_age);
-	snapshot_set_job_lag(conf->snapshot_job_lag);
-	/* before the agent: requests may come as soon as it listens */
-	(void) compute_start(conf->compute_threads, conf->compute_nice);
-
-	if (flexco_agent_start(conf) != SLURM_SUCCESS) {
-		compute_stop();
-		flexco_resv_fini();
-		slurm_mutex_lock(&conf_lock);
-		flexco_conf_free(flexco_conf);
-		flexco_conf = NULL;
-		slurm_mutex_unlock(&conf_lock);
+	if (flexco_agent_start(NULL) != SLURM_SUCCESS)
 		return SLURM_ERROR;
-	}
-
 	if (!at_exit_registered && !atexit(_at_exit))
 		at_exit_registered = true;
-
-	flexco_conf_log(conf);
-	info("%s: init: Slurm %s, ListenAddress=%s ListenPort=%u DaemonUsers=%s",
-	     plugin_type, SLURM_VERSION_STRING, conf->listen_address,
-	     conf->listen_port,
-	     conf->daemon_users ? conf->daemon_users : "(null)");
 	return SLURM_SUCCESS;
 }
 
+/* Returns at once: the agent stops everything from its own thread. */
 FLEXCO_EXPORT extern int flexco_ctld_fini(void)
 {
-	slurm_mutex_lock(&conf_lock);
-	if (!flexco_conf) {	/* never started, or stopped already */
-		slurm_mutex_unlock(&conf_lock);
-		return SLURM_SUCCESS;
+	if (flexco_agent_running()) {
+		flexco_agent_stop();
+		info("%s: fini: stopping", plugin_type);
 	}
-	slurm_mutex_unlock(&conf_lock);
-
-	flexco_agent_stop();
-	compute_stop();		/* no request runs any more */
-	snapshot_share_drop();
-	flexco_resv_fini();
-
-	slurm_mutex_lock(&conf_lock);
-	flexco_conf_free(flexco_conf);
-	flexco_conf = NULL;
-	slurm_mutex_unlock(&conf_lock);
-
-	info("%s: fini: stopped", plugin_type);
 	return SLURM_SUCCESS;
 }
 

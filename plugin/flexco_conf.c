@@ -22,6 +22,7 @@
 #include "src/common/uid.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
 
 #include "core/capi_auth.h"
 #include "flexco_conf.h"
@@ -359,9 +360,16 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		goto fail;
 	}
 
-	if (!s_p_get_string(&conf->munge_socket, "MungeSocket", tbl))
+	if (!s_p_get_string(&conf->munge_socket, "MungeSocket", tbl)) {
+		/* slurm_conf is rewritten by a reconfigure, under this lock;
+		 * only a string is parsed while it is held */
+		slurmctld_lock_t conf_read = { .conf = READ_LOCK };
+
+		lock_slurmctld(conf_read);
 		conf->munge_socket =
 			slurm_auth_opts_to_socket(slurm_conf.authinfo);
+		unlock_slurmctld(conf_read);
+	}
 	if (conf->munge_socket && (conf->munge_socket[0] != '/')) {
 		error("%s: %s: MungeSocket=%s is not an absolute path",
 		      plugin_type, path, conf->munge_socket);

@@ -118,7 +118,15 @@ static void _load(void)
 		      plugin_type, built);
 	}
 
-	ctld_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	/*
+	 * RTLD_NODELETE: the object stays mapped after fini().  Slurm 22.05
+	 * calls fini() and init() from a reconfigure with its write locks
+	 * held, so fini() cannot wait for the object's threads (some may be
+	 * waiting for those locks); they end on their own afterwards, and
+	 * their code must still be there.  The next init() gets the same
+	 * object back, whose new threads wait for the old ones (agent.c).
+	 */
+	ctld_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!ctld_handle) {
 		error("%s: cannot load %s: %s; FlexCo disabled",
 		      plugin_type, path, dlerror());

@@ -3,8 +3,9 @@
 """slurmctld/flexco loads into Debian's slurmctld on every cluster of a local
 grid through PrEpPlugins=script,flexco (prep/flexco loads
 flexco_slurmctld.so), reads flexco.conf, logs its effective settings, runs
-and joins its agent thread, and stops cleanly; a bad flexco.conf keeps
-slurmctld from starting, with the reason in its log."""
+and joins its agent thread, and stops cleanly; with a bad flexco.conf
+slurmctld still starts and serves, FlexCo stays idle and the log says
+why."""
 
 import os
 import re
@@ -118,9 +119,11 @@ BAD_CONFS = [
 
 def bad_conf_case(grid, base_conf, name, text, expect):
     """Run a throw-away slurmctld on a copy of base_conf with a bad
-    flexco.conf: it must exit non-zero, with `expect` and the plugin's fatal
-    line in its log."""
+    flexco.conf: it must start and keep serving its users, with `expect`
+    and the plugin's "FlexCo is idle" line in its log (FlexCo never keeps
+    slurmctld from starting)."""
     tmp = tempfile.mkdtemp(prefix="badconf-", dir=grid.run_dir)
+    proc = None
     try:
         conf = read(base_conf)
         port = free_port()
@@ -137,27 +140,45 @@ def bad_conf_case(grid, base_conf, name, text, expect):
             if n == 0:
                 conf += "%s=%s\n" % (k, v)
         os.makedirs(repl["StateSaveLocation"])
-        with open(os.path.join(tmp, "slurm.conf"), "w") as f:
+        slurm_conf = os.path.join(tmp, "slurm.conf")
+        with open(slurm_conf, "w") as f:
             f.write(conf)
         if text is not None:
             with open(os.path.join(tmp, "flexco.conf"), "w") as f:
                 f.write(text % {"port": port})
         slurmctld = os.environ.get("SLURMCTLD", "/usr/sbin/slurmctld")
-        try:
-            r = subprocess.run([slurmctld, "-D", "-f",
-                                os.path.join(tmp, "slurm.conf")],
-                               capture_output=True, text=True, timeout=60,
-                               stdin=subprocess.DEVNULL)
-            rc = r.returncode
-            out = r.stdout + r.stderr
-        except subprocess.TimeoutExpired as e:
-            rc, out = None, "timed out: %s" % e
-        log = read(repl["SlurmctldLogFile"]) + out
-        t.ok(rc not in (0, None) and expect in log
-             and "fatal: slurmctld/flexco: unusable flexco.conf" in log,
-             "bad flexco.conf (%s): slurmctld refuses to start and says why"
-             % name, "exit %s, log:\n%s" % (rc, log[-2000:]))
+        out_path = os.path.join(tmp, "slurmctld.out")
+        with open(out_path, "w") as out:
+            proc = subprocess.Popen([slurmctld, "-D", "-f", slurm_conf],
+                                    stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+
+        def logged():
+            log = read(repl["SlurmctldLogFile"]) + read(out_path)
+            return "slurmctld/flexco: unusable flexco.conf" in log and log
+        log = t.wait_for(logged, 60, "the plugin's idle line") or \
+            read(repl["SlurmctldLogFile"]) + read(out_path)
+        env = dict(grid.env("alpha"), SLURM_CONF=slurm_conf)
+
+        def answers():
+            r = subprocess.run(["squeue", "-h"], env=env, capture_output=True,
+                               text=True, timeout=30, stdin=subprocess.DEVNULL)
+            return r.returncode == 0
+        serving = proc.poll() is None and t.wait_for(answers, 30,
+                                                     "squeue to answer")
+        t.ok(serving and expect in log and "FlexCo is idle" in log
+             and proc.poll() is None,
+             "bad flexco.conf (%s): slurmctld starts and serves, FlexCo is "
+             "idle and the log says why" % name,
+             "exit %s, log:\n%s" % (proc.poll(), log[-2000:]))
     finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(30)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -259,14 +280,12 @@ def main():
             i_http = out.find("slurmctld/flexco: HTTP service stopped")
             i_ev = out.find("slurmctld/flexco: events: stopped at sequence")
             i_fini = out.find("slurmctld/flexco: fini: stopped")
-            # The agent stops the HTTP service itself once it sees
-            # slurmctld shutting down, which may come before or after the
-            # join: both must come before the events are saved.
-            t.ok(0 <= i_init < min(i_join, i_http) and
-                 max(i_join, i_http) < i_ev < i_fini,
-                 "%s: at shutdown the plugin joins its agent thread and stops "
-                 "its HTTP service (either first), then saves its events and "
-                 "stops" % name, out[-1500:])
+            # The agent thread stops the HTTP service, saves the events
+            # and stops; the exit handler waits for it (joins it).
+            t.ok(0 <= i_init < i_http < i_ev < i_fini < i_join,
+                 "%s: at shutdown the plugin stops its HTTP service, saves "
+                 "its events and stops, and slurmctld's exit waits for it"
+                 % name, out[-1500:])
             t.ok(not t.pid_alive(pids.get(name)),
                  "%s: slurmctld %s has exited" % (name, pids.get(name)))
 
