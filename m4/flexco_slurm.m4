@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # FLEXCO_CHECK_SLURM_SOURCE: --with-slurm-source=DIR names a Slurm source
 # tree configured like Debian's build (contrib/slurm-source makes one) of a
-# supported release (22.05, 24.11, 26.05) and of exactly the version of the
+# supported release (22.05, 24.11, 25.11, 26.05) and of exactly the version of the
 # installed slurmctld.  The plugin compiles against its internal headers and
 # config.h (plugin/compat.h names what differs between releases).  Also
 # locates the installed slurmctld and its plugin directory, where `make
@@ -30,8 +30,8 @@ AC_DEFUN([FLEXCO_CHECK_SLURM_SOURCE], [
   AC_MSG_RESULT([$SLURM_SOURCE_VERSION ($flexco_slurm_ver)])
   # Releases plugin/compat.h covers; README "Slurm versions" says how to add one.
   AS_CASE([$SLURM_SOURCE_VERSION],
-    [22.05.*|24.11.*|26.05.*], [],
-    [AC_MSG_ERROR([Slurm $SLURM_SOURCE_VERSION is not supported (supported: 22.05, 24.11, 26.05); to add a release, extend plugin/compat.h and m4/flexco_slurm.m4 as the README's "Slurm versions" section says])])
+    [22.05.*|24.11.*|25.11.*|26.05.*], [],
+    [AC_MSG_ERROR([Slurm $SLURM_SOURCE_VERSION is not supported (supported: 22.05, 24.11, 25.11, 26.05); to add a release, extend plugin/compat.h and m4/flexco_slurm.m4 as the README's "Slurm versions" section says])])
   AS_IF([grep -q '^#define NDEBUG 1' "$SLURM_SOURCE_DIR/config.h"], [],
     [AC_MSG_ERROR([Slurm's config.h lacks NDEBUG: it was not configured like Debian (--disable-debug)])])
 

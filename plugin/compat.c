@@ -46,7 +46,7 @@ extern bool flexco_ctld_ready(void)
 extern int flexco_job_signal_id(uint32_t job_id, uint16_t signal,
 				uint16_t flags, uid_t uid, bool preempt)
 {
-#if FLEXCO_SLURM_AT_LEAST(26, 5)
+#if FLEXCO_SLURM_AT_LEAST(25, 11)
 	job_record_t *job_ptr = find_job_record(job_id);
 
 	if (!job_ptr)

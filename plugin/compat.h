@@ -88,15 +88,22 @@ typedef hostlist_t flexco_hostlist_t;
 #  define flexco_job_reason_string(r) job_reason_string(r)
 #endif
 
-/* will_run_response_msg_t.job_id became step_id.job_id (26.05). */
-#if FLEXCO_SLURM_AT_LEAST(26, 5)
+/* job_desc_msg_t.job_id became step_id.job_id (25.11, with the SLUID). */
+#if FLEXCO_SLURM_AT_LEAST(25, 11)
+#  define FLEXCO_JOB_DESC_JOB_ID(d) ((d)->step_id.job_id)
+#else
+#  define FLEXCO_JOB_DESC_JOB_ID(d) ((d)->job_id)
+#endif
+
+/* will_run_response_msg_t.job_id became step_id.job_id (25.11). */
+#if FLEXCO_SLURM_AT_LEAST(25, 11)
 #  define FLEXCO_WILL_RUN_JOB_ID(resp) ((resp)->step_id.job_id)
 #else
 #  define FLEXCO_WILL_RUN_JOB_ID(resp) ((resp)->job_id)
 #endif
 
 /*
- * Signal a job by id (job_signal_id() is gone in 26.05).  Job write lock
+ * Signal a job by id (job_signal_id() is gone since 25.11).  Job write lock
  * held, as for job_signal().
  */
 extern int flexco_job_signal_id(uint32_t job_id, uint16_t signal,

@@ -342,19 +342,19 @@ enum { PH_HEADERS, PH_BODY, PH_SERVING };
  * room when every MaxConnections slot is taken (_conn_make_room) */
 #define EVICT_AFTER_USEC 1000000ULL
 
-typedef struct conn conn_t;
+typedef struct conn hconn_t;
 struct conn {
 	int fd;
 	int phase;		/* PH_* */
 	uint64_t since;		/* CLOCK_MONOTONIC usec the phase began */
 	bool requested;		/* the request line is in (_uri_log) */
 	bool cut;		/* socket shut down (408 sent if requested) */
-	conn_t *prev, *next;
+	hconn_t *prev, *next;
 };
 
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t conn_cond;
-static conn_t *conns = NULL;		/* conn_lock */
+static hconn_t *conns = NULL;		/* conn_lock */
 static uint32_t n_conns = 0;
 static uint64_t conns_total = 0, cut_headers = 0, cut_body = 0;
 static uint64_t evicted = 0;	/* closed to make room (_conn_make_room) */
@@ -363,7 +363,7 @@ static bool reaper_running = false, reaper_stop = false;
 static pthread_t reaper_tid;
 
 /* conn_lock held */
-static uint64_t _conn_deadline(const conn_t *cx)
+static uint64_t _conn_deadline(const hconn_t *cx)
 {
 	uint32_t secs = (cx->phase == PH_HEADERS) ? hconf->header_timeout :
 						    hconf->body_timeout;
@@ -377,7 +377,7 @@ static void _conn_notify(void *cls, struct MHD_Connection *c,
 			 void **socket_context,
 			 enum MHD_ConnectionNotificationCode toe)
 {
-	conn_t *cx = *socket_context;
+	hconn_t *cx = *socket_context;
 
 	(void) cls;
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
@@ -430,7 +430,7 @@ static bool _conn_phase(struct MHD_Connection *c, int ph)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
 		c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	conn_t *cx = ci ? ci->socket_context : NULL;
+	hconn_t *cx = ci ? ci->socket_context : NULL;
 	bool ok = true;
 
 	if (!cx)
@@ -455,7 +455,7 @@ static void _conn_requested(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
 		c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	conn_t *cx = ci ? ci->socket_context : NULL;
+	hconn_t *cx = ci ? ci->socket_context : NULL;
 
 	if (!cx)
 		return;
@@ -470,7 +470,7 @@ static void _conn_requested(struct MHD_Connection *c)
  * stays idle is closed quietly, as HTTP clients expect, and one that never
  * sent a request line would not read an answer either.
  */
-static void _conn_cut(conn_t *cx, bool evict)
+static void _conn_cut(hconn_t *cx, bool evict)
 {
 	bool headers = (cx->phase == PH_HEADERS);
 	char body[256], msg[448];
@@ -532,7 +532,7 @@ static void _conn_cut(conn_t *cx, bool evict)
  */
 static uint64_t _conn_make_room(uint64_t now)
 {
-	conn_t *cx, *oldest = NULL;
+	hconn_t *cx, *oldest = NULL;
 	uint32_t live = 0;
 
 	for (cx = conns; cx; cx = cx->next) {
@@ -560,7 +560,7 @@ static void *_reaper(void *arg)
 	while (!reaper_stop) {
 		uint64_t now = _usec_now(), next = now + 3600 * 1000000ULL;
 		struct timespec ts;
-		conn_t *cx;
+		hconn_t *cx;
 
 		for (cx = conns; cx; cx = cx->next) {
 			uint64_t dl;

@@ -129,7 +129,7 @@ extern void willrun_ask(uid_t uid, gid_t gid,
 		lock_slurmctld(write_lock);
 		reserved_id = fed_mgr_get_job_id(MAX_JOB_ID);
 		if (_reserved_id_ok(d, uid, reserved_id)) {
-			d->job_id = reserved_id;
+			FLEXCO_JOB_DESC_JOB_ID(d) = reserved_id;
 			submit_uid = slurm_conf.slurm_user_id;
 		}
 		rc = job_allocate(d, 0, 1, &resp, 1, submit_uid, false,
@@ -141,12 +141,12 @@ extern void willrun_ask(uid_t uid, gid_t gid,
 	if ((rc == SLURM_SUCCESS) && resp) {
 		out->ok = 1;
 		out->start = resp->start_time;
-		if (d->job_id == NO_VAL)
+		if (FLEXCO_JOB_DESC_JOB_ID(d) == NO_VAL)
 			out->job_id = FLEXCO_WILL_RUN_JOB_ID(resp);
 		out->node_list = xstrdup(resp->node_list);
 	} else {
 		out->ok = 0;
-		if (resp && (d->job_id == NO_VAL))
+		if (resp && (FLEXCO_JOB_DESC_JOB_ID(d) == NO_VAL))
 			out->job_id = FLEXCO_WILL_RUN_JOB_ID(resp);
 		out->error = (err_msg && err_msg[0]) ?
 			xstrdup(err_msg) :

@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""One co-allocation across two Slurm releases: alpha runs the host's
-slurmctld (22.05 on Debian 12), beta the release of contrib/slurm-chroot's
-chroot (24.11), each with the plugin built for its own release, one munged
-and one flexcod for both.  Local jobs fill both clusters; a 6-node
-co-allocation is booked behind them on both (a confirmed flexco_*
-reservation and a pending part job in each Slurm); the local jobs end
-early, each plugin reports it, flexcod shifts the co-allocation earlier;
-then each Slurm's own record (scontrol show job, scontrol show
-reservation, squeue) shows the parts ran in their reservations, started in
-the same second and completed.
+"""One co-allocation across every Slurm release CI tests: alpha runs the
+host's slurmctld (22.05 on Debian 12), the next clusters each another
+release (FLEXCO_MIXED_SLURM, default 24.11: Debian 13's, in
+contrib/slurm-chroot's chroot; 25.11 and 26.05 built by contrib/slurm-build
+from their tarballs), each with the plugin built for its own release, one
+munged and one flexcod for all.  Local jobs fill every cluster; a
+co-allocation too large for all clusters but one is booked behind them on
+each (a confirmed flexco_* reservation and a pending part job in each
+Slurm); the local jobs end early, each plugin reports it, flexcod shifts
+the co-allocation earlier; then each Slurm's own record (scontrol show job,
+scontrol show reservation, squeue) shows the parts ran in their
+reservations, started in the same second and completed.
 
-Not part of `make check` (it needs both builds): contrib/run-tests runs it
-after the 24.11 tier, with FLEXCO_MIXED_SLURM (default 24.11) and
-FLEXCO_MIXED_BUILDDIR (default <builddir>-24.11)."""
+Not part of `make check` (it needs every build): contrib/run-tests runs it
+after the other releases' tiers, with FLEXCO_MIXED_SLURM (a comma list of
+releases) and FLEXCO_MIXED_BUILDDIR (a comma list of REL=DIR; default
+<builddir>-REL for each)."""
 
 import os
 import time
@@ -21,8 +24,13 @@ import time
 import flexcotest as t
 from flexcodtest import Flexcod, script, slurm_jobs, slurm_reservations
 
-OTHER = os.environ.get("FLEXCO_MIXED_SLURM", "24.11")
-NODES = [4, 4]
+OTHERS = [r for r in os.environ.get("FLEXCO_MIXED_SLURM", "24.11").split(",")
+          if r]
+NAMES = ["alpha", "beta", "gamma", "delta", "epsilon"][:1 + len(OTHERS)]
+PER_CLUSTER = 4
+NODES = [PER_CLUSTER] * len(NAMES)
+# More nodes than all clusters but one hold: every cluster has a part.
+CO_NODES = PER_CLUSTER * (len(NAMES) - 1) + 2
 
 
 def epoch(grid, cluster, kind, name, field):
@@ -38,14 +46,17 @@ def epoch(grid, cluster, kind, name, field):
 
 def main():
     t.require_grid_tools()
-    other_build = os.environ.get("FLEXCO_MIXED_BUILDDIR") or \
-        t.builddir().rstrip("/") + "-" + OTHER
-    if not os.path.isfile(os.path.join(other_build, "plugin", ".libs",
-                                       "prep_flexco.so")):
-        t.bail_out("no plugin built for Slurm %s in %s (contrib/build --slurm %s)"
-                   % (OTHER, other_build, OTHER))
-    args = ["--slurm", "host," + OTHER,
-            "--slurm-builddir", "%s=%s" % (OTHER, other_build)]
+    given = dict(kv.split("=", 1) for kv in
+                 os.environ.get("FLEXCO_MIXED_BUILDDIR", "").split(",")
+                 if "=" in kv)
+    args = ["--slurm", ",".join(["host"] + OTHERS)]
+    for rel in OTHERS:
+        build = given.get(rel) or t.builddir().rstrip("/") + "-" + rel
+        if not os.path.isfile(os.path.join(build, "plugin", ".libs",
+                                           "prep_flexco.so")):
+            t.bail_out("no plugin built for Slurm %s in %s (contrib/build "
+                       "--slurm %s)" % (rel, build, rel))
+        args += ["--slurm-builddir", "%s=%s" % (rel, build)]
     with t.Grid(nodes=NODES, args=args) as grid:
         run(grid)
 
@@ -55,51 +66,57 @@ def run(grid):
     by_name = {c["name"]: c for c in st["clusters"]}
     host = t.slurm_version()
     versions = {}
-    for c in ("alpha", "beta"):
+    for c in NAMES:
         r = grid.run(c, ["scontrol", "version"])
         versions[c] = r.stdout.split()[-1] if r.stdout.split() else ""
-    t.ok(versions["alpha"] == host and versions["beta"].startswith(OTHER + ".")
-         and by_name["alpha"].get("slurm_version") == host
-         and by_name["beta"].get("slurm_version") == versions["beta"],
-         "alpha runs Slurm %s (host), beta Slurm %s (chroot): scontrol version"
-         " on each says so" % (host, versions["beta"]), "%r" % versions)
-    for c in ("alpha", "beta"):
+    want = [host] + OTHERS
+    t.ok(all((versions[c] == want[i]) if i == 0 else
+             versions[c].startswith(want[i] + ".")
+             for i, c in enumerate(NAMES))
+         and all(by_name[c].get("slurm_version") == versions[c]
+                 for c in NAMES),
+         "each cluster runs its own Slurm release (%s): scontrol version on "
+         "each says so" % ", ".join("%s %s" % (c, versions[c]) for c in NAMES),
+         "%r" % versions)
+    for c in NAMES:
         log = grid.log_tail(c, n=400)
         t.ok("slurmctld/flexco: init: Slurm %s," % versions[c] in log
-             and "slurmctld/flexco: agent: 4 nodes" in log,
+             and "slurmctld/flexco: agent: %d nodes" % PER_CLUSTER in log,
              "%s: the plugin built for Slurm %s runs in its slurmctld"
              % (c, versions[c]), log[-1200:])
 
     fc = Flexcod(grid)
     t.ok(t.wait_for(fc.listening, 60, "flexcod to reconcile"),
-         "flexcod reaches both plugins")
+         "flexcod reaches every plugin")
     t.ok(fc.reconfigure(RescheduleMode="shift", RescheduleMargin=30, RescheduleWait=20,
                         MaxMoves=3), "RescheduleMode=shift (SIGHUP)")
 
     # Local jobs fill both clusters for 10 minutes of limit; they end after
     # 30 s, as users' jobs do.
     local = {}
-    for c in ("alpha", "beta"):
-        local[c] = grid.submit(c, ["-N4", "-t", "10", "-o", "/dev/null",
+    for c in NAMES:
+        local[c] = grid.submit(c, ["-N%d" % PER_CLUSTER, "-t", "10", "-o",
+                                   "/dev/null",
                                    "--wrap", "sleep 30"])
     t.ok(t.wait_for(lambda: all(grid.job(c, j).get("JobState") == "RUNNING"
                                 for c, j in local.items()), 60,
                     "the local jobs to run"),
-         "every node of both clusters runs a local job (10-minute limits)")
+         "every node of every cluster runs a local job (10-minute limits)")
 
     tmp = t.scratch_dir("flexco-mixed-")
     os.chmod(tmp, 0o777)
-    body = {"nodes": 6, "duration": 60, "std_out": "/dev/null",
+    body = {"nodes": CO_NODES, "duration": 60, "std_out": "/dev/null",
             "script": script(tmp, "sleep 15")}
     status, doc = fc.submit(body)
     doc = doc or {}
     parts = sorted((p["cluster"], p["nodes"]) for p in doc.get("parts", []))
     from_start = doc.get("planned_start") or 0
     t.ok(status == 201 and doc.get("state") == "scheduled"
-         and [c for c, _ in parts] == ["alpha", "beta"]
-         and sum(n for _, n in parts) == 6 and from_start > time.time() + 400,
-         "6 nodes wait behind the local jobs, split over the 22.05 and the "
-         "%s cluster" % OTHER, "%s %r" % (status, doc))
+         and [c for c, _ in parts] == sorted(NAMES)
+         and sum(n for _, n in parts) == CO_NODES
+         and from_start > time.time() + 400,
+         "%d nodes wait behind the local jobs, split over the clusters of "
+         "Slurm %s" % (CO_NODES, ", ".join(want)), "%s %r" % (status, doc))
     coid = doc.get("id")
 
     def get():
@@ -130,7 +147,7 @@ def run(grid):
          and m.get("to_start", from_start) < from_start - 300
          and sorted((p["cluster"], p["nodes"]) for p in x.get("parts", [])) == parts,
          "the local jobs end after 30 s of their 10 minutes: co-%s is shifted "
-         "earlier on both clusters" % coid, "%r" % x)
+         "earlier on every cluster" % coid, "%r" % x)
 
     # While they run: squeue on each cluster shows the part job RUNNING in
     # its flexco_* reservation, and scontrol show reservation has it active.
@@ -165,14 +182,14 @@ def run(grid):
         starts[c] = epoch(grid, c, "job", j, "StartTime")
         ok_parts &= (info.get("JobState") == "COMPLETED"
                      and info.get("NodeList") == p["node_list"])
-    t.ok(ok_parts and len(starts) == 2,
+    t.ok(ok_parts and len(starts) == len(NAMES),
          "scontrol show job on each cluster: the part job COMPLETED on the "
          "reserved nodes", "%r\n%r" % (seen, done.get("parts")))
     vals = [v for v in starts.values() if v]
-    t.ok(len(vals) == 2 and max(vals) - min(vals) <= 1
+    t.ok(len(vals) == len(NAMES) and max(vals) - min(vals) <= 1
          and abs(min(vals) - (done.get("planned_start") or 0)) <= 2,
-         "both parts started within one second of each other (per Slurm %s "
-         "and Slurm %s), at the shifted start" % (versions["alpha"], versions["beta"]),
+         "every part started within one second of the others (per Slurm %s),"
+         " at the shifted start" % ", ".join(versions[c] for c in NAMES),
          "%r, planned %r" % (starts, done.get("planned_start")))
 
 
