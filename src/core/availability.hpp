@@ -68,7 +68,7 @@ struct Availability {
                           // every step publishes 0 free
   Time when;              // snapshot time
   Time horizon_end;       // when + horizon
-  Time bf_last_cycle;     // end of the last backfill cycle, 0 if none
+  Time bf_last_cycle;     // start of the last backfill cycle (Slurm stamps it as it begins), 0 if none
   bool bf_active;         // a backfill cycle was running: plan partial
   int share_percent;
 

@@ -182,8 +182,12 @@ class Engine {
   // the cluster's next backfill pass, every scheduled co-allocation is
   // offered Shift or Shift+Remap; PATCH moves through the same path.
   void resched_loop();
-  // true if some move was abandoned (worth another pass soon).
-  bool resched_pass(const std::string& trigger);
+  // true if some move was abandoned (worth another pass soon).  ended:
+  // PassProfiles::ended; *queue_first (if given): the clusters the pass
+  // left out because their profile did not show their queue went first.
+  bool resched_pass(const std::string& trigger,
+                    const std::map<std::size_t, std::int64_t>& ended,
+                    std::set<std::size_t>* queue_first = nullptr);
   // On a locked, scheduled co-allocation.  constraints=false: move only if
   // the end comes `margin` s earlier; true (PATCH): to any placement that
   // satisfies co's deadline and clusters.  true when moved (co updated).

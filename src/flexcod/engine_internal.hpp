@@ -161,6 +161,12 @@ struct Engine::PassProfiles {
   std::map<std::size_t, std::string> failed;          // why, by cluster index
   std::set<std::size_t> stale;                        // changed by a move
   std::uint64_t epoch = 0;  // bumped whenever the profiles change (or will)
+  // Clusters where a job ended early (by index: the event's time) whose
+  // own queue must go first: a profile of one is planned on only if it
+  // shows that (local_queue_went_first); else the cluster is left out of
+  // the pass, as one that did not answer, and listed in queue_first.
+  std::map<std::size_t, std::int64_t> ended;
+  std::set<std::size_t> queue_first;
 };
 
 // One of a submission's Slurm settings per cluster (issue 17: partition,

@@ -233,6 +233,14 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
         kept_at = c.pass_profile_at;
       }
     }
+    // Its own queue first (PassProfiles::ended), whichever read it is.
+    auto e = pp.ended.find(ci);
+    if (got[i].first && e != pp.ended.end() && !local_queue_went_first(*got[i].first, e->second)) {
+      got[i].first.reset();
+      got[i].second = "its own queue has not had the nodes freed at " + slurm_time(e->second) +
+                      " yet (no backfill cycle begun since has ended)";
+      pp.queue_first.insert(ci);
+    }
     if (got[i].first) {
       if (!answered[i])
         fc_verbose("rescheduling pass: no profile from %s within %lld ms (PassProfileWait %d ms%s); "
@@ -245,7 +253,11 @@ void Engine::pass_profiles(PassProfiles& pp, const std::vector<std::size_t>& whi
     } else {
       pp.avail.erase(ci);
       pp.failed[ci] = got[i].second;
-      if (!answered[i]) late += (late.empty() ? "" : ", ") + c.conf.name;
+      if (pp.queue_first.count(ci)) {
+        fc_verbose("rescheduling pass: %s left out: %s", c.conf.name.c_str(), got[i].second.c_str());
+      } else if (!answered[i]) {
+        late += (late.empty() ? "" : ", ") + c.conf.name;
+      }
     }
   }
   if (!late.empty()) {

@@ -49,4 +49,8 @@ std::vector<flexco::ClusterView> plan_views(
   return views;
 }
 
+bool local_queue_went_first(std::int64_t bf_last_cycle, bool bf_active, std::int64_t ended) {
+  return !bf_active && bf_last_cycle > ended;
+}
+
 }  // namespace flexcod

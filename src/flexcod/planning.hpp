@@ -52,6 +52,21 @@ std::vector<flexco::ClusterView> plan_views(
     const std::vector<std::string>& names, const std::vector<flexco::Availability>& avail,
     const std::vector<std::vector<flexco::CoallocOffer>>& offers);
 
+// Rescheduling after a job ended early (doc/flexcod.md, "Trigger"): has
+// the cluster's own queue had the freed nodes, on a profile or probe whose
+// backfill state is (bf_last_cycle, bf_active), for an end reported at
+// `ended` (the event's time)?  Only once a backfill cycle that began after
+// the end is over.  Slurm stamps bf_when_last_cycle (the profile's
+// backfill.last_cycle) at the *start* of a cycle, which first wipes
+// backfill's plan and then starts or plans the pending jobs one by one: a
+// later stamp alone also holds while that cycle runs.  While a cycle is
+// running (bf_active) the plan the profile shows may lack the pending jobs
+// that take the gap, so that is never enough, whichever cycle it is.
+bool local_queue_went_first(std::int64_t bf_last_cycle, bool bf_active, std::int64_t ended);
+inline bool local_queue_went_first(const flexco::Availability& a, std::int64_t ended) {
+  return local_queue_went_first(a.bf_last_cycle, a.bf_active, ended);
+}
+
 }  // namespace flexcod
 
 #endif  // FLEXCOD_PLANNING_HPP

@@ -135,6 +135,18 @@ void Engine::resched_loop() {
   constexpr std::int64_t kRetryAfter = 10;
   std::int64_t retry_at = 0;
   int retries = 0;
+  // Every pass, whatever set it off, plans on a cluster with an early end
+  // still pending only once its profile shows the cluster's own queue went
+  // first (PassProfiles::ended), but for the clusters in `exempt`, where
+  // there is nothing to wait for.
+  auto ended_of = [this](const std::set<std::size_t>& exempt) {
+    std::map<std::size_t, std::int64_t> ended;
+    std::lock_guard<std::mutex> lock(resched_mutex_);
+    for (const auto& [ci, t] : resched_pending_) {
+      if (!exempt.count(ci)) ended[ci] = t.event_time;
+    }
+    return ended;
+  };
   while (!wait_stop(1000)) {
     if (first) {
       int wait;
@@ -147,7 +159,8 @@ void Engine::resched_loop() {
       });
       if (all || now_seconds() - t0 >= wait) {
         first = false;
-        if (!store_.in_states({"scheduled"}).empty() && resched_pass("flexcod started")) {
+        if (!store_.in_states({"scheduled"}).empty() &&
+            resched_pass("flexcod started", ended_of({}))) {
           retry_at = now_seconds() + kRetryAfter;
         }
       }
@@ -157,7 +170,7 @@ void Engine::resched_loop() {
     // taken meanwhile) is tried again a little later, a few times.
     if (retry_at != 0 && now_seconds() >= retry_at) {
       retry_at = 0;
-      if (resched_pass("retry after an abandoned move") && ++retries < 3) {
+      if (resched_pass("retry after an abandoned move", ended_of({})) && ++retries < 3) {
         retry_at = now_seconds() + kRetryAfter;
       }
     }
@@ -182,12 +195,15 @@ void Engine::resched_loop() {
       continue;
     }
     // The cluster's local jobs get the freed nodes first: wait for its next
-    // backfill pass (a cycle that ended after the event), at most `wait` s.
+    // backfill pass (a cycle begun after the event, and over), at most
+    // `wait` s.  The pass checks the same on the profiles it plans on.
     std::vector<std::size_t> ready;
+    std::set<std::size_t> exempt;  // ready with nothing to wait for
     std::string trigger;
     for (const auto& [ci, t] : pending) {
       Cluster& c = *clusters_[ci];
       bool go = now_seconds() - t.seen >= wait;
+      if (go) exempt.insert(ci);
       const bool open = c.is_open(now_seconds());
       if (!go && !open) {
         bump("messages.profile");
@@ -198,8 +214,11 @@ void Engine::resched_loop() {
           c.note_error(r.error());
         }
         if (r.ok()) {
-          const json_t* lc = json_object_get(json_object_get(r.value().get(), "backfill"), "last_cycle");
-          go = json_is_integer(lc) && json_integer_value(lc) > t.event_time;
+          const json_t* bf = json_object_get(r.value().get(), "backfill");
+          const json_t* lc = json_object_get(bf, "last_cycle");
+          go = json_is_integer(lc) &&
+               local_queue_went_first(json_integer_value(lc),
+                                      !json_is_false(json_object_get(bf, "active")), t.event_time);
         }
       }
       if (!go && !open) {
@@ -217,6 +236,7 @@ void Engine::resched_loop() {
         if (r.ok()) {
           const json_t* n = json_object_get(json_object_get(r.value().get(), "queue"), "considered");
           go = json_is_integer(n) && json_integer_value(n) == 0;
+          if (go) exempt.insert(ci);
         }
       }
       if (!go) continue;
@@ -224,21 +244,28 @@ void Engine::resched_loop() {
       trigger += (trigger.empty() ? "" : "; ") + t.what;
     }
     if (ready.empty()) continue;
+    retries = 0;
+    std::set<std::size_t> queue_first;
+    retry_at = resched_pass(trigger, ended_of(exempt), &queue_first) ? now_seconds() + kRetryAfter : 0;
     {
+      // Done with, unless the pass's own profile of the cluster showed its
+      // queue had not gone first after all (a new cycle running): then
+      // it is asked again.
       std::lock_guard<std::mutex> lock(resched_mutex_);
       for (std::size_t ci : ready) {
         auto it = resched_pending_.find(ci);
-        if (it != resched_pending_.end() && it->second.event_time <= pending[ci].event_time) {
+        if (it != resched_pending_.end() && it->second.event_time <= pending[ci].event_time &&
+            !queue_first.count(ci)) {
           resched_pending_.erase(it);
         }
       }
     }
-    retries = 0;
-    retry_at = resched_pass(trigger) ? now_seconds() + kRetryAfter : 0;
   }
 }
 
-bool Engine::resched_pass(const std::string& trigger) {
+bool Engine::resched_pass(const std::string& trigger,
+                          const std::map<std::size_t, std::int64_t>& ended,
+                          std::set<std::size_t>* queue_first) {
   std::string mode;
   std::int64_t margin;
   int max_moves;
@@ -274,6 +301,7 @@ bool Engine::resched_pass(const std::string& trigger) {
   // ClusterTimeout; an open cluster is not asked): a co-allocation with a
   // part on a cluster that did not answer waits for the next pass.
   PassProfiles profiles;
+  profiles.ended = ended;
   {
     std::vector<std::size_t> all;
     for (std::size_t i = 0; i < clusters_.size(); ++i) {
@@ -380,6 +408,7 @@ bool Engine::resched_pass(const std::string& trigger) {
   fc_verbose("rescheduling pass done in %ld ms: %ld co-allocations tried, %ld moved%s%s",
              (long)ms, (long)tried, (long)moved,
              failed.empty() ? "" : "; left waiting (cluster unanswered): ", failed.c_str());
+  if (queue_first) *queue_first = profiles.queue_first;
   return abandoned;
 }
 

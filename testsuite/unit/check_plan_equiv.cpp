@@ -30,6 +30,9 @@
 //     that much, and the simulator is asked the same question.
 //   * HPCM: no cluster has a local history here (flexcod learns no rates
 //     yet), so both paths plan with rates 0 (P = 1).
+//
+// Also flexcod's rule for planning into nodes a job's early end freed
+// (local_queue_goes_first), on the same profiles.
 
 #include <jansson.h>
 
@@ -217,6 +220,52 @@ END_TEST
 START_TEST(same_decisions_cores) { check_policy(Policy::kCores); }
 END_TEST
 
+// Rescheduling after a job ended early (issue 36): flexcod plans into the
+// freed nodes only on a profile showing that the cluster's own queue had
+// them first -- a backfill cycle begun after the end, and over.  Slurm
+// stamps backfill.last_cycle at a cycle's start, so a later stamp alone
+// also holds while that cycle still starts or plans the pending jobs.
+// alpha's profile from the situation, read from the wire as flexcod reads
+// it (availability_from_json), with its backfill state changed.
+START_TEST(local_queue_goes_first) {
+  const Situation s = load();
+  auto alpha = [&](Time last_cycle, bool active) {
+    json_t* j = json_loads(s.profiles[0].c_str(), 0, nullptr);
+    ck_assert_ptr_nonnull(j);
+    json_t* bf = json_object_get(j, "backfill");
+    json_object_set_new(bf, "last_cycle", last_cycle ? json_integer(last_cycle) : json_null());
+    json_object_set_new(bf, "active", json_boolean(active));
+    json_object_set_new(bf, "plan_age", last_cycle ? json_integer(s.now - last_cycle) : json_null());
+    char* text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    auto a = availability_from_json(text);
+    std::free(text);
+    ck_assert_msg(a.ok(), "%s", a ? "" : a.error().message.c_str());
+    return std::move(a).value();
+  };
+  const Time ended = s.now - 10;  // the job_ended_early event's time
+  const struct {
+    Time last_cycle;
+    bool active, went_first;
+    const char* what;
+  } cases[] = {
+      {0, false, false, "backfill never ran"},
+      {ended - 5, false, false, "the last cycle began before the end"},
+      {ended, false, false, "it began in the second of the end"},
+      {ended - 5, true, false, "a cycle is running, the last one began before the end"},
+      {ended + 3, true, false, "a cycle begun after the end is still running"},
+      {ended + 3, false, true, "a cycle begun after the end is over"},
+  };
+  for (const auto& c : cases) {
+    const Availability a = alpha(c.last_cycle, c.active);
+    ck_assert_int_eq(a.bf_last_cycle, c.last_cycle);
+    ck_assert_msg(flexcod::local_queue_went_first(a, ended) == c.went_first, "%s: expected %s",
+                  c.what, c.went_first ? "its queue went first" : "to wait for its queue");
+    ck_assert(flexcod::local_queue_went_first(c.last_cycle, c.active, ended) == c.went_first);
+  }
+}
+END_TEST
+
 }  // namespace
 
 int main() {
@@ -228,6 +277,9 @@ int main() {
   tcase_add_test(tc, same_decisions_hpcm);
   tcase_add_test(tc, same_decisions_cores);
   suite_add_tcase(s, tc);
+  TCase* tr = tcase_create("reschedule");
+  tcase_add_test(tr, local_queue_goes_first);
+  suite_add_tcase(s, tr);
   SRunner* sr = srunner_create(s);
   srunner_set_tap(sr, "-");
   srunner_run_all(sr, CK_NORMAL);
