@@ -126,6 +126,34 @@ def _scratch_end():
         shutil.rmtree(d, ignore_errors=True)
 
 
+TEST_USER = "flexcotest"
+TEST_UID = 64001
+
+
+def test_user():
+    """(uid, name) of an unprivileged account for tests that act as a user
+    other than root: "flexcotest", uid and gid 64001 (above the plugin's
+    MinUserUid), created with its group where it is missing.  Not nobody:
+    Slurm 25.11 and later refuse a reservation for nobody, whom they treat
+    as no user at all (doc/decisions.md, Tests)."""
+    import grp
+    import pwd
+    try:
+        return pwd.getpwnam(TEST_USER).pw_uid, TEST_USER
+    except KeyError:
+        pass
+    try:
+        grp.getgrgid(TEST_UID)
+    except KeyError:
+        subprocess.run(["groupadd", "-g", str(TEST_UID), TEST_USER],
+                       check=True, capture_output=True, timeout=60)
+    subprocess.run(["useradd", "-M", "-N", "-g", str(TEST_UID), "-u",
+                    str(TEST_UID), "-d", "/nonexistent", "-s",
+                    "/usr/sbin/nologin", "-c", "FlexCo for Slurm tests",
+                    TEST_USER], check=True, capture_output=True, timeout=60)
+    return pwd.getpwnam(TEST_USER).pw_uid, TEST_USER
+
+
 def slurm_version():
     """The installed slurmctld's version as `slurmctld -V` prints it
     ("22.05.8"), or "" if it cannot be run."""

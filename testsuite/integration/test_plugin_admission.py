@@ -13,7 +13,7 @@ import time
 import flexcotest as t
 from flexcohttp import plugin_client
 
-NOBODY = 65534
+NOBODY, NOBODY_NAME = t.test_user()   # an unprivileged user
 LUA = """\
 function slurm_job_submit(job_desc, part_list, submit_uid)
    if job_desc.name == "lua_refuses_me" then
@@ -81,14 +81,14 @@ def main():
 
         # -- part jobs get what sbatch gets ----------------------------------
         def reserve(partition=None):
-            b = dict(body, user="nobody", nodes=1)
+            b = dict(body, user=NOBODY_NAME, nodes=1)
             if partition:
                 b["partition"] = partition
             r = c.request("POST", "/v1/reservations", body=b)
             doc = r.json or {}
             rc = c.request("POST", "/v1/reservations/%s/confirm" % doc.get("id"))
             t.ok(r.status == 201 and rc.status == 200,
-                 "a reservation for nobody in %s" % (partition or "the default partition"),
+                 "a reservation for an unprivileged user in %s" % (partition or "the default partition"),
                  "%s %r %s" % (r.status, r.raw[:300], rc.status))
             return doc.get("id"), doc.get("name") or "flexco_none"
 
@@ -101,7 +101,7 @@ def main():
             return r.returncode, r.stderr.strip()
 
         def jobs_of_nobody():
-            return grid.run("alpha", ["squeue", "-h", "-u", "nobody", "-o", "%i"]).stdout.split()
+            return grid.run("alpha", ["squeue", "-h", "-u", NOBODY_NAME, "-o", "%i"]).stdout.split()
 
         script = "#!/bin/sh\ntrue\n"
         for partition, name, what, expect in (
@@ -118,7 +118,7 @@ def main():
             msg = (r.json or {}).get("error", {}).get("message", r.raw.decode())
             src, serr = sbatch_err(partition, name, rname)
             t.ok(src != 0 and expect in serr,
-                 "sbatch by nobody into %s is refused: %s" % (what, expect),
+                 "sbatch by an unprivileged user into %s is refused: %s" % (what, expect),
                  "%s %r" % (src, serr))
             t.ok(r.status == 409 and r.error_code() == "refused" and expect in msg,
                  "a part job into %s is refused the same way" % what,
@@ -132,12 +132,12 @@ def main():
                             "std_out": "/dev/null", "time_limit": 60})
         jobid = (r.json or {}).get("job_id")
         job = grid.job("alpha", jobid) if jobid else {}
-        t.ok(r.status == 201 and job.get("UserId", "").startswith("nobody(")
+        t.ok(r.status == 201 and job.get("UserId", "").startswith(NOBODY_NAME + "(")
              and job.get("Comment") == "lua_saw_uid_%d" % NOBODY,
-             "an admissible part job is made, by the site's job_submit/lua as a submission of nobody",
+             "an admissible part job is made, by the site's job_submit/lua as a submission of that user",
              "%s %r %r" % (r.status, r.raw[:300], job.get("Comment")))
         job = grid.wait_job("alpha", jobid) if jobid else {}
-        t.ok(job.get("JobState") == "COMPLETED", "and it runs as nobody", "%r" % job.get("JobState"))
+        t.ok(job.get("JobState") == "COMPLETED", "and it runs as that user", "%r" % job.get("JobState"))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """slurm.conf PrivateData in the plugin's answers (issue 14 §1.9), on real
-clusters.  With PrivateData=jobs,reservations user A (nobody) runs a job
+clusters.  With PrivateData=jobs,reservations user A (flexcotest) runs a job
 and holds a reservation; user B (daemon, authenticated, neither operator
 nor in DaemonUsers) gets events without A's job or reservation at all
 (their sequence numbers are skipped, a long poll is not woken by them),
@@ -18,7 +18,7 @@ from flexcohttp import plugin_client
 
 CLUSTER = "alpha"
 NODES = 4
-USER_A, NAME_A = 65534, "nobody"
+USER_A, NAME_A = t.test_user()
 USER_B = 1  # daemon
 NODE_NAMES = ["alpha%d" % i for i in range(1, NODES + 1)]
 
