@@ -20,7 +20,8 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       slurm.log_user("flexco-test: job name refused by the site")
       return slurm.ERROR
    end
-   job_desc.comment = "lua_saw_uid_" .. tostring(submit_uid)
+   -- %d, not tostring(): Lua 5.4 prints the number as 64001.0
+   job_desc.comment = "lua_saw_uid_" .. string.format("%d", submit_uid)
    return slurm.SUCCESS
 end
 
