@@ -70,7 +70,7 @@ typedef struct agent_gen {
 	uint64_t id;		/* 1 for the process's first start */
 	pthread_t tid;
 	bool stop;		/* agent_lock */
-	flexco_conf_t *conf;	/* NULL: read by the thread; freed by it */
+	flexco_conf_t *conf;	/* read and freed by the thread */
 	struct agent_gen *prev;	/* joined and freed by this generation */
 } agent_gen_t;
 
@@ -231,10 +231,10 @@ static void *_agent(void *arg)
 	if (_stopping(g))
 		goto out;
 
-	/* A restart under reconfigure reads flexco.conf here, not in init():
-	 * its NSS lookups must not run under slurmctld's locks, and an
-	 * unusable file must leave FlexCo idle, not end slurmctld. */
-	if (!g->conf && !(g->conf = flexco_conf_read())) {
+	/* flexco.conf is read here, not in init(): its NSS lookups must not
+	 * run under slurmctld's locks (a reconfigure), and an unusable file
+	 * must leave FlexCo idle, not end slurmctld. */
+	if (!(g->conf = flexco_conf_read())) {
 		error("%s: unusable flexco.conf (see the errors above): FlexCo is idle until it is fixed and slurmctld reconfigured or restarted",
 		      plugin_type);
 		goto out;
@@ -280,14 +280,13 @@ out:
 	return NULL;
 }
 
-extern int flexco_agent_start(flexco_conf_t *conf)
+extern int flexco_agent_start(void)
 {
 	agent_gen_t *g = xmalloc(sizeof(*g));
 	int rc;
 
 	slurm_mutex_lock(&agent_lock);
 	g->id = ++gen_count;
-	g->conf = conf;
 	g->prev = newest;
 	rc = pthread_create(&g->tid, NULL, _agent, g);
 	if (!rc)
@@ -296,7 +295,7 @@ extern int flexco_agent_start(flexco_conf_t *conf)
 	if (rc) {
 		error("%s: cannot create agent thread: %s",
 		      plugin_type, strerror(rc));
-		xfree(g);	/* the caller still owns conf */
+		xfree(g);
 		return SLURM_ERROR;
 	}
 	return SLURM_SUCCESS;

@@ -23,15 +23,14 @@ typedef struct {
 
 /*
  * Start a new agent thread (a new generation, agent.c).  It first waits
- * until the generation before it has ended, then reads flexco.conf if conf
- * is NULL, loads the state files, starts the compute threads and, once
- * slurmctld is the primary controller with its state loaded (compat.h),
- * the events thread (events.h), the history and the HTTP service, which
- * it keeps retrying while it cannot listen.  It takes conf over (frees it
- * when it ends) unless this fails.  May be called with slurmctld's locks
- * held: it only creates the thread.
+ * until the generation before it has ended, then reads flexco.conf, loads
+ * the state files, starts the compute threads and, once slurmctld is the
+ * primary controller with its state loaded (compat.h), the events thread
+ * (events.h), the history and the HTTP service, which it keeps retrying
+ * while it cannot listen.  May be called with slurmctld's locks held: it
+ * only creates the thread.
  */
-extern int flexco_agent_start(flexco_conf_t *conf);
+extern int flexco_agent_start(void);
 
 /*
  * Ask the newest generation to stop and return at once: it stops its

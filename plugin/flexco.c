@@ -88,7 +88,7 @@ FLEXCO_EXPORT extern int flexco_ctld_init(void)
 		info("%s: init: configuration test, not starting", plugin_type);
 		return SLURM_SUCCESS;
 	}
-	if (flexco_agent_start(NULL) != SLURM_SUCCESS)
+	if (flexco_agent_start() != SLURM_SUCCESS)
 		return SLURM_ERROR;
 	if (!at_exit_registered && !atexit(_at_exit))
 		at_exit_registered = true;

@@ -694,6 +694,27 @@ static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
  * client that opens them in a loop must not fill slurmctld's log.
  */
 #define MHD_LOG_BURST 10
+/*
+ * microhttpd calls abort() on what it takes for an internal inconsistency,
+ * which would end slurmctld with it.  One such case is no fault of ours:
+ * slurmctld 24.11 and later, run in the foreground (-D, not under
+ * systemd), reconfigure by closing every file descriptor of the process
+ * (closeall_except()) and exec()ing itself, while our threads still run;
+ * microhttpd then finds its epoll descriptor gone.  So the failing
+ * microhttpd thread says why and parks instead: the exec() that follows
+ * ends it, and in any other case slurmctld keeps running without FlexCo's
+ * HTTP service (the log says so) rather than being killed.
+ */
+static void _mhd_panic(void *cls, const char *file, unsigned int line,
+		       const char *reason)
+{
+	(void) cls;
+	error("%s: microhttpd failed at %s:%u (%s); this HTTP thread stops, slurmctld goes on",
+	      plugin_type, file ? file : "?", line, reason ? reason : "?");
+	for (;;)
+		(void) sleep(3600);
+}
+
 static void _mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -2165,6 +2186,7 @@ extern int http_start(const flexco_conf_t *conf)
 		flags |= MHD_USE_IPv6;
 	}
 
+	MHD_set_panic_func(_mhd_panic, NULL);	/* never abort() slurmctld */
 	daemon_ptr = MHD_start_daemon(
 		flags, conf->listen_port, NULL, NULL, _handler, NULL,
 		/* first, or microhttpd logs the options' errors elsewhere */

@@ -126,6 +126,16 @@ def _scratch_end():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def read_file(path):
+    """A text file's contents, "" if it cannot be read (a log not written
+    yet)."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 TEST_USER = "flexcotest"
 TEST_UID = 64001
 

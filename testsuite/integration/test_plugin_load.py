@@ -22,12 +22,7 @@ EXPECTED_NODES = {"alpha": 4, "beta": 6, "gamma": 8}
 CPUS = 8
 
 
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
+read = t.read_file
 
 
 def settings_line(log, conf_path):
