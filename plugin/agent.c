@@ -60,11 +60,14 @@
 #include "http.h"
 #include "resv.h"
 #include "snapshot.h"
+#include "statefile.h"
 
 extern const char plugin_type[];
 
 #define AGENT_PERIOD_SEC 5
 #define READY_POLL_SEC 1
+/* In StateSaveLocation: held by the process that owns FlexCo's state. */
+#define STATE_LOCK_FILE "flexco_state.lock"
 
 typedef struct agent_gen {
 	uint64_t id;		/* 1 for the process's first start */
@@ -135,9 +138,9 @@ static bool _wait_period(agent_gen_t *g, int sec)
 }
 
 /*
- * Plugins start before slurmctld reads its saved state, and on a backup
- * controller too: wait until this is the primary with its state loaded.
- * Returns false if asked to stop first.
+ * Plugins start before slurmctld reads its saved state, and on a standby
+ * controller too: wait until this is the controller in charge with its
+ * state loaded.  Returns false if asked to stop first.
  */
 static bool _wait_ready(agent_gen_t *g)
 {
@@ -147,7 +150,7 @@ static bool _wait_ready(agent_gen_t *g)
 		if (flexco_ctld_ready())
 			return !_stopping(g);
 		if (!said) {
-			debug("%s: agent: waiting for slurmctld to be the primary with its state loaded",
+			debug("%s: agent: waiting until this slurmctld is the controller in charge with its state loaded",
 			      plugin_type);
 			said = true;
 		}
@@ -156,16 +159,34 @@ static bool _wait_ready(agent_gen_t *g)
 	return false;
 }
 
-/* Events and history need slurmctld's state: started once it is there. */
-static int _start_services(const flexco_conf_t *conf)
+/*
+ * Take the state lock (statefile.h), retrying while this process stays in
+ * charge: the controller before us may still be saving.  Returns the lock
+ * descriptor, or -1 if this process stopped being in charge or was asked
+ * to stop first.
+ */
+static int _lock_state(agent_gen_t *g, const char *path)
 {
-	if (events_start(conf) != SLURM_SUCCESS)
-		return SLURM_ERROR;
-	if (history_start(conf) != SLURM_SUCCESS) {
-		events_stop();
-		return SLURM_ERROR;
+	bool elsewhere, said = false;
+	int fd;
+
+	while (!_stopping(g) && flexco_ctld_in_charge()) {
+		if ((fd = statefile_lock_try(path, &elsewhere)) >= 0) {
+			if (said)
+				info("%s: agent: got the state lock %s",
+				     plugin_type, path);
+			return fd;
+		}
+		if (!said) {
+			error("%s: agent: %s: %s; waiting for it before FlexCo loads its state",
+			      plugin_type, path, elsewhere ?
+			      "the state lock is held by another slurmctld (or an earlier start of this one) that still owns FlexCo's state" :
+			      "the state lock cannot be taken");
+			said = true;
+		}
+		(void) _wait_period(g, READY_POLL_SEC);
 	}
-	return SLURM_SUCCESS;
+	return -1;
 }
 
 extern void flexco_thread_name(const char *name)
@@ -173,45 +194,82 @@ extern void flexco_thread_name(const char *name)
 	(void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
 }
 
-/* The periodic work, until asked to stop. */
-static void _run(agent_gen_t *g, const flexco_conf_t *conf)
+/*
+ * One term: from the moment this process is the controller in charge with
+ * its state loaded until it stops being so (a hand-back to another
+ * controller, a shutdown) or the plugin stops.  Everything FlexCo keeps in
+ * StateSaveLocation is loaded at the start of every term, never earlier (a
+ * standby that takes over weeks after it started must not act on what it
+ * would have read then), changed and saved only during the term, under
+ * the state lock, and saved a last time at its end before the lock is
+ * released: the next controller cannot load before that.  A process that
+ * never was in charge never writes a state file.
+ */
+static void _term(agent_gen_t *g, const flexco_conf_t *conf,
+		  const char *lock_path)
 {
 	flexco_cluster_summary_t s;
-	bool first = true;
+	bool services = false;
+	int lock_fd;
 
-	while (!_stopping(g)) {
-		if (!flexco_ctld_ready()) {
-			/* A backup that gave control back, or a slurmctld
-			 * shutting down (24.11's reconfigure starts its
-			 * successor meanwhile): free the port, serve nothing. */
-			if (http_running()) {
-				info("%s: agent: not the controller in charge any more (shutdown or backup), not serving",
-				     plugin_type);
-				http_stop();
-			}
-			(void) _wait_period(g, AGENT_PERIOD_SEC);
-			continue;
-		}
+	if ((lock_fd = _lock_state(g, lock_path)) < 0)
+		return;
+	info("%s: agent: this slurmctld is the controller in charge: loading FlexCo's state",
+	     plugin_type);
+	flexco_resv_init(conf);
+	if (events_start(conf) != SLURM_SUCCESS) {
+		error("%s: agent: cannot start the events service; FlexCo is idle",
+		      plugin_type);
+		goto end;
+	}
+	if (history_start(conf) != SLURM_SUCCESS) {
+		error("%s: agent: cannot start the history service; FlexCo is idle",
+		      plugin_type);
+		events_stop();
+		goto end;
+	}
+	services = true;
 
-		if (first) {	/* what this start sees, once, in the log */
-			_snapshot(&s);	/* slurmctld locks only */
-			info("%s: agent: %d nodes (%d available), %ld CPUs",
-			     plugin_type, s.nodes, s.nodes_avail, s.cpus);
-			first = false;
-		}
+	_snapshot(&s);	/* slurmctld locks only */
+	info("%s: agent: %d nodes (%d available), %ld CPUs", plugin_type,
+	     s.nodes, s.nodes_avail, s.cpus);
+	while (!_stopping(g) && flexco_ctld_in_charge()) {
 		if (!http_running())
 			(void) http_start(conf);	/* retried each period */
 		flexco_resv_tick();	/* deadlines, orphans, state file */
 		history_tick();		/* idle nodes per partition, state file */
 		(void) _wait_period(g, AGENT_PERIOD_SEC);
 	}
+	if (!_stopping(g))
+		info("%s: agent: not the controller in charge any more (shutdown, or control handed to another controller): FlexCo saves its state and serves nothing",
+		     plugin_type);
+
+end:
+	http_stop();	/* answers the long polls still waiting */
+	if (services) {
+		history_stop();	/* saves the idle-node history a last time */
+		events_stop();	/* saves the events' state a last time */
+	}
+	flexco_resv_fini();	/* saves the reservations a last time */
+	statefile_unlock(lock_fd);
+}
+
+/* Terms, one after another, until asked to stop. */
+static void _run(agent_gen_t *g, const flexco_conf_t *conf)
+{
+	char *lock_path = xstrdup_printf("%s/%s",
+					 slurm_conf.state_save_location,
+					 STATE_LOCK_FILE);
+
+	while (_wait_ready(g))
+		_term(g, conf, lock_path);
+	xfree(lock_path);
 }
 
 static void *_agent(void *arg)
 {
 	agent_gen_t *g = arg;
 	flexco_conf_t *conf;
-	bool services = false;
 
 	flexco_thread_name("flexco_agent");
 	debug("%s: agent thread %"PRIu64" started", plugin_type, g->id);
@@ -246,32 +304,14 @@ static void *_agent(void *arg)
 	     conf->listen_port,
 	     conf->daemon_users ? conf->daemon_users : "(null)");
 
-	flexco_resv_init(conf);
 	snapshot_set_jobs_per_hold(conf->snapshot_jobs_per_hold);
 	snapshot_set_max_age(conf->snapshot_max_age);
 	snapshot_set_job_lag(conf->snapshot_job_lag);
 	/* before HTTP: requests may come as soon as it listens */
 	(void) compute_start(conf->compute_threads, conf->compute_nice);
-
-	if (!_wait_ready(g))
-		goto down;
-	if (_start_services(conf) != SLURM_SUCCESS) {
-		error("%s: agent: cannot start the events and history services; FlexCo is idle",
-		      plugin_type);
-		goto down;
-	}
-	services = true;
 	_run(g, conf);
-
-down:
-	http_stop();	/* answers the long polls still waiting */
-	if (services) {
-		history_stop();	/* saves the idle-node history a last time */
-		events_stop();	/* saves the events' state a last time */
-	}
 	compute_stop();		/* no request runs any more */
 	snapshot_share_drop();
-	flexco_resv_fini();
 	info("%s: fini: stopped", plugin_type);
 out:
 	flexco_conf_free(g->conf);

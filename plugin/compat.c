@@ -20,9 +20,17 @@
  */
 extern time_t control_time;
 
-extern bool flexco_ctld_primary(void)
+/*
+ * slurmctld_primary says which host this is (the first SlurmctldHost), not
+ * whether it is in control: a backup that took over runs with it false.
+ * control_time is what every release sets once this process runs as the
+ * controller (after it loaded its state) and clears when it starts over
+ * as a standby (controller.c, the top of its main loop); shutdown_time is
+ * set when it begins to stop or to hand control back.
+ */
+extern bool flexco_ctld_in_charge(void)
 {
-	return *(volatile typeof(slurmctld_primary) *) &slurmctld_primary &&
+	return *(volatile time_t *) &control_time &&
 	       !*(volatile time_t *) &slurmctld_config.shutdown_time;
 }
 
@@ -33,12 +41,11 @@ extern bool flexco_ctld_ready(void)
 	bool ready;
 
 	/* A word read without the lock decides whether to take it. */
-	if (!flexco_ctld_primary())
+	if (!flexco_ctld_in_charge())
 		return false;
 	lock_slurmctld(read_locks);
-	ready = slurmctld_primary && control_time &&
-		!slurmctld_config.shutdown_time && job_list && part_list &&
-		resv_list && (node_record_count > 0);
+	ready = control_time && !slurmctld_config.shutdown_time && job_list &&
+		part_list && resv_list && (node_record_count > 0);
 	unlock_slurmctld(read_locks);
 	return ready;
 }

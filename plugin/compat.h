@@ -128,19 +128,20 @@ extern int flexco_job_signal_id(uint32_t job_id, uint16_t signal,
 #endif
 
 /*
- * True once this process is the primary controller in control and has
- * loaded its state (control_time is set, job_list, part_list and resv_list
- * exist, the node table is built), and is not shutting down.  slurmctld
- * builds its state under its write locks, so the answer is taken under
- * read locks.  Before that (plugins start before the state is read), on a
- * backup controller, and once shutdown began (24.11's `scontrol reconfigure`
+ * True once this process is the controller in charge (the primary, or a
+ * backup that took over) and has loaded its state (control_time is set,
+ * job_list, part_list and resv_list exist, the node table is built), and
+ * is not shutting down or handing control back.  slurmctld builds its
+ * state under its write locks, so the answer is taken under read locks.
+ * Before that (plugins start before the state is read), on a standby
+ * controller, and once shutdown began (24.11's `scontrol reconfigure`
  * starts a new slurmctld while the old one exits) the plugin must not act.
  */
 extern bool flexco_ctld_ready(void);
 
-/* slurmctld_primary and no shutdown begun, read without a lock (words):
- * for threads that only need to stop acting when a backup gives control
- * back or slurmctld stops. */
-extern bool flexco_ctld_primary(void);
+/* In charge (control_time set, no shutdown or hand-back begun), read
+ * without a lock (words): for threads and handlers that must stop acting
+ * the moment this controller stops being the one in charge. */
+extern bool flexco_ctld_in_charge(void);
 
 #endif

@@ -82,6 +82,7 @@ extern const char plugin_type[];
 #define HOOK_PART_LEN 64
 #define HOOK_NODES_LEN 256
 #define HOOK_ACCT_LEN 64
+#define HELD_MAX 8192		/* events held while numbers cannot be reserved */
 #define ACL_KEY "_acl"		/* who may see an event, until published */
 
 /* ---------------------------------------------------------------------- */
@@ -188,6 +189,11 @@ static time_t job_scan_time = 0;
 static uint64_t seen_dropped = 0;	/* hook_dropped at the last full scan */
 static time_t seen_resv_update = 0, resv_snap_time = 0;
 static uint64_t next_seq = 1, reserved_seq = 0;
+/* Events waiting for numbers: the save that would reserve them failed
+ * (events thread only; at most HELD_MAX, the oldest dropped beyond). */
+static json_t *held = NULL;
+static uint64_t st_held_dropped = 0, st_held = 0;	/* ring_lock */
+static bool reserve_failing = false;
 static bool dirty = false;
 static time_t last_save = 0;
 static char *state_path = NULL;
@@ -1063,24 +1069,58 @@ static void _load_state(void)
 /* ---------------------------------------------------------------------- */
 /* publishing */
 
-/* Number the batch's events and append them to the ring. */
+/*
+ * Number the batch's events and append them to the ring.  A number is
+ * handed out only once the mark above it is on disk: if that save fails,
+ * the events wait (held, in order) and nothing is numbered, so a crash
+ * can never make a restart hand the same number to another event.
+ */
 static void _publish(json_t *batch)
 {
-	size_t n = json_array_size(batch), i;
+	size_t n, i;
 	void (*fn)(void);
 	flexco_acl_t *acls;
 	char **texts;
 
-	if (!n)
+	if (held && json_array_size(held)) {	/* the held ones go first */
+		json_array_extend(held, batch);
+		json_array_clear(batch);
+		json_array_extend(batch, held);
+		json_array_clear(held);
+	}
+	if (!(n = json_array_size(batch)))
 		return;
 	if (next_seq + n - 1 > reserved_seq) {
 		uint64_t want = next_seq + n - 1 + SEQ_BLOCK;
 
-		if (_save_state(want, false))
-			error("%s: events: could not reserve sequence numbers up to %"PRIu64"; a crash now could reuse them",
-			      plugin_type, want);
+		if (_save_state(want, false)) {
+			if (!reserve_failing)
+				error("%s: events: cannot save the sequence mark %"PRIu64" (StateSaveLocation); %zu events wait unnumbered until it can be saved",
+				      plugin_type, want, n);
+			reserve_failing = true;
+			if (!held)
+				held = json_array();
+			while (json_array_size(batch) > HELD_MAX) {
+				json_array_remove(batch, 0);
+				slurm_mutex_lock(&ring_lock);
+				st_held_dropped++;
+				slurm_mutex_unlock(&ring_lock);
+			}
+			json_array_extend(held, batch);
+			slurm_mutex_lock(&ring_lock);
+			st_held = json_array_size(held);
+			slurm_mutex_unlock(&ring_lock);
+			return;
+		}
+		if (reserve_failing)
+			info("%s: events: sequence mark saved again; numbering resumes at %"PRIu64,
+			     plugin_type, next_seq);
+		reserve_failing = false;
 		reserved_seq = want;
 	}
+	slurm_mutex_lock(&ring_lock);
+	st_held = 0;
+	slurm_mutex_unlock(&ring_lock);
 
 	texts = xcalloc(n, sizeof(char *));
 	acls = xcalloc(n, sizeof(flexco_acl_t));
@@ -1144,7 +1184,7 @@ static void _cycle(void)
 	bool hooks, scan;
 	uint64_t dropped;
 
-	if (!flexco_ctld_primary()) {	/* a backup that gave control back */
+	if (!flexco_ctld_in_charge()) {	/* standby, hand-back or shutdown */
 		json_decref(batch);
 		return;
 	}
@@ -1273,8 +1313,19 @@ extern void events_stop(void)
 
 	/* Jobs still in the hook queue are found again by the poller after
 	 * the restart: the saved floor lies before their end. */
-	if (_save_state(reserved_seq, true))
+	/* Events still held (their numbers could not be reserved) are lost:
+	 * the state is then not clean, so the next start tells clients that
+	 * events may be missing. */
+	if (held && json_array_size(held))
+		error("%s: events: %zu events never got a sequence number (the mark could not be saved) and are lost",
+		      plugin_type, json_array_size(held));
+	if (_save_state(reserved_seq, !(held && json_array_size(held))))
 		error("%s: events: final state save failed", plugin_type);
+	if (held) {
+		json_decref(held);
+		held = NULL;
+	}
+	reserve_failing = false;
 
 	slurm_mutex_lock(&hook_lock);
 	ev_running = false;
@@ -1406,6 +1457,9 @@ extern json_t *events_stats_json(void)
 		      "resv_snapshots", (json_int_t) st_resv_snaps,
 		      "state_saves", (json_int_t) st_saves,
 		      "state_save_errors", (json_int_t) st_save_errors);
+	json_object_set_new(o, "unnumbered", json_integer((json_int_t) st_held));
+	json_object_set_new(o, "unnumbered_dropped",
+			    json_integer((json_int_t) st_held_dropped));
 	json_object_set_new(o, "state_last_save_error", st_last_save_error ?
 			    json_string(st_last_save_error) : json_null());
 	slurm_mutex_unlock(&ring_lock);

@@ -9,6 +9,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -149,6 +153,75 @@ static int _valid_address(const char *addr)
 	       (inet_pton(AF_INET6, addr, buf) == 1);
 }
 
+/*
+ * ListenAddress=SlurmctldHost: the address of this host's own SlurmctldHost
+ * line (the one whose name is this host's name, as slurmctld itself finds
+ * it), resolved to a numeric address if it is a name.  A primary and a
+ * backup controller can then share one flexco.conf, each listening on its
+ * own address.  xmalloc'd, or NULL (logged).  Name lookups run without any
+ * slurmctld lock held.
+ */
+static char *_ctld_host_address(const char *path)
+{
+	slurmctld_lock_t conf_read = { .conf = READ_LOCK };
+	char host[256] = "", shorter[256], *dot, *name = NULL, *addr = NULL;
+	char buf[INET6_ADDRSTRLEN];
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM }, *res = NULL;
+	uint32_t i;
+	int rc;
+
+	if (gethostname(host, sizeof(host) - 1)) {
+		error("%s: %s: ListenAddress=SlurmctldHost: gethostname: %m",
+		      plugin_type, path);
+		return NULL;
+	}
+	snprintf(shorter, sizeof(shorter), "%s", host);
+	if ((dot = strchr(shorter, '.')))
+		*dot = '\0';
+	lock_slurmctld(conf_read);
+	for (i = 0; i < slurm_conf.control_cnt; i++) {
+		const char *m = slurm_conf.control_machine[i];
+
+		if (m && (!xstrcmp(m, host) || !xstrcmp(m, shorter))) {
+			name = xstrdup(m);
+			addr = xstrdup(slurm_conf.control_addr[i] ?
+				       slurm_conf.control_addr[i] : m);
+			break;
+		}
+	}
+	unlock_slurmctld(conf_read);
+	if (!addr) {
+		error("%s: %s: ListenAddress=SlurmctldHost: this host (%s) is none of slurm.conf's SlurmctldHost lines",
+		      plugin_type, path, host);
+		return NULL;
+	}
+	if (!_valid_address(addr)) {
+		if ((rc = getaddrinfo(addr, NULL, &hints, &res)) || !res) {
+			error("%s: %s: ListenAddress=SlurmctldHost: cannot resolve %s (SlurmctldHost %s): %s",
+			      plugin_type, path, addr, name, gai_strerror(rc));
+			xfree(name);
+			xfree(addr);
+			return NULL;
+		}
+		if (res->ai_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)
+					     res->ai_addr)->sin_addr, buf,
+				  sizeof(buf));
+		else
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)
+					      res->ai_addr)->sin6_addr, buf,
+				  sizeof(buf));
+		freeaddrinfo(res);
+		xfree(addr);
+		addr = xstrdup(buf);
+	}
+	info("%s: %s: ListenAddress=SlurmctldHost: %s, the address of SlurmctldHost %s",
+	     plugin_type, path, addr, name);
+	xfree(name);
+	return addr;
+}
+
 /* "root,slurm,1234" -> uids; every name must exist. */
 static int _parse_user_list(const char *path, const char *key,
 			    const char *list, uid_t **uids, int *cnt)
@@ -208,8 +281,13 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 
 	if (!s_p_get_string(&conf->listen_address, "ListenAddress", tbl))
 		conf->listen_address = xstrdup(FLEXCO_DEFAULT_LISTEN_ADDRESS);
+	if (!xstrcasecmp(conf->listen_address, "SlurmctldHost")) {
+		xfree(conf->listen_address);
+		if (!(conf->listen_address = _ctld_host_address(path)))
+			goto fail;
+	}
 	if (!_valid_address(conf->listen_address)) {
-		error("%s: %s: ListenAddress=%s is not a numeric IPv4 or IPv6 address",
+		error("%s: %s: ListenAddress=%s is not a numeric IPv4 or IPv6 address, nor SlurmctldHost",
 		      plugin_type, path, conf->listen_address);
 		goto fail;
 	}

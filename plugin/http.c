@@ -59,6 +59,7 @@
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
 #include "agent.h"
+#include "compat.h"
 #include "events.h"
 #include "history.h"
 #include "http.h"
@@ -1914,6 +1915,14 @@ static enum MHD_Result _dispatch(struct MHD_Connection *c, req_t *req,
 	for (i = 0; !rt.status && (i < N_ROUTES); i++)
 		if (routes[i].kind == rt.kind)
 			route = &routes[i];
+
+	/* A standby, or a controller stopping or handing control back, acts
+	 * on nothing: its state may be another controller's by now.  Said
+	 * before authentication (it tells nothing about the request), so a
+	 * client moves to the next SlurmctldHost at once. */
+	if (!flexco_ctld_in_charge())
+		return _error(c, req, 503, "not_in_charge",
+			      "this slurmctld is not the controller in charge; ask the next controller of the cluster");
 
 	/* Authenticate every request before saying anything about it: the
 	 * Idempotency-Key, if any, must be the signed one (doc/auth.md). */

@@ -138,6 +138,7 @@ static bool reconciled = false;	/* first tick compared state and Slurm */
 static bool save_failing = false;	/* the last save failed */
 static uint64_t saves = 0, save_errors = 0;
 static uint64_t adopted = 0, unaccounted = 0;
+static uint64_t ticks = 0;	/* agent passes (deadlines, orphans) this term */
 /* _slurm_delete() under slurmctld's write locks (resv_lock held) */
 static uint64_t del_count = 0, del_examined_total = 0;
 static uint64_t del_usec_last = 0, del_usec_max = 0;
@@ -218,7 +219,7 @@ static json_t *_rv_json(const rv_t *r)
 	json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I}",
 			      "id", (json_int_t) r->id,
 			      "name", name,
-			      "user", r->user,
+			      "user", r->user ? r->user : "",	/* adopted, no Users= */
 			      "uid", (json_int_t) r->uid,
 			      "nodes", (json_int_t) r->nodes,
 			      "start", (json_int_t) r->start,
@@ -487,8 +488,23 @@ static int _save(void)
 	char *text, err[sizeof(last_save_error)] = "";
 	int i, rc;
 
-	for (i = 0; i < rv_cnt; i++)
-		json_array_append_new(list, _rv_json(&rvs[i]));
+	for (i = 0; i < rv_cnt; i++) {
+		json_t *o = _rv_json(&rvs[i]);
+
+		/* a record that cannot be written fails the save: left out,
+		 * its reservation would be an orphan at the next start */
+		if (!o || json_array_append_new(list, o)) {
+			json_decref(root);
+			json_decref(list);
+			json_decref(keys);
+			snprintf(err, sizeof(err),
+				 "cannot encode the record of %s%" PRIu64,
+				 NAME_PREFIX, rvs[i].id);
+			error("%s: reservations: %s", plugin_type, err);
+			rc = SLURM_ERROR;
+			goto done;
+		}
+	}
 	for (i = 0; i < IDEM_MAX; i++) {
 		json_t *k;
 
@@ -523,6 +539,7 @@ static int _save(void)
 				     sizeof(err));
 		free(text);
 	}
+done:
 	if (rc != SLURM_SUCCESS) {
 		save_errors++;
 		save_failing = true;
@@ -545,6 +562,12 @@ static int _save(void)
  */
 static bool _mutable(char **json_out, int *status)
 {
+	if (!rconf || !flexco_ctld_in_charge()) {
+		*json_out = flexco_error_json("not_in_charge",
+			"this slurmctld is not the controller in charge (a standby, or stopping or handing control to another controller); ask the controller in charge");
+		*status = 503;
+		return false;
+	}
 	if (!reconciled && ((loaded_from == STATEFILE_PREV) ||
 			    (loaded_from == STATEFILE_LOST))) {
 		*json_out = flexco_error_json("recovering",
@@ -1369,11 +1392,15 @@ extern int flexco_resv_confirm(uid_t uid, const flexco_idem_req_t *rq,
 	rv_t *r;
 	int status = 200;
 
+	if (!_is_daemon(uid)) {	/* before anything else, a save retry too */
+		*json_out = _err("forbidden", "uid %u is not in DaemonUsers", uid);
+		return 403;
+	}
 	if ((status = _idem_key_refused(rq, json_out)))
 		return status;
 	status = 200;
 	slurm_mutex_lock(&resv_lock);
-	if (_is_daemon(uid) && _idem_answer(rq, uid, json_out, &status))
+	if (_idem_answer(rq, uid, json_out, &status))
 		goto out;
 	if (!_mutable(json_out, &status))
 		goto out;
@@ -1409,11 +1436,15 @@ extern int flexco_resv_modify(uid_t uid, const flexco_idem_req_t *rq,
 	rv_t *r;
 	int status = 200, rc;
 
+	if (!_is_daemon(uid)) {	/* before anything else, a save retry too */
+		*json_out = _err("forbidden", "uid %u is not in DaemonUsers", uid);
+		return 403;
+	}
 	if ((status = _idem_key_refused(rq, json_out)))
 		return status;
 	status = 200;
 	slurm_mutex_lock(&resv_lock);
-	if (_is_daemon(uid) && _idem_answer(rq, uid, json_out, &status))
+	if (_idem_answer(rq, uid, json_out, &status))
 		goto out;
 	if (!_mutable(json_out, &status))
 		goto out;
@@ -1493,11 +1524,15 @@ extern int flexco_resv_delete(uid_t uid, const flexco_idem_req_t *rq,
 	rv_t *r;
 	int status = 200, rc;
 
+	if (!_is_daemon(uid)) {	/* before anything else, a save retry too */
+		*json_out = _err("forbidden", "uid %u is not in DaemonUsers", uid);
+		return 403;
+	}
 	if ((status = _idem_key_refused(rq, json_out)))
 		return status;
 	status = 200;
 	slurm_mutex_lock(&resv_lock);
-	if (_is_daemon(uid) && _idem_answer(rq, uid, json_out, &status))
+	if (_idem_answer(rq, uid, json_out, &status))
 		goto out;
 	if (!_mutable(json_out, &status))
 		goto out;
@@ -1777,11 +1812,16 @@ out:
 	return status;
 }
 
-/* One part job event: the job's state from slurmctld plus our record. */
-static void _publish(const char *type, const rv_t *r, const rj_t *j)
+/*
+ * One part job event: the job's state from slurmctld plus our record.
+ * False if the events queue did not take it (full, or not running): the
+ * caller then leaves the job's flag unset, so the next tick tries again.
+ */
+static bool _publish(const char *type, const rv_t *r, const rj_t *j)
 {
 	json_t *o = flexco_job_state(j->job_id);
 	char *name = _name_of(r->id);
+	bool ok;
 
 	if (!o)
 		o = json_pack("{s:I, s:s}", "job_id", (json_int_t) j->job_id,
@@ -1797,9 +1837,10 @@ static void _publish(const char *type, const rv_t *r, const rj_t *j)
 				     .resv = true, .users = &user,
 				     .user_cnt = 1 };
 
-		(void) events_publish_private(type, o, &acl);
+		ok = !events_publish_private(type, o, &acl);
 	}
 	xfree(name);
+	return ok;
 }
 
 /*
@@ -1821,13 +1862,14 @@ static bool _poll_jobs(rv_t *r)
 		if (phase == FLEXCO_PJ_PENDING)
 			continue;
 		if (!j->started && ((phase == FLEXCO_PJ_RUNNING) || ran)) {
-			_publish(EVENT_PART_JOB_STARTED, r, j);
+			if (!_publish(EVENT_PART_JOB_STARTED, r, j))
+				continue;	/* queue full: next tick */
 			j->started = true;
 			changed = true;
 		}
-		if ((phase == FLEXCO_PJ_FINISHED) ||
-		    (phase == FLEXCO_PJ_GONE)) {
-			_publish(EVENT_PART_JOB_ENDED, r, j);
+		if (((phase == FLEXCO_PJ_FINISHED) ||
+		     (phase == FLEXCO_PJ_GONE)) &&
+		    _publish(EVENT_PART_JOB_ENDED, r, j)) {
 			j->ended = true;
 			changed = true;
 		}
@@ -1844,9 +1886,14 @@ extern void flexco_resv_tick(void)
 	bool dirty = false;
 	int n, i, j;
 
-	if (!rconf)
-		return;
 	slurm_mutex_lock(&resv_lock);
+	/* the state is this term's and the controller still in charge: a
+	 * hand-back must not delete what the next controller will own */
+	if (!rconf || !flexco_ctld_in_charge()) {
+		slurm_mutex_unlock(&resv_lock);
+		return;
+	}
+	ticks++;
 	if (!reconciled) {
 		_reconcile();
 		dirty = true;
@@ -1921,6 +1968,7 @@ extern int flexco_resv_init(const flexco_conf_t *conf)
 	rvs = xcalloc(MAX_RECORDS, sizeof(rv_t));
 	state_path = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
 				    STATE_FILE);
+	ticks = 0;
 	_load();
 	slurm_mutex_unlock(&resv_lock);
 	return SLURM_SUCCESS;
@@ -1995,6 +2043,7 @@ extern json_t *flexco_resv_stats_json(void)
 			 "low_fit", (json_int_t) refused_fit,
 			 "next_id", (json_int_t) next_id);
 	json_object_set_new(root, "adopted", json_integer(adopted));
+	json_object_set_new(root, "ticks", json_integer(ticks));
 	json_object_set_new(root, "delete_lock", json_pack(
 		"{s:I, s:I, s:I, s:I, s:I}",
 		"count", (json_int_t) del_count,

@@ -5,10 +5,16 @@
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
 
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE 1	/* F_OFD_SETLK */
+#endif
 #include "src/common/slurm_xlator.h"	/* must be first */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +22,7 @@
 #include <unistd.h>
 
 #include "src/common/log.h"
+#include "src/common/macros.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
@@ -30,6 +37,26 @@ struct statefile_writer {
 	int fd;
 	int err;		/* first write errno, 0 if none */
 };
+
+/* Temporary names of this process: <path>.new.<pid>.<n> (see _tmp_name). */
+static pthread_mutex_t tmp_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tmp_count = 0;
+
+/*
+ * A temporary name no other process or thread writes at the same time:
+ * two controllers sharing StateSaveLocation (or two saves of one process)
+ * never write into the same file, whatever they do.
+ */
+static char *_tmp_name(const char *path, const char *suffix)
+{
+	uint64_t n;
+
+	slurm_mutex_lock(&tmp_lock);
+	n = ++tmp_count;
+	slurm_mutex_unlock(&tmp_lock);
+	return xstrdup_printf("%s%s.%ld.%" PRIu64, path, suffix,
+			      (long) getpid(), n);
+}
 
 extern const char *statefile_src_name(statefile_src_t src)
 {
@@ -81,8 +108,8 @@ extern statefile_writer_t *statefile_begin(const char *what, const char *path,
 
 	w->what = xstrdup(what);
 	w->path = xstrdup(path);
-	w->tmp = xstrdup_printf("%s.new", path);
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	w->tmp = _tmp_name(path, ".new");
+	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		(void) _fail(what, err, err_len, "cannot create %s: %s",
 			     w->tmp, strerror(errno));
@@ -125,9 +152,8 @@ extern void statefile_abort(statefile_writer_t *w)
 static void _rotate(const char *what, const char *path)
 {
 	char *prev = xstrdup_printf("%s.prev", path);
-	char *prev_tmp = xstrdup_printf("%s.prev.new", path);
+	char *prev_tmp = _tmp_name(path, ".prev.new");
 
-	(void) unlink(prev_tmp);
 	if (link(path, prev_tmp)) {
 		if (errno != ENOENT)	/* no current copy: nothing to keep */
 			error("%s: %s: cannot keep %s as %s: %m", plugin_type,
@@ -297,6 +323,46 @@ static int _try(const char *what, const char *copy, size_t max,
 	return -1;
 }
 
+/*
+ * Remove the temporary files of saves that a crash interrupted
+ * (<path>.new.* and <path>.prev.new.*).  Only the holder of the state
+ * lock loads, so no save of another process is under way.
+ */
+static void _sweep(const char *what, const char *path)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	const char *base = slash ? slash + 1 : path;
+	char *p_new = xstrdup_printf("%s.new.", base);
+	char *p_prev = xstrdup_printf("%s.prev.new.", base);
+	struct dirent *de;
+	DIR *d;
+
+	if (slash)
+		slash[slash == dir] = '\0';
+	if (!(d = opendir(slash ? dir : "."))) {
+		xfree(dir);
+		xfree(p_new);
+		xfree(p_prev);
+		return;
+	}
+	while ((de = readdir(d))) {
+		char *full;
+
+		if (xstrncmp(de->d_name, p_new, strlen(p_new)) &&
+		    xstrncmp(de->d_name, p_prev, strlen(p_prev)))
+			continue;
+		full = xstrdup_printf("%s/%s", slash ? dir : ".", de->d_name);
+		if (!unlink(full))
+			info("%s: %s: removed %s, left by an interrupted save",
+			     plugin_type, what, full);
+		xfree(full);
+	}
+	closedir(d);
+	xfree(dir);
+	xfree(p_new);
+	xfree(p_prev);
+}
+
 extern statefile_src_t statefile_load(const char *what, const char *path,
 				      size_t max, statefile_parse_t parse,
 				      void *arg)
@@ -306,6 +372,7 @@ extern statefile_src_t statefile_load(const char *what, const char *path,
 	statefile_src_t src;
 	int cur, old = 0;
 
+	_sweep(what, path);
 	cur = _try(what, path, max, parse, arg, why_cur, sizeof(why_cur));
 	if (cur == 1) {
 		info("%s: %s: loaded %s", plugin_type, what, path);
@@ -328,4 +395,48 @@ extern statefile_src_t statefile_load(const char *what, const char *path,
 out:
 	xfree(prev);
 	return src;
+}
+
+/* ---------------------------------------------------------------------- */
+/* the state lock */
+
+/*
+ * An open file description lock (F_OFD_SETLK): it belongs to this open
+ * file, not to the process, so it also keeps out a later start (a 22.05
+ * reconfigure) of this same process, and it goes with the descriptor when
+ * the process dies or exec()s (the descriptor is close-on-exec).  Linux
+ * passes it on to NFS servers as an ordinary lock.
+ */
+extern int statefile_lock_try(const char *path, bool *held_elsewhere)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd;
+
+	*held_elsewhere = false;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		error("%s: cannot open the state lock %s: %m", plugin_type,
+		      path);
+		return -1;
+	}
+	if (fcntl(fd, F_OFD_SETLK, &fl)) {
+		int e = errno;
+
+		close(fd);
+		if ((e == EAGAIN) || (e == EACCES)) {
+			*held_elsewhere = true;
+		} else {
+			errno = e;
+			error("%s: cannot lock the state lock %s: %m",
+			      plugin_type, path);
+		}
+		return -1;
+	}
+	return fd;
+}
+
+extern void statefile_unlock(int fd)
+{
+	if (fd >= 0)
+		(void) close(fd);	/* releases the lock */
 }

@@ -3,9 +3,10 @@
  *  statefile.h - the plugin's state files under StateSaveLocation
  *****************************************************************************
  *  One module for every state file of the plugin (reservations, events,
- *  history).  A save writes <path>.new, fsyncs it, keeps the copy it
+ *  history).  A save writes <path>.new.<pid>.<n> (a name no other process
+ *  or save uses), fsyncs it, keeps the copy it
  *  replaces as <path>.prev (a hard link, so there is no moment without a
- *  current copy), renames <path>.new over <path> and fsyncs the directory.
+ *  current copy), renames it over <path> and fsyncs the directory.
  *  A load takes the newest valid copy: <path>, else <path>.prev; a copy
  *  that cannot be read or parsed is renamed <path>.bad.<epoch> and kept.
  *
@@ -63,6 +64,17 @@ extern void statefile_append(statefile_writer_t *w, const void *buf,
 extern int statefile_commit(statefile_writer_t *w, char *err, size_t err_len);
 /* Give up a save: removes <path>.new, frees w. */
 extern void statefile_abort(statefile_writer_t *w);
+
+/*
+ * The state lock <path> (StateSaveLocation/flexco_state.lock): held by the
+ * one process whose plugin owns the state files, for as long as it loads,
+ * changes and saves them (agent.c: a term).  Returns the descriptor that
+ * holds it, or -1: *held_elsewhere says another process or start holds it
+ * (else the error is logged).  Never waits.
+ */
+extern int statefile_lock_try(const char *path, bool *held_elsewhere);
+/* Release the lock taken by statefile_lock_try(); -1 is ignored. */
+extern void statefile_unlock(int fd);
 
 /* begin + append(text) + commit. */
 extern int statefile_write(const char *what, const char *path,

@@ -680,13 +680,16 @@ ReplayCache::ReplayCache(std::size_t capacity, std::size_t per_uid,
                          std::vector<uid_t> exempt) noexcept
     : capacity_(capacity == 0 ? 1 : capacity),
       per_uid_(share_of(capacity == 0 ? 1 : capacity, per_uid)),
-      exempt_(sorted(std::move(exempt))) {}
+      exempt_(sorted(std::move(exempt))),
+      reserved_(exempt_.empty() || capacity_ < 2 ? 0 : std::max<std::size_t>(capacity_ / 4, 1)) {}
 
 void ReplayCache::evict_expired(std::int64_t now) {
   while (!by_expiry_.empty() && by_expiry_.begin()->first < now) {
     const std::string& key = by_expiry_.begin()->second;
-    auto count = count_of_.find(key_uid(key));
+    const uid_t uid = key_uid(key);
+    auto count = count_of_.find(uid);
     if (count != count_of_.end() && --count->second == 0) count_of_.erase(count);
+    if (!std::binary_search(exempt_.begin(), exempt_.end(), uid) && others_ > 0) --others_;
     expiry_of_.erase(key);
     by_expiry_.erase(by_expiry_.begin());
   }
@@ -701,9 +704,11 @@ ReplayCache::Outcome ReplayCache::check_and_insert(uid_t uid, std::string_view n
     evict_expired(now);
     if (expiry_of_.count(key) != 0) return Outcome::kReplayed;
     if (expiry_of_.size() >= capacity_) return Outcome::kFull;
+    const bool exempt = std::binary_search(exempt_.begin(), exempt_.end(), uid);
+    // The exempt uids' part stays free for them.
+    if (!exempt && others_ >= capacity_ - reserved_) return Outcome::kFull;
     auto count = count_of_.find(uid);
-    if (count != count_of_.end() && count->second >= per_uid_ &&
-        !std::binary_search(exempt_.begin(), exempt_.end(), uid)) {
+    if (count != count_of_.end() && count->second >= per_uid_ && !exempt) {
       return Outcome::kUserFull;
     }
     // Insert into all three indexes or none.
@@ -721,6 +726,7 @@ ReplayCache::Outcome ReplayCache::check_and_insert(uid_t uid, std::string_view n
       throw;
     }
     ++count->second;
+    if (!exempt) ++others_;
     return Outcome::kInserted;
   } catch (...) {
     // Out of memory: refusing is the safe answer (never admit unrecorded).

@@ -273,7 +273,11 @@ class ReplayCache {
   // capacity.  exempt: uids the share does not apply to (the plugin's
   // DaemonUsers: flexcod signs every request it makes for all users, and
   // at 100 probes a second it would run into a quarter of the default
-  // cache); their entries still count against `capacity`.
+  // cache); their entries still count against `capacity`.  When there are
+  // exempt uids, a quarter of the capacity (at least one entry) is kept
+  // for them: all other uids together hold at most the rest, so users
+  // flooding the cache with signed requests (four at their full share would
+  // fill it) never lock the daemons out.
   explicit ReplayCache(std::size_t capacity, std::size_t per_uid = 0,
                        std::vector<uid_t> exempt = {}) noexcept;
 
@@ -289,6 +293,8 @@ class ReplayCache {
   std::size_t size() const noexcept;
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t per_uid() const noexcept { return per_uid_; }
+  // Entries kept for the exempt uids (0 without exempt uids).
+  std::size_t reserved() const noexcept { return reserved_; }
 
  private:
   void evict_expired(std::int64_t now);
@@ -296,6 +302,8 @@ class ReplayCache {
   const std::size_t capacity_;
   const std::size_t per_uid_;
   const std::vector<uid_t> exempt_;  // sorted
+  const std::size_t reserved_;       // kept for exempt_ (see the constructor)
+  std::size_t others_ = 0;           // live entries of uids not in exempt_
   mutable std::mutex mutex_;
   std::unordered_map<uid_t, std::size_t> count_of_;  // uid -> live entries
   std::unordered_map<std::string, std::int64_t> expiry_of_;  // key -> expires

@@ -201,10 +201,28 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       for (std::size_t i = 1; i < pairs.size(); ++i) {
         const Pair& p = pairs[i];
         if (p.key == "url" && !have_url) {
-          if (!valid_url(p.value)) {
-            return parser.err(line, "URL: '" + p.value + "' is not http://host:port or https://host:port");
+          // URL=http://ctl1:26001,http://ctl2:26001: one per controller
+          // of the cluster (SlurmctldHost order), one scheme for all.
+          std::size_t from = 0;
+          std::vector<std::string> urls;
+          while (true) {
+            const std::size_t comma = p.value.find(',', from);
+            urls.push_back(p.value.substr(from, comma == std::string::npos ? std::string::npos
+                                                                          : comma - from));
+            if (comma == std::string::npos) break;
+            from = comma + 1;
           }
-          cl.url = p.value;
+          if (urls.size() > 8) return parser.err(line, "URL: at most 8 addresses");
+          for (const auto& u : urls) {
+            if (!valid_url(u)) {
+              return parser.err(line, "URL: '" + u + "' is not http://host:port or https://host:port");
+            }
+            if ((u.compare(0, 8, "https://") == 0) != (urls[0].compare(0, 8, "https://") == 0)) {
+              return parser.err(line, "URL: the addresses of one cluster must use one scheme");
+            }
+          }
+          cl.url = urls[0];
+          cl.other_urls.assign(urls.begin() + 1, urls.end());
           have_url = true;
         } else if (p.key == "partition" && !have_part) {
           if (p.value.empty()) return parser.err(line, "Partition: empty value");

@@ -67,6 +67,9 @@ using Result = BasicResult<T, Error>;
 struct ClusterConf {
   std::string name;       // [A-Za-z0-9_-]{1,64}, unique
   std::string url;        // http(s)://host:port of its slurmctld/flexco plugin (or its TLS proxy)
+  // The plugin at the cluster's other controllers (URL=a,b: b...), tried
+  // in turn when the one asked does not answer or is not in charge.
+  std::vector<std::string> other_urls;
   std::string partition;  // "" = the cluster's default partition
 };
 

@@ -159,6 +159,9 @@ std::string json_text(const json_t* j) {
 struct Client::Pool {
   std::mutex mutex;
   std::vector<CURL*> idle;  // reset handles whose connections stay open
+  // Which of the URLs (base_url, then other_urls) to ask first: the last
+  // one that answered as the service in charge.
+  std::atomic<std::size_t> current{0};
 
   Pool() = default;
   Pool(const Pool&) = delete;
@@ -199,6 +202,13 @@ struct Client::Pool {
 
 namespace {
 
+// The error.code of a JSON error answer, "" if it has none.
+std::string api_code_of(const Response& r) {
+  const json_t* err = json_object_get(r.json.get(), "error");
+  const json_t* code = json_is_object(err) ? json_object_get(err, "code") : nullptr;
+  return json_is_string(code) ? std::string(json_string_value(code)) : std::string();
+}
+
 // A pool handle for one request, given back when it ends.
 class Lease {
  public:
@@ -221,6 +231,17 @@ Result<Client> Client::create(ClientConfig config, std::optional<auth::Signer> s
       return make_error(Errc::kInvalidArgument,
                         "base_url must be http://host[:port] or https://host[:port], got '" +
                             config.base_url + "'");
+    }
+    if (config.other_urls.size() > kMaxUrls - 1) {
+      return make_error(Errc::kInvalidArgument,
+                        "at most " + std::to_string(kMaxUrls) + " URLs for one service");
+    }
+    for (const auto& u : config.other_urls) {
+      if (!valid_base_url(u) || is_https(u) != is_https(config.base_url)) {
+        return make_error(Errc::kInvalidArgument,
+                          "other URL '" + u + "' must be " +
+                              (is_https(config.base_url) ? "https" : "http") + "://host[:port]");
+      }
     }
     if (is_https(config.base_url) && !config.ca_file.empty() &&
         access(config.ca_file.c_str(), R_OK) != 0) {
@@ -306,8 +327,47 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
 
     const Lease curl(*pool_);
     if (curl.get() == nullptr) return make_error(Errc::kInternal, "curl_easy_init failed");
-    CURL* c = curl.get();
-    const std::string url = config_.base_url + std::string(target);
+    const std::size_t n_urls = 1 + config_.other_urls.size();
+    const std::size_t first = pool_->current.load() % n_urls;
+    // One service behind several addresses (a cluster's primary and backup
+    // controllers): a request that reached none of them, or that one
+    // answered 503 not_in_charge (it acted on nothing), goes to the next;
+    // the one that answers is asked first from then on.  A timeout is not
+    // retried here (the request may have been acted on; the caller retries
+    // with its Idempotency-Key), but the next request starts at the next.
+    for (std::size_t k = 0;; ++k) {
+      const std::size_t idx = (first + k) % n_urls;
+      const std::string& base = idx == 0 ? config_.base_url : config_.other_urls[idx - 1];
+      auto r = perform(curl.get(), base, method, target, body, list.get(), total_timeout_ms, cancel);
+      const bool last = k + 1 >= n_urls;
+      if (!r.ok()) {
+        if (r.error().code == Errc::kConnect && !last) continue;
+        if (r.error().code == Errc::kTimeout && n_urls > 1) {
+          std::size_t expect = first;
+          pool_->current.compare_exchange_strong(expect, (idx + 1) % n_urls);
+        }
+        return r;
+      }
+      if (r.value().status == 503 && !last && api_code_of(r.value()) == "not_in_charge") continue;
+      if (idx != first) pool_->current.store(idx);
+      return r;
+    }
+  } catch (const std::bad_alloc&) {
+    return make_error(Errc::kInternal, "out of memory");
+  } catch (...) {
+    return make_error(Errc::kInternal, "unexpected exception");
+  }
+}
+
+Result<Response> Client::perform(void* handle, const std::string& base, std::string_view method,
+                                 std::string_view target, std::string_view body,
+                                 void* header_list, long total_timeout_ms,
+                                 const std::atomic<bool>* cancel) const noexcept {
+  try {
+    CURL* c = static_cast<CURL*>(handle);
+    curl_slist* headers = static_cast<curl_slist*>(header_list);
+    curl_easy_reset(c);
+    const std::string url = base + std::string(target);
     const std::string meth(method);
     Sink sink;
     sink.limit = config_.max_response_bytes;
@@ -320,7 +380,7 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
     curl_easy_setopt(c, CURLOPT_MAXCONNECTS, 1L);  // this handle's one kept-alive connection
     curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, kMaxIdleSeconds);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
-    const bool tls = is_https(config_.base_url);
+    const bool tls = is_https(base);
     // Only the URL's own scheme: never a redirect or a downgrade to another.
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, tls ? "https" : "http");
     if (tls) {
@@ -332,7 +392,7 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
     }
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c, CURLOPT_PROXY, "");  // never through an environment proxy
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, list.get());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);

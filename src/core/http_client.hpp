@@ -105,6 +105,11 @@ struct Response {
 struct ClientConfig {
   std::string base_url;                // "http://127.0.0.1:26001", no trailing path,
                                        // or "https://flexco.example.org:26443"
+  // The same service at other addresses (a cluster's backup controllers),
+  // same scheme: a request that reaches none of base_url and these, or
+  // that one answers 503 not_in_charge, goes to the next; the one that
+  // answered is asked first from then on (Client::request).
+  std::vector<std::string> other_urls;
   // https only: the PEM file of the CA certificates that the server's
   // certificate must chain to; "" = the system's (/etc/ssl/certs).  Read by
   // libcurl at every connection, so a renewed file is used at once.
@@ -164,8 +169,15 @@ class Client {
   static constexpr long kMaxIdleSeconds = 5;
 
   struct Pool;  // http_client.cpp
+  static constexpr std::size_t kMaxUrls = 8;  // base_url and other_urls
 
  private:
+  // One attempt at one of the URLs, with the headers already built.
+  // (c is a CURL*, headers a curl_slist*: libcurl stays out of this header.)
+  Result<Response> perform(void* c, const std::string& base, std::string_view method,
+                           std::string_view target, std::string_view body,
+                           void* headers, long total_timeout_ms,
+                           const std::atomic<bool>* cancel) const noexcept;
   Client(ClientConfig config, std::optional<auth::Signer> signer, std::shared_ptr<Pool> pool)
       : config_(std::move(config)), signer_(std::move(signer)), pool_(std::move(pool)) {}
   ClientConfig config_;

@@ -53,6 +53,7 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     c->conf = cc;
     http::ClientConfig hc;
     hc.base_url = cc.url;
+    hc.other_urls = cc.other_urls;
     hc.audience = cc.name;  // must be the cluster's ClusterName (doc/auth.md)
     hc.ca_file = conf.tls_ca_file;  // https URLs only
     hc.connect_timeout_ms = 1000L * conf.connect_timeout;

@@ -103,7 +103,8 @@ struct Caller {
   // or broke before an answer (up to kKeyedRetries times, about a minute).
   J call(const std::string& target, const std::string& base_url, const std::string& method,
          const std::string& path, const std::string& body, long timeout_ms = 0,
-         const std::string& idempotency_key = "") const {
+         const std::string& idempotency_key = "",
+         const std::vector<std::string>* other_urls = nullptr) const {
     J rec(json_object());
     json_object_set_new(rec.get(), "target", json_string(target.c_str()));
     json_object_set_new(rec.get(), "url", json_string(base_url.c_str()));
@@ -113,6 +114,8 @@ struct Caller {
                    body.empty() ? "" : " ", verbose > 1 ? body.c_str() : "");
     http::ClientConfig cc;
     cc.base_url = base_url;
+    // A cluster's other controllers (flexcod.conf URL=a,b): tried in turn.
+    if (other_urls != nullptr) cc.other_urls = *other_urls;
     // Signed for the service asked (doc/auth.md, "Audience"): a cluster's
     // name from flexcod.conf (its ClusterName), or "flexcod".
     cc.audience = target;
@@ -376,7 +379,7 @@ int main(int argc, char** argv) {
         if (!part.empty()) json_object_set_new(req.get(), "partition", json_string(part.c_str()));
         std::string body = text(req.get());
         threads.emplace_back([&caller, &answers, k, c, body]() {
-          answers[k] = caller.call(c.name, c.url, "POST", "/v1/probe", body);
+          answers[k] = caller.call(c.name, c.url, "POST", "/v1/probe", body, 0, "", &c.other_urls);
         });
       }
       for (auto& th : threads) th.join();
@@ -409,7 +412,7 @@ int main(int argc, char** argv) {
         std::string part = o.partition.get(c.name, c.partition);
         if (!part.empty()) path += "&partition=" + url_encode(part);
         threads.emplace_back([&caller, &answers, k, c, path]() {
-          answers[k] = caller.call(c.name, c.url, "GET", path, "");
+          answers[k] = caller.call(c.name, c.url, "GET", path, "", 0, "", &c.other_urls);
         });
       }
       for (auto& th : threads) th.join();
@@ -501,7 +504,7 @@ int main(int argc, char** argv) {
           std::string path = "/v1/profile?horizon=" + std::to_string(horizon);
           if (!on[k].partition.empty()) path += "&partition=" + url_encode(on[k].partition);
           threads.emplace_back([&caller, &answers, &on, k, path]() {
-            answers[k] = caller.call(on[k].name, on[k].url, "GET", path, "");
+            answers[k] = caller.call(on[k].name, on[k].url, "GET", path, "", 0, "", &on[k].other_urls);
           });
         }
         for (auto& th : threads) th.join();

@@ -9,10 +9,10 @@ reported (log, /v1/stats) and answered 503 on further mutations until a
 save succeeds again.
 
 How a save is made to fail: root ignores file permissions, so the test
-puts a *directory* where the plugin writes its temporary file
-(StateSaveLocation/flexco_resv.json.new).  open(O_CREAT|O_WRONLY) of a
-directory fails with EISDIR for root too, on any file system, and removing
-the directory makes saves work again."""
+moves StateSaveLocation/flexco_resv.json aside and puts a *directory* of
+that name in its place.  The save's last step, rename() of its temporary
+file over it, fails with EISDIR for root too, on any file system; removing
+the directory (and putting the file back) makes saves work again."""
 
 import glob
 import os
@@ -168,8 +168,9 @@ def main():
         new_id_above("after losing every copy")
 
         # -- 3: a failed save -------------------------------------------------
-        blocker = state + ".new"
-        os.mkdir(blocker)
+        aside = state + ".aside"
+        os.rename(state, aside)
+        os.mkdir(state)
         try:
             r = c.request("POST", "/v1/reservations",
                           body={"user": "root", "nodes": 1,
@@ -192,10 +193,14 @@ def main():
             t.ok(all(show_res(grid, n) for n in names) and jobid in squeue_ids(grid),
                  "nothing was deleted or killed meanwhile")
             log = grid.log_tail("alpha", n=200)
-            t.ok("slurmctld/flexco: reservations: " in log and ".new" in log,
+            t.ok("slurmctld/flexco: reservations: state not saved: cannot rename" in log
+                 and "Is a directory" in log,
                  "the failure is logged with its reason", log[-2000:])
+            left = glob.glob(state + ".new.*") + glob.glob(state + ".prev.new.*")
+            t.ok(not left, "a failed save leaves no temporary file behind", "%r" % left)
         finally:
-            os.rmdir(blocker)
+            os.rmdir(state)
+            os.rename(aside, state)
         r = c.request("POST", "/v1/reservations/%s/confirm" % ids[1])
         t.ok(r.status == 200 and (r.json or {}).get("state") == "confirmed",
              "once saving works again the mutation succeeds",

@@ -985,6 +985,36 @@ START_TEST(replay_cache_share_exempt) {
 }
 END_TEST
 
+START_TEST(replay_cache_flood_keeps_daemon_room) {
+  // Four local users sending signed requests at their full default share
+  // (a quarter each) would fill the cache, and every request of the
+  // DaemonUsers (flexcod) would get 503 replay_cache_full: confirm
+  // deadlines pass and tentative reservations are deleted.  A quarter of
+  // the capacity stays the exempt uids'.
+  auth::ReplayCache cache(64, 0, {0});
+  using O = auth::ReplayCache::Outcome;
+  ck_assert_uint_eq(cache.reserved(), 16);
+  std::size_t others = 0;
+  for (uid_t u = 1000; u < 1004; ++u) {
+    for (int i = 0; i < 100; ++i) {
+      const O o = cache.check_and_insert(u, "n" + std::to_string(i), 100, 0);
+      if (o == O::kInserted) ++others;
+    }
+  }
+  ck_assert_uint_eq(others, 48);  // all four together: capacity - reserved
+  ck_assert(cache.check_and_insert(1004, "n0", 100, 0) == O::kFull);
+  for (int i = 0; i < 16; ++i) {
+    ck_assert(cache.check_and_insert(0, "d" + std::to_string(i), 100, 0) == O::kInserted);
+  }
+  ck_assert(cache.check_and_insert(0, "d16", 100, 0) == O::kFull);  // the capacity
+  // Expiry frees the users' part again, and counts it right.
+  ck_assert(cache.check_and_insert(1000, "late", 300, 101) == O::kInserted);
+  ck_assert_uint_eq(cache.size(), 1);
+  // Without exempt uids nothing is kept back.
+  ck_assert_uint_eq(auth::ReplayCache(64).reserved(), 0);
+}
+END_TEST
+
 // ===========================================================================
 // With a real munged
 
@@ -1644,6 +1674,7 @@ Suite* make_suite() {
   tcase_add_test(format, replay_cache_one_uid_cannot_lock_out);
   tcase_add_test(format, replay_cache_uid_share);
   tcase_add_test(format, replay_cache_share_exempt);
+  tcase_add_test(format, replay_cache_flood_keeps_daemon_room);
   tcase_add_test(format, metrics_token_file);
   suite_add_tcase(s, format);
 

@@ -135,6 +135,9 @@ struct Bad {
 };
 
 const Bad kBad[] = {
+    {"Cluster=a URL=http://h:1,https://g:2\n", 1, "one scheme"},
+    {"Cluster=a URL=http://h:1,\n", 1, "is not http"},
+    {"Cluster=a URL=http://h:1,http://g:2/x\n", 1, "is not http"},
     {"Cluster=a URL=http://h:1\nColour=red\n", 2, "unknown key 'Colour'"},
     {"Cluster=a URL=http://h:1\n\n# c\nListenPort=0\n", 4, "ListenPort"},
     {"Cluster=a URL=http://h:1\nListenPort=65536\n", 2, "1..65535"},
@@ -179,6 +182,19 @@ const Bad kBad[] = {
     {"ListenPort=1\n", 0, "at least one cluster"},
     {"", 0, "at least one cluster"},
 };
+
+START_TEST(controller_urls) {
+  // URL=a,b: the cluster's controllers, tried in turn (SlurmctldHost order)
+  auto r = conf::parse("Cluster=alpha URL=http://ctl1:26001,http://ctl2:26001\n"
+                       "Cluster=beta URL=http://b:26001\n", "f.conf");
+  ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+  const auto& cl = r.value().clusters;
+  ck_assert_str_eq(cl[0].url.c_str(), "http://ctl1:26001");
+  ck_assert_uint_eq(cl[0].other_urls.size(), 1);
+  ck_assert_str_eq(cl[0].other_urls[0].c_str(), "http://ctl2:26001");
+  ck_assert(cl[1].other_urls.empty());
+}
+END_TEST
 
 START_TEST(bad_inputs) {
   const Bad& b = kBad[_i];
@@ -249,6 +265,7 @@ Suite* make_suite() {
   TCase* tc = tcase_create("parse");
   tcase_add_test(tc, example_parses);
   tcase_add_test(tc, defaults_and_case);
+  tcase_add_test(tc, controller_urls);
   tcase_add_loop_test(tc, bad_inputs, 0, static_cast<int>(sizeof(kBad) / sizeof(kBad[0])));
   tcase_add_test(tc, read_file_and_path_choice);
   tcase_add_test(tc, contrib_example_parses);

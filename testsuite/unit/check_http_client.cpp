@@ -265,6 +265,55 @@ START_TEST(connection_refused) {
 }
 END_TEST
 
+http::Client client_for_urls(const std::string& first, std::vector<std::string> others) {
+  http::ClientConfig cfg;
+  cfg.base_url = first;
+  cfg.other_urls = std::move(others);
+  cfg.connect_timeout_ms = 1000;
+  cfg.total_timeout_ms = 5000;
+  auto c = http::Client::create(cfg, std::nullopt);
+  ck_assert_msg(c.ok(), "%s", c.ok() ? "" : c.error().message.c_str());
+  return std::move(c).value();
+}
+
+START_TEST(next_url_when_one_is_down_or_not_in_charge) {
+  // A cluster's primary and backup controllers: the client asks the next
+  // address when one refuses the connection or answers 503 not_in_charge,
+  // and from then on asks the one that answered first.
+  OneShotServer standby(reply(503, "{\"error\":{\"code\":\"not_in_charge\",\"message\":\"x\"}}"),
+                        false);
+  KeepAliveServer boss(false);
+  const std::string down = "http://127.0.0.1:" + std::to_string(closed_port());
+  auto c = client_for_urls(down, {standby.url(), boss.url()});
+  auto r = c.request("POST", "/v1/probe", "{\"nodes\":1}");
+  ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+  ck_assert_int_eq(r.value().status, 200);
+  ck_assert(json_integer_value(json_object_get(r.value().json.get(), "n")) == 1);
+  standby.stop();
+  ck_assert(standby.request().rfind("POST /v1/probe HTTP/1.1\r\n", 0) == 0);
+  // the next request goes straight to the one in charge (and a copy too)
+  const http::Client copy = c;
+  ck_assert(copy.request("POST", "/v1/probe", "{\"nodes\":1}").ok());
+  ck_assert_int_eq(boss.answered(), 2);
+  // another 503 (not not_in_charge) is an answer, not a reason to move on
+  OneShotServer busy(reply(503, "{\"error\":{\"code\":\"state_not_saved\",\"message\":\"x\"}}"),
+                     false);
+  auto c2 = client_for_urls(busy.url(), {boss.url()});
+  auto r2 = c2.request("GET", "/v1/profile");
+  ck_assert(r2.ok() && r2.value().status == 503);
+  ck_assert_int_eq(boss.answered(), 2);
+  // nobody answers: the last address's error
+  auto c3 = client_for_urls(down, {"http://127.0.0.1:" + std::to_string(closed_port())});
+  auto r3 = c3.request("GET", "/v1/profile");
+  ck_assert(!r3.ok() && r3.error().code == Errc::kConnect);
+  // other URLs must have the first one's scheme
+  http::ClientConfig bad;
+  bad.base_url = "http://127.0.0.1:1";
+  bad.other_urls = {"https://127.0.0.1:2"};
+  ck_assert(!http::Client::create(bad, std::nullopt).ok());
+}
+END_TEST
+
 START_TEST(total_timeout) {
   OneShotServer s("", true);
   auto c = client_for(s.url(), 300);
@@ -514,6 +563,7 @@ Suite* make_suite() {
   tcase_add_test(tc, connection_kept_alive);
   tcase_add_test(tc, connection_closed_by_server_is_replaced);
   tcase_add_test(tc, connection_refused);
+  tcase_add_test(tc, next_url_when_one_is_down_or_not_in_charge);
   tcase_add_test(tc, total_timeout);
   tcase_add_test(tc, answer_too_large);
   tcase_add_test(tc, answer_too_large_without_length);
