@@ -4,10 +4,10 @@
  *****************************************************************************
  *  The agent owns everything the plugin does outside slurmctld's own
  *  threads.  Each init() starts a new agent thread, a *generation*, which
- *  brings the plugin up (state files, compute threads, then, once
- *  slurmctld is the primary controller with its state loaded, the events,
- *  history and HTTP services), wakes up periodically, takes a short
- *  read-locked snapshot of the cluster, and at the end takes everything
+ *  brings the plugin up (flexco.conf, compute threads, then, for every
+ *  *term* in which this slurmctld is the controller in charge with its
+ *  state loaded, the state files, the events, history and HTTP services;
+ *  see _term()), wakes up periodically, and at the end takes everything
  *  down again, from its own thread.
  *
  *  Why the stop is asynchronous: slurmctld may call fini() and init()

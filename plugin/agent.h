@@ -23,11 +23,11 @@ typedef struct {
 
 /*
  * Start a new agent thread (a new generation, agent.c).  It first waits
- * until the generation before it has ended, then reads flexco.conf, loads
- * the state files, starts the compute threads and, once slurmctld is the
- * primary controller with its state loaded (compat.h), the events thread
- * (events.h), the history and the HTTP service, which it keeps retrying
- * while it cannot listen.  May be called with slurmctld's locks held: it
+ * until the generation before it has ended, then reads flexco.conf,
+ * starts the compute threads and, each time slurmctld becomes the
+ * controller in charge with its state loaded (compat.h), loads the state
+ * files and starts the events thread (events.h), the history and the HTTP
+ * service, which it keeps retrying while it cannot listen.  May be called with slurmctld's locks held: it
  * only creates the thread.
  */
 extern int flexco_agent_start(void);

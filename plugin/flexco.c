@@ -11,8 +11,9 @@
  *  init runs early in slurmctld's start, before it has loaded its saved
  *  jobs, partitions and reservations, and also on a backup controller:
  *  it reads flexco.conf and starts the agent thread, which waits until
- *  this process is the primary controller with its state loaded
- *  (compat.h: flexco_ctld_ready) before it touches any of it.  Slurm
+ *  this process is the controller in charge with its state loaded
+ *  (compat.h: flexco_ctld_ready) before it touches any of it, and loads
+ *  FlexCo's state files then, at every takeover anew (agent.c).  Slurm
  *  22.05 also calls fini and init again from `scontrol reconfigure` when
  *  PrEpPlugins changed, with its write locks held: neither waits for
  *  anything then (agent.c says how).

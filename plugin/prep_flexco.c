@@ -5,7 +5,7 @@
  *  The one object a site names in slurm.conf (PrEpPlugins=script,flexco).
  *  Slurm loads PrEp plugins into slurmctld, slurmd and slurmstepd, where a
  *  load failure is fatal, so this object references nothing but
- *  libslurmfull and libc.  Only in the primary slurmctld process does it
+ *  libslurmfull and libc.  Only in slurmctld (a primary or a backup) does it
  *  load the FlexCo controller object (flexco_slurmctld.so, installed
  *  beside it), which holds everything else and resolves slurmctld's
  *  internal symbols; in slurmd and slurmstepd every call is a no-op.
