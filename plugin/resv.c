@@ -103,6 +103,14 @@ typedef struct {
 	char *owner;		/* the client's tag (its instance), or NULL */
 	rj_t *jobs;		/* part jobs submitted into it */
 	int job_cnt;
+	/* A part-job submission under way, written to the state file before
+	 * Slurm gets the job (sub_key NULL: none; "" when the request had no
+	 * Idempotency-Key): whom it is for, its part index, when it began and
+	 * the request it came in. */
+	char *sub_key, *sub_target, *sub_digest;
+	uint32_t sub_uid;
+	int sub_part;
+	int64_t sub_since;
 } rv_t;
 
 typedef struct {
@@ -278,6 +286,16 @@ static void _rv_free(rv_t *r)
 	xfree(r->owner);
 	xfree(r->jobs);
 	r->job_cnt = 0;
+	xfree(r->sub_key);
+	xfree(r->sub_target);
+	xfree(r->sub_digest);
+}
+
+static void _sub_clear(rv_t *r)
+{
+	xfree(r->sub_key);
+	xfree(r->sub_target);
+	xfree(r->sub_digest);
 }
 
 static void _set_state(rv_t *r, int state, const char *reason)
@@ -482,15 +500,55 @@ static bool _idem_answer(const flexco_idem_req_t *rq, uid_t uid,
 /* ---------------------------------------------------------------------- */
 /* state file */
 
+#ifdef FLEXCO_TEST_HOOKS
+/*
+ * Test hook (test_plugin_submit_crash.py): while the file
+ * StateSaveLocation/flexco-test-fail-saves exists, every save after the
+ * next part-job submission fails, as on a failing disk.
+ */
+static bool test_fail_saves = false;
+
+static bool _test_fail_file(void)
+{
+	char *p = xstrdup_printf("%s/flexco-test-fail-saves",
+				 slurm_conf.state_save_location);
+	bool there = !access(p, F_OK);
+
+	xfree(p);
+	return there;
+}
+#endif
+
 static int _save(void)
 {
 	json_t *root = json_object(), *list = json_array(), *keys = json_array();
 	char *text, err[sizeof(last_save_error)] = "";
 	int i, rc;
 
+#ifdef FLEXCO_TEST_HOOKS
+	if (test_fail_saves && (test_fail_saves = _test_fail_file())) {
+		json_decref(root);
+		json_decref(list);
+		json_decref(keys);
+		snprintf(err, sizeof(err), "test hook: saves fail");
+		error("%s: reservations: state not saved: %s", plugin_type, err);
+		rc = SLURM_ERROR;
+		goto done;
+	}
+#endif
 	for (i = 0; i < rv_cnt; i++) {
 		json_t *o = _rv_json(&rvs[i]);
 
+		if (o && rvs[i].sub_key)
+			json_object_set_new(o, "submitting", json_pack(
+				"{s:s, s:I, s:I, s:I, s:s, s:s}",
+				"key", rvs[i].sub_key,
+				"uid", (json_int_t) rvs[i].sub_uid,
+				"part_index", (json_int_t) rvs[i].sub_part,
+				"since", (json_int_t) rvs[i].sub_since,
+				"target", rvs[i].sub_target ? rvs[i].sub_target : "",
+				"body_sha256", rvs[i].sub_digest ?
+					       rvs[i].sub_digest : ""));
 		/* a record that cannot be written fails the save: left out,
 		 * its reservation would be an orphan at the next start */
 		if (!o || json_array_append_new(list, o)) {
@@ -555,6 +613,17 @@ done:
 	return rc;
 }
 
+/* A submission written ahead and not settled yet (resv_lock held). */
+static bool _subs_pending(void)
+{
+	int i;
+
+	for (i = 0; i < rv_cnt; i++)
+		if (rvs[i].sub_key)
+			return true;
+	return false;
+}
+
 /*
  * May a mutation go ahead (resv_lock held)?  Not while the state recovered
  * from an older or no copy was not yet compared with Slurm's reservations,
@@ -569,7 +638,7 @@ static bool _mutable(char **json_out, int *status)
 		return false;
 	}
 	if (!reconciled && ((loaded_from == STATEFILE_PREV) ||
-			    (loaded_from == STATEFILE_LOST))) {
+			    (loaded_from == STATEFILE_LOST) || _subs_pending())) {
 		*json_out = flexco_error_json("recovering",
 			"the reservation state is being recovered; retry in a few seconds");
 		*status = 503;
@@ -669,6 +738,14 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 			r.jobs[j].ended = s->jobs[j].ended;
 		}
 		r.job_cnt = s->job_cnt;
+		if (s->submit_key) {
+			r.sub_key = xstrdup(s->submit_key);
+			r.sub_target = xstrdup(s->submit_target);
+			r.sub_digest = xstrdup(s->submit_digest);
+			r.sub_uid = s->submit_uid;
+			r.sub_part = s->submit_part;
+			r.sub_since = s->submit_since;
+		}
 		rvs[rv_cnt++] = r;
 		if ((uint64_t) r.id >= next_id)
 			next_id = r.id + 1;
@@ -1125,6 +1202,78 @@ static void _reconcile(void)
 	info("%s: reservations: state recovered (%s copy): %d flexco_* reservations in Slurm, %" PRIu64 " adopted, %" PRIu64 " unaccounted; next id %" PRIu64,
 	     plugin_type, statefile_src_name(loaded_from), n, adopted,
 	     unaccounted, next_id);
+}
+
+/*
+ * First tick of a term (resv_lock held): a part-job submission written
+ * ahead but never completed (slurmctld died between the save and the
+ * answer) is settled against Slurm.  A job that Slurm has in the
+ * reservation and the record does not know is that submission's: it
+ * becomes the record's part job, with the submission's part index, and
+ * the answer is kept under the request's Idempotency-Key, so flexcod's
+ * retry gets that job instead of a second one.  No such job: Slurm never
+ * got it; the submission is forgotten and a retry submits it.
+ */
+static void _adopt_submissions(void)
+{
+	sres_t *sr;
+	int n = 0, i, j, k;
+	bool any = false;
+
+	for (i = 0; i < rv_cnt; i++)
+		if (rvs[i].sub_key)
+			any = true;
+	if (!any)
+		return;
+	sr = _slurm_flexco_resvs(&n);
+	for (i = 0; i < rv_cnt; i++) {
+		rv_t *r = &rvs[i];
+		sres_t *s = NULL;
+		uint32_t got = 0;
+
+		if (!r->sub_key)
+			continue;
+		for (j = 0; j < n; j++)
+			if (sr[j].id == r->id)
+				s = &sr[j];
+		for (j = 0; s && (j < s->job_cnt); j++) {
+			bool known = false;
+
+			for (k = 0; k < r->job_cnt; k++)
+				if (r->jobs[k].job_id == s->jobs[j].job_id)
+					known = true;
+			if (known || (r->job_cnt >= MAX_JOBS))
+				continue;
+			if (!r->jobs)
+				r->jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
+			r->jobs[r->job_cnt] = s->jobs[j];
+			r->jobs[r->job_cnt].part_index = r->sub_part;
+			r->job_cnt++;
+			r->changed = time(NULL);
+			got = s->jobs[j].job_id;
+			error("%s: reservations: JobId=%u in %s%" PRIu64 " is the part job (part %d) of a submission that a restart interrupted: adopted",
+			      plugin_type, got, NAME_PREFIX, r->id, r->sub_part);
+		}
+		if (got && r->sub_key[0]) {
+			char *name = _name_of(r->id);
+			char *resp = _dump(json_pack("{s:I, s:s, s:I, s:i, s:s}",
+				"job_id", (json_int_t) got, "reservation", name,
+				"reservation_id", (json_int_t) r->id,
+				"part_index", r->sub_part, "state", "PENDING"));
+
+			if (resp)
+				(void) _idem_store(r->sub_key, r->sub_uid, "POST",
+						   r->sub_target, r->sub_digest,
+						   201, resp);
+			free(resp);
+			xfree(name);
+		} else if (!got) {
+			info("%s: reservations: a part-job submission into %s%" PRIu64 " was interrupted by a restart before Slurm had the job; forgotten",
+			     plugin_type, NAME_PREFIX, r->id);
+		}
+		_sub_clear(r);
+	}
+	_sres_free(sr, n);
 }
 
 static bool _in(const uint64_t *ids, int n, uint64_t id)
@@ -1661,9 +1810,34 @@ extern int flexco_resv_job_submit(uid_t uid, const flexco_idem_req_t *rq,
 		goto store;
 	}
 
+	/*
+	 * Write ahead: the submission reaches the disk before Slurm has the
+	 * job, so a crash between the two leaves a job that the next start
+	 * adopts, and answers a retry with (_adopt_submissions), never a job
+	 * the plugin does not know.
+	 */
+	r->sub_key = xstrdup((rq && rq->key) ? rq->key : "");
+	r->sub_target = xstrdup((rq && rq->key && rq->target) ? rq->target : "");
+	r->sub_digest = xstrdup((rq && rq->key && rq->digest) ? rq->digest : "");
+	r->sub_uid = uid;
+	r->sub_part = (spec.part_index >= 0) ? spec.part_index : 0;
+	r->sub_since = now;
+	if (_save() != SLURM_SUCCESS) {
+		_sub_clear(r);
+		*json_out = _err("state_not_saved",
+				 "the reservation state cannot be saved (%s); nothing was submitted",
+				 last_save_error);
+		status = 503;
+		goto out;
+	}
 	name = _name_of(r->id);
 	rc = flexco_job_submit(&spec, name, r->id, r->uid, nodes, minutes,
 			       r->partition, &job_id, &err_msg);
+#ifdef FLEXCO_TEST_HOOKS
+	/* test_plugin_submit_crash.py: saves fail from here on */
+	test_fail_saves = _test_fail_file();
+#endif
+	_sub_clear(r);
 	if (rc != SLURM_SUCCESS) {
 		*json_out = _err("refused", "Slurm refused the job: %s%s%s",
 				 slurm_strerror(rc), err_msg ? ": " : "",
@@ -1895,6 +2069,7 @@ extern void flexco_resv_tick(void)
 	}
 	ticks++;
 	if (!reconciled) {
+		_adopt_submissions();
 		_reconcile();
 		dirty = true;
 	}

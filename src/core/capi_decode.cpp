@@ -4,6 +4,7 @@
 // kept is malloc'd, every message bounded.
 
 #include "core/capi_decode.h"
+#include "core/capi_auth.h"
 
 #include <jansson.h>
 
@@ -539,14 +540,15 @@ int resv_record(json_t* o, size_t i, size_t max_jobs, flexco_state_resv_t* r, ch
   json_error_t jerr;
   const char *user = nullptr, *name = nullptr, *st = nullptr;
   json_int_t id = 0, uid = 0, nodes = 0, start = 0, end = 0, created = 0, changed = 0;
-  json_t *jp = nullptr, *jn = nullptr, *jc = nullptr, *jr = nullptr, *jw = nullptr, *jobs = nullptr;
+  json_t *jp = nullptr, *jn = nullptr, *jc = nullptr, *jr = nullptr, *jw = nullptr, *jobs = nullptr,
+         *jsub = nullptr;
   jerr.text[0] = '\0';
   if (json_unpack_ex(o, &jerr, JSON_STRICT,
-                     "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s?o, s:o}",
+                     "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s?o, s:o, s?o}",
                      "id", &id, "name", &name, "user", &user, "uid", &uid, "nodes", &nodes, "start",
                      &start, "end", &end, "state", &st, "created", &created, "changed", &changed,
                      "partition", &jp, "node_list", &jn, "confirm_by", &jc, "reason", &jr, "owner",
-                     &jw, "jobs", &jobs) ||
+                     &jw, "jobs", &jobs, "submitting", &jsub) ||
       id < 1 || id > static_cast<json_int_t>(9007199254740992LL) || !state_ok(st) || uid < 0 ||
       uid > static_cast<json_int_t>(UINT32_MAX) || nodes < 0 ||
       nodes > static_cast<json_int_t>(UINT32_MAX) || !json_is_array(jobs) ||
@@ -587,6 +589,23 @@ int resv_record(json_t* o, size_t i, size_t max_jobs, flexco_state_resv_t* r, ch
         jid < 1 || jid > static_cast<json_int_t>(UINT32_MAX))
       return state_fail(why, why_len, "malformed job %zu of reservation record %zu", j, i);
     r->jobs[r->job_cnt++] = flexco_state_job_t{jid, pi, sub, started != 0, ended != 0};
+  }
+  if (jsub && !json_is_null(jsub)) {
+    const char *key = nullptr, *target = nullptr, *digest = nullptr;
+    json_int_t su = 0, sp = 0, ss = 0;
+    if (json_unpack_ex(jsub, &jerr, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:s, s:s}", "key", &key,
+                       "uid", &su, "part_index", &sp, "since", &ss, "target", &target,
+                       "body_sha256", &digest) ||
+        (*key && !flexco_idempotency_key_valid(key)) || su < 0 ||
+        su > static_cast<json_int_t>(UINT32_MAX) || sp < 0 || sp > INT32_MAX ||
+        std::strlen(target) > 4096 || std::strlen(digest) > 64)
+      return state_fail(why, why_len, "malformed submission of reservation record %zu", i);
+    if (!(r->submit_key = strdup(key)) || !(r->submit_target = strdup(target)) ||
+        !(r->submit_digest = strdup(digest)))
+      return state_fail(why, why_len, "out of memory");
+    r->submit_uid = su;
+    r->submit_part = sp;
+    r->submit_since = ss;
   }
   if (!r->user || !r->state) return state_fail(why, why_len, "out of memory");
   return 0;
@@ -631,6 +650,9 @@ extern "C" void flexco_resv_state_free(flexco_resv_state_t* st) {
     std::free(r->reason);
     std::free(r->owner);
     std::free(r->jobs);
+    std::free(r->submit_key);
+    std::free(r->submit_target);
+    std::free(r->submit_digest);
   }
   std::free(st->resvs);
   for (size_t i = 0; st->keys && i < st->key_cnt; i++) {

@@ -202,6 +202,12 @@ typedef struct {
 	int64_t confirm_by;	/* 0 when null */
 	flexco_state_job_t *jobs;
 	size_t job_cnt;
+	/* a part-job submission under way when the state was saved (written
+	 * ahead of it): its Idempotency-Key (NULL: none under way), the uid
+	 * that sent it, the part index, when it began, and the request it
+	 * came in (target, body digest; "" when it had no key) */
+	char *submit_key, *submit_target, *submit_digest;
+	int64_t submit_uid, submit_part, submit_since;
 } flexco_state_resv_t;
 
 typedef struct {
