@@ -41,7 +41,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 
 #include "src/common/bitstring.h"
@@ -187,11 +186,6 @@ static int _lock_state(agent_gen_t *g, const char *path)
 		(void) _wait_period(g, READY_POLL_SEC);
 	}
 	return -1;
-}
-
-extern void flexco_thread_name(const char *name)
-{
-	(void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
 }
 
 /*

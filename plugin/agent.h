@@ -52,13 +52,5 @@ extern bool flexco_agent_running(void);
  */
 extern int flexco_agent_wait(int timeout_sec);
 
-/*
- * Name the calling thread (at most 15 characters; Linux shows it in
- * top -H, ps -L and /proc/PID/task/TID/comm), as slurmctld names its own
- * ("bckfl", "rpcmgr").  Every thread of the plugin is named "flexco_..."
- * (doc/admin.md, "The plugin's threads").  Best effort: a failure changes
- * nothing else.
- */
-extern void flexco_thread_name(const char *name);
 
 #endif

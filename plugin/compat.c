@@ -7,6 +7,8 @@
 
 #include "src/common/slurm_xlator.h"	/* must be first */
 
+#include <sys/prctl.h>
+
 #include "src/common/node_conf.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
@@ -28,6 +30,11 @@ extern time_t control_time;
  * as a standby (controller.c, the top of its main loop); shutdown_time is
  * set when it begins to stop or to hand control back.
  */
+extern void flexco_thread_name(const char *name)
+{
+	(void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
+}
+
 extern bool flexco_ctld_in_charge(void)
 {
 	return *(volatile time_t *) &control_time &&

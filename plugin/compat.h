@@ -144,4 +144,13 @@ extern bool flexco_ctld_ready(void);
  * the moment this controller stops being the one in charge. */
 extern bool flexco_ctld_in_charge(void);
 
+/*
+ * Name the calling thread (at most 15 characters; Linux shows it in
+ * top -H, ps -L and /proc/PID/task/TID/comm), as slurmctld names its own
+ * ("bckfl", "rpcmgr").  Every thread of the plugin is named "flexco_..."
+ * (doc/admin.md, "The plugin's threads").  Best effort: a failure changes
+ * nothing else.
+ */
+extern void flexco_thread_name(const char *name);
+
 #endif

@@ -27,7 +27,7 @@
 #include "src/common/macros.h"
 #include "src/common/xmalloc.h"
 
-#include "agent.h"
+#include "compat.h"
 #include "compute.h"
 
 extern const char plugin_type[];

@@ -62,7 +62,6 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "compat.h"
-#include "agent.h"
 #include "events.h"
 #include "privacy.h"
 #include "statefile.h"

@@ -58,7 +58,6 @@
 #include "core/capi_decode.h"
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
-#include "agent.h"
 #include "compat.h"
 #include "events.h"
 #include "history.h"

@@ -98,7 +98,7 @@ typedef struct {
 	char *partition;
 	char *node_list;
 	int64_t start, end, created, confirm_by, changed;
-	int state;
+	st_t state;
 	char *reason;
 	char *owner;		/* the client's tag (its instance), or NULL */
 	rj_t *jobs;		/* part jobs submitted into it */
@@ -298,7 +298,7 @@ static void _sub_clear(rv_t *r)
 	xfree(r->sub_digest);
 }
 
-static void _set_state(rv_t *r, int state, const char *reason)
+static void _set_state(rv_t *r, st_t state, const char *reason)
 {
 	r->state = state;
 	r->changed = time(NULL);
@@ -670,14 +670,17 @@ static int _saved(int status, char **json_out)
 	return 503;
 }
 
-static int _st_from_name(const char *s)
+/* The state of a name the decoder accepted (so one of st_names). */
+static bool _st_from_name(const char *s, st_t *out)
 {
 	int i;
 
 	for (i = 0; s && (i < ST_COUNT); i++)
-		if (!strcmp(s, st_names[i]))
-			return i;
-	return -1;
+		if (!strcmp(s, st_names[i])) {
+			*out = (st_t) i;
+			return true;
+		}
+	return false;
 }
 
 static void _forget_all(void)
@@ -720,7 +723,14 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		r.nodes = s->nodes;
 		r.start = s->start;
 		r.end = s->end;
-		r.state = _st_from_name(s->state);
+		if (!_st_from_name(s->state, &r.state)) {
+			snprintf(why, why_len, "reservation %" PRId64 ": state '%s'",
+				 s->id, s->state);
+			_rv_free(&r);
+			flexco_resv_state_free(&st);
+			_forget_all();	/* nothing kept (loads start empty) */
+			return -1;
+		}
 		r.created = s->created;
 		r.changed = s->changed;
 		r.confirm_by = s->confirm_by;
@@ -2207,8 +2217,7 @@ extern json_t *flexco_resv_stats_json(void)
 
 	slurm_mutex_lock(&resv_lock);
 	for (i = 0; i < rv_cnt; i++)
-		if ((rvs[i].state >= 0) && (rvs[i].state < ST_COUNT))
-			counts[rvs[i].state]++;
+		counts[rvs[i].state]++;
 	for (i = 0; i < ST_COUNT; i++)
 		json_object_set_new(by_state, st_names[i],
 				    json_integer(counts[i]));

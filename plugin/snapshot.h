@@ -8,7 +8,7 @@
 #ifndef _FLEXCO_PLUGIN_SNAPSHOT_H
 #define _FLEXCO_PLUGIN_SNAPSHOT_H
 
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 
 /*
  * Lock statistics of snapshot_take(), in microseconds.  A snapshot takes

@@ -31,7 +31,7 @@
 #include "core/availability.hpp"
 #include "core/capi_probe.h"
 #include "core/probe.hpp"
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 
 using namespace flexco;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Availability of one partition: free nodes and CPUs over [when, horizon_end)
-// built from a slurmctld snapshot (core/snapshot.h).
+// built from a slurmctld snapshot (core/cluster_snapshot.h).
 //
 // A node of the partition is busy at t if t lies in any of:
 //   - a running job on it:        [when, end)   (end = start + limit);
@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "core/profile.hpp"
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 
 namespace flexco {
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,7 +14,7 @@
 
 #include "core/availability.hpp"
 #include "core/coalloc_detail.hpp"
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 
 namespace flexco {
 

@@ -45,7 +45,7 @@
 #include "core/idle_history.hpp"
 #include "core/local_sched.hpp"
 #include "core/profile.hpp"
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 
 namespace flexco {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/engine.hpp"
+#include "sim/sim_engine.hpp"
 #include "sim/workload.hpp"
 
 namespace flexco::sim {

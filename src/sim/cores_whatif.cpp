@@ -29,7 +29,7 @@
 
 #include "core/local_sched.hpp"
 #include "core/probe.hpp"
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 #include "core/strings.hpp"
 #include "core/swf.hpp"
 

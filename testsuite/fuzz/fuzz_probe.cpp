@@ -18,7 +18,7 @@
 #include <string>
 
 #include "core/capi_probe.h"
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 
 namespace {
 

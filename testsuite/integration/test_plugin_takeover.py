@@ -104,13 +104,15 @@ def main():
         fc = Flexcod(grid)
         tmp = t.scratch_dir("takeover-")
         os.chmod(tmp, 0o777)
+        submitted = time.time()
         s, co = fc.submit({"nodes": 4, "duration": 300, "name": "across",
                            "script": script(tmp, "sleep 25"), "std_out": "/dev/null"})
         coid = (co or {}).get("id")
         clusters = sorted({p["cluster"] for p in (co or {}).get("parts", [])})
         t.ok(s == 201 and clusters == ["alpha", "beta"],
              "a co-allocation of 4 nodes over alpha and beta", "%s %r" % (s, co))
-        t.ok(t.wait_for(lambda: (fc.get(coid)[1] or {}).get("state") == "running", 90,
+        t.ok(t.wait_for(lambda: (fc.get(coid)[1] or {}).get("state") == "running" and
+                        all(p.get("actual_start") for p in fc.get(coid)[1]["parts"]), 90,
                         "the co-allocation to run"),
              "the co-allocation runs before the takeover", "%r" % (fc.get(coid),))
 
@@ -127,12 +129,17 @@ def main():
         # itself, whatever a plugin does.  Let it save, as it does long
         # before any real crash.
         sdir = os.path.join(os.path.dirname(alpha["slurm_conf"]), "state")
-        changed = time.time()
+        # the last changes on alpha: the co-allocation's reservation (made
+        # after `submitted`) and its part job's start
+        started = max([p.get("actual_start") or 0 for p in
+                       (fc.get(coid)[1] or {}).get("parts", []) if p["cluster"] == "alpha"]
+                      + [0])
 
         def slurm_saved():
             try:
-                return all(os.stat(os.path.join(sdir, f)).st_mtime > changed
-                           for f in ("job_state", "resv_state", "node_state"))
+                return started and \
+                    os.stat(os.path.join(sdir, "job_state")).st_mtime >= started and \
+                    os.stat(os.path.join(sdir, "resv_state")).st_mtime >= submitted
             except OSError:
                 return False
         t.ok(t.wait_for(slurm_saved, 60, "slurmctld to save its state"),

@@ -23,7 +23,7 @@
 #include "core/availability.hpp"
 #include "core/capi_profile.h"
 #include "core/profile.hpp"
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 #include "core/wire_profile.hpp"
 
 // Last: check.h defines macros (fail, ...) that clash with the C++ library.

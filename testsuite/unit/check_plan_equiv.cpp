@@ -21,7 +21,7 @@
 //     runs in well under a second, chosen over a grid because the grid
 //     would test the transport, not the planning (the integration tests
 //     cover that), and could not replay one exact situation.
-//   * flexco-sim: its planning functions (src/sim/engine.hpp:
+//   * flexco-sim: its planning functions (src/sim/sim_engine.hpp:
 //     meta_request, cluster_view, plan_metajob, which Engine::submit_meta
 //     calls), on real LocalSchedulers that hold the situation's busy
 //     nodes as reservations (free after the profile's horizon is closed,
@@ -47,7 +47,7 @@
 #include "core/probe.hpp"
 #include "core/wire_profile.hpp"
 #include "flexcod/planning.hpp"
-#include "sim/engine.hpp"
+#include "sim/sim_engine.hpp"
 
 // Last: check.h defines macros that clash with the C++ library.
 #include <check.h>

@@ -19,7 +19,7 @@
 
 #include "core/capi_probe.h"
 #include "core/probe.hpp"
-#include "core/snapshot.h"
+#include "core/cluster_snapshot.h"
 
 // Last: check.h defines macros that clash with the C++ library.
 #include <check.h>

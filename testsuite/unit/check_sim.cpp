@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "sim/config.hpp"
-#include "sim/engine.hpp"
+#include "sim/sim_engine.hpp"
 #include "sim/workload.hpp"
 
 // Last: check.h defines macros (fail, ...) that clash with the C++ library.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * snapshot.h - a plain-C copy of what slurmctld knows, for the core library.
+ * cluster_snapshot.h - a plain-C copy of what slurmctld knows, for the core library.
  *
  * The slurmctld plugin fills a flexco_snapshot_t under slurmctld's read
  * locks (copying only; no I/O) and hands it, after unlocking, to the core

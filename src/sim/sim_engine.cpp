@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The flexco-sim engine: see engine.hpp and doc/sim.md.
+// The flexco-sim engine: see sim_engine.hpp and doc/sim.md.
 
-#include "sim/engine.hpp"
+#include "sim/sim_engine.hpp"
 
 #include "core/offer_probe.hpp"
 
