@@ -48,6 +48,7 @@
 #include "src/common/macros.h"
 #include "src/common/node_conf.h"
 #include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
