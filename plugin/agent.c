@@ -261,6 +261,31 @@ static void _run(agent_gen_t *g, const flexco_conf_t *conf)
 	xfree(lock_path);
 }
 
+/*
+ * FlexCo idle (flexco.conf unusable): while this slurmctld is in charge,
+ * every request to the file's ListenAddress:ListenPort is answered 503
+ * flexco_idle with the reason, so flexcod and sreserve say why instead of
+ * "cannot connect".  Until asked to stop.
+ */
+static void _idle(agent_gen_t *g)
+{
+	char why[512], *addr = NULL;
+	uint16_t port = 0;
+	bool listen = flexco_conf_idle_listen(&addr, &port, why, sizeof(why));
+
+	if (!listen)
+		info("%s: FlexCo is idle, and flexco.conf names no usable ListenAddress and ListenPort to say so on",
+		     plugin_type);
+	while (listen && _wait_ready(g)) {
+		while (!_stopping(g) && flexco_ctld_in_charge()) {
+			(void) http_start_idle(addr, port, why); /* or retry */
+			(void) _wait_period(g, AGENT_PERIOD_SEC);
+		}
+		http_stop_idle();
+	}
+	xfree(addr);
+}
+
 static void *_agent(void *arg)
 {
 	agent_gen_t *g = arg;
@@ -290,6 +315,7 @@ static void *_agent(void *arg)
 	if (!(g->conf = flexco_conf_read())) {
 		error("%s: unusable flexco.conf (see the errors above): FlexCo is idle until it is fixed and slurmctld reconfigured or restarted",
 		      plugin_type);
+		_idle(g);
 		goto out;
 	}
 	conf = g->conf;

@@ -9,6 +9,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -30,6 +32,30 @@
 
 #include "core/capi_auth.h"
 #include "flexco_conf.h"
+
+/*
+ * The reason of the last failed read, for the 503 answers of an idle
+ * FlexCo (flexco_conf_idle_listen): every error() of this file is also
+ * kept here.  Reads run in the agent thread only (or in `slurmctld -t`).
+ */
+static char conf_why[512];
+
+static void _conf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void _conf_error(const char *fmt, ...)
+{
+	char buf[sizeof(conf_why)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	/* without the "slurmctld/flexco: " prefix */
+	snprintf(conf_why, sizeof(conf_why), "%s",
+		 strncmp(buf, "slurmctld/flexco: ", 18) ? buf : buf + 18);
+	slurm_error("%s", buf);
+}
+#undef error
+#define error _conf_error
 
 extern const char plugin_type[];
 
@@ -263,6 +289,7 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 	struct stat st;
 	int i;
 
+	conf_why[0] = '\0';
 	conf->path = xstrdup(path);
 
 	if (stat(path, &st) < 0) {
@@ -479,6 +506,71 @@ fail:
 		s_p_hashtbl_destroy(tbl);
 	flexco_conf_free(conf);
 	return NULL;
+}
+
+extern bool flexco_conf_idle_listen(char **address, uint16_t *port,
+				    char *why, size_t why_len)
+{
+	char *path = get_extra_conf_path("flexco.conf");
+	char line[1024], *addr = NULL;
+	unsigned long p = 0;
+	FILE *f;
+
+	snprintf(why, why_len, "%s", conf_why[0] ? conf_why :
+		 "flexco.conf is unusable (see slurmctld's log)");
+	*address = NULL;
+	*port = 0;
+	if (!(f = fopen(path, "re"))) {
+		xfree(path);
+		return false;
+	}
+	/* KEY=VALUE lines, keys in any case, '#' comments; nothing else */
+	while (fgets(line, sizeof(line), f)) {
+		char *k = line, *v, *end;
+
+		if ((end = strchr(k, '#')))
+			*end = '\0';
+		while (*k == ' ' || *k == '\t')
+			k++;
+		if (!(v = strchr(k, '=')))
+			continue;
+		*v++ = '\0';
+		for (end = k + strlen(k); end > k && (end[-1] == ' ' || end[-1] == '\t'); )
+			*--end = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (end = v + strlen(v); end > v && strchr(" \t\r\n", end[-1]); )
+			*--end = '\0';
+		if (!xstrcasecmp(k, "ListenPort")) {
+			char *e = NULL;
+
+			p = strtoul(v, &e, 10);
+			if (!*v || *e || (p < 1) || (p > 65535))
+				p = 0;
+		} else if (!xstrcasecmp(k, "ListenAddress")) {
+			xfree(addr);
+			addr = xstrdup(v);
+		}
+	}
+	fclose(f);
+	if (addr && !xstrcasecmp(addr, "SlurmctldHost")) {
+		char keep[sizeof(conf_why)];
+
+		snprintf(keep, sizeof(keep), "%s", conf_why);
+		xfree(addr);
+		addr = _ctld_host_address(path);
+		snprintf(conf_why, sizeof(conf_why), "%s", keep);
+	}
+	xfree(path);
+	if (!addr)
+		addr = xstrdup(FLEXCO_DEFAULT_LISTEN_ADDRESS);
+	if (!p || !_valid_address(addr)) {
+		xfree(addr);
+		return false;
+	}
+	*address = addr;
+	*port = (uint16_t) p;
+	return true;
 }
 
 extern flexco_conf_t *flexco_conf_read(void)

@@ -112,6 +112,15 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path);
 
 extern void flexco_conf_free(flexco_conf_t *conf);
 
+/*
+ * After flexco_conf_read() failed: where an idle FlexCo answers (the
+ * file's ListenAddress and ListenPort, read leniently) and why it is idle
+ * (the error that made the file unusable).  False (why still set) when the
+ * file names no usable port.  *address is xmalloc'd.
+ */
+extern bool flexco_conf_idle_listen(char **address, uint16_t *port,
+				    char *why, size_t why_len);
+
 /* Log every effective setting on one line (not in scontrol show config). */
 extern void flexco_conf_log(const flexco_conf_t *conf);
 

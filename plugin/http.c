@@ -2270,3 +2270,114 @@ extern void http_stop(void)
 	flexco_verifier_destroy(verifier);
 	verifier = NULL;
 }
+
+/* ---------------------------------------------------------------------- */
+/* FlexCo idle: every request answered 503 with the reason */
+
+static struct MHD_Daemon *idle_ptr = NULL;	/* daemon_lock */
+static char *idle_body = NULL;			/* daemon_lock */
+
+static enum MHD_Result _idle_handler(void *cls, struct MHD_Connection *c,
+				     const char *url, const char *method,
+				     const char *version,
+				     const char *upload_data,
+				     size_t *upload_data_size, void **con_cls)
+{
+	static int marker;
+	struct MHD_Response *resp;
+	enum MHD_Result rc;
+
+	(void) url;
+	(void) method;
+	(void) version;
+	(void) upload_data;
+	if (!*con_cls) {		/* headers: nothing to decide yet */
+		*con_cls = &marker;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {	/* a body: read and dropped */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	resp = MHD_create_response_from_buffer(strlen(cls), cls,
+					       MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	MHD_add_response_header(resp, "Retry-After", "60");
+	rc = MHD_queue_response(c, 503, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+extern int http_start_idle(const char *address, uint16_t port,
+			   const char *why)
+{
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+	struct sockaddr *sa;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
+			     MHD_USE_ERROR_LOG;
+	char msg[768];
+
+	memset(&sin, 0, sizeof(sin));
+	memset(&sin6, 0, sizeof(sin6));
+	if (inet_pton(AF_INET, address, &sin.sin_addr) == 1) {
+		sin.sin_family = AF_INET;
+		sin.sin_port = htons(port);
+		sa = (struct sockaddr *) &sin;
+	} else if (inet_pton(AF_INET6, address, &sin6.sin6_addr) == 1) {
+		sin6.sin6_family = AF_INET6;
+		sin6.sin6_port = htons(port);
+		sa = (struct sockaddr *) &sin6;
+		flags |= MHD_USE_IPv6;
+	} else {
+		return SLURM_ERROR;
+	}
+	slurm_mutex_lock(&daemon_lock);
+	if (idle_ptr) {
+		slurm_mutex_unlock(&daemon_lock);
+		return SLURM_SUCCESS;
+	}
+	snprintf(msg, sizeof(msg),
+		 "FlexCo is idle on this cluster: %s; the cluster's admin must fix flexco.conf and reconfigure or restart slurmctld",
+		 why && *why ? why : "flexco.conf is unusable (see slurmctld's log)");
+	free(idle_body);
+	idle_body = flexco_error_json("flexco_idle", msg);
+	MHD_set_panic_func(_mhd_panic, NULL);	/* never abort() slurmctld */
+	/* small and bounded: it only ever says why it is idle */
+	idle_ptr = MHD_start_daemon(
+		flags, port, NULL, NULL, _idle_handler, idle_body,
+		MHD_OPTION_EXTERNAL_LOGGER, _mhd_log, NULL,
+		MHD_OPTION_SOCK_ADDR, sa,
+		MHD_OPTION_CONNECTION_LIMIT, 64U,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, 8U,
+		MHD_OPTION_CONNECTION_TIMEOUT, 10U,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HEADER_MEMORY,
+		MHD_OPTION_END);
+	slurm_mutex_unlock(&daemon_lock);
+	if (!idle_ptr) {
+		error("%s: FlexCo is idle, and cannot listen on %s port %u to say so",
+		      plugin_type, address, port);
+		return SLURM_ERROR;
+	}
+	info("%s: FlexCo is idle: every request to %s port %u is answered 503 flexco_idle with the reason",
+	     plugin_type, address, port);
+	return SLURM_SUCCESS;
+}
+
+extern void http_stop_idle(void)
+{
+	struct MHD_Daemon *d;
+
+	slurm_mutex_lock(&daemon_lock);
+	d = idle_ptr;
+	idle_ptr = NULL;
+	slurm_mutex_unlock(&daemon_lock);
+	if (d)
+		MHD_stop_daemon(d);
+	slurm_mutex_lock(&daemon_lock);
+	free(idle_body);
+	idle_body = NULL;
+	slurm_mutex_unlock(&daemon_lock);
+}

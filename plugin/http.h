@@ -23,4 +23,12 @@ extern bool http_running(void);
 /* Stop listening and wait for the service's threads. */
 extern void http_stop(void);
 
+/*
+ * FlexCo idle (an unusable flexco.conf): listen on address:port and answer
+ * every request 503 flexco_idle with why, until http_stop_idle().
+ */
+extern int http_start_idle(const char *address, uint16_t port,
+			   const char *why);
+extern void http_stop_idle(void);
+
 #endif

@@ -7,6 +7,8 @@ and joins its agent thread, and stops cleanly; with a bad flexco.conf
 slurmctld still starts and serves, FlexCo stays idle and the log says
 why."""
 
+import http.client
+import json
 import os
 import re
 import shutil
@@ -166,6 +168,29 @@ def bad_conf_case(grid, base_conf, name, text, expect):
              "bad flexco.conf (%s): slurmctld starts and serves, FlexCo is "
              "idle and the log says why" % name,
              "exit %s, log:\n%s" % (proc.poll(), log[-2000:]))
+        if text is not None and "ListenPort=%(port)d" not in text:
+            t.ok(t.wait_for(lambda: "names no usable ListenAddress and ListenPort" in
+                            read(repl["SlurmctldLogFile"]), 30, "the idle line"),
+                 "bad flexco.conf (%s): nowhere to answer on, and the log says so" % name)
+        elif text is not None and "ListenAddress" not in text:
+            # ... and every request to its port says why, as a JSON error
+            def idle_answer():
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                    conn.request("GET", "/v1/profile")
+                    r = conn.getresponse()
+                    body = r.read()
+                    conn.close()
+                    return (r.status, r.getheader("Retry-After"), json.loads(body))
+                except (OSError, ValueError, http.client.HTTPException):
+                    return None
+            got = t.wait_for(idle_answer, 30, "the idle plugin to answer")
+            err = ((got or (0, None, {}))[2] or {}).get("error") or {}
+            msg = err.get("message", "")
+            t.ok(got and got[0] == 503 and got[1] and err.get("code") == "flexco_idle"
+                 and "FlexCo is idle" in msg and (expect in msg or "cannot parse" in msg),
+                 "bad flexco.conf (%s): every request is answered 503 flexco_idle "
+                 "with the reason" % name, "%r" % (got,))
     finally:
         if proc is not None:
             proc.terminate()
