@@ -2131,6 +2131,31 @@ static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 	return _dispatch(c, req, url, method);
 }
 
+/*
+ * The socket address of a numeric IPv4 or IPv6 address and a port, into
+ * *sin or *sin6 (*v6 set for IPv6); NULL if address is neither.
+ */
+static struct sockaddr *_sockaddr(const char *address, uint16_t port,
+				  struct sockaddr_in *sin,
+				  struct sockaddr_in6 *sin6, bool *v6)
+{
+	memset(sin, 0, sizeof(*sin));
+	memset(sin6, 0, sizeof(*sin6));
+	*v6 = false;
+	if (inet_pton(AF_INET, address, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		return (struct sockaddr *) sin;
+	}
+	if (inet_pton(AF_INET6, address, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		*v6 = true;
+		return (struct sockaddr *) sin6;
+	}
+	return NULL;
+}
+
 extern int http_start(const flexco_conf_t *conf)
 {
 	struct sockaddr_in sin;
@@ -2140,6 +2165,7 @@ extern int http_start(const flexco_conf_t *conf)
 			     MHD_USE_ERROR_LOG | MHD_USE_AUTO |
 			     MHD_ALLOW_SUSPEND_RESUME;
 	char err[512];
+	bool v6;
 
 	slurm_mutex_lock(&daemon_lock);
 	if (daemon_ptr) {
@@ -2180,19 +2206,11 @@ extern int http_start(const flexco_conf_t *conf)
 	}
 #endif
 
-	memset(&sin, 0, sizeof(sin));
-	memset(&sin6, 0, sizeof(sin6));
-	if (inet_pton(AF_INET, conf->listen_address, &sin.sin_addr) == 1) {
-		sin.sin_family = AF_INET;
-		sin.sin_port = htons(conf->listen_port);
-		sa = (struct sockaddr *) &sin;
-	} else {
-		inet_pton(AF_INET6, conf->listen_address, &sin6.sin6_addr);
-		sin6.sin6_family = AF_INET6;
-		sin6.sin6_port = htons(conf->listen_port);
-		sa = (struct sockaddr *) &sin6;
+	/* flexco.conf checked it: numeric */
+	sa = _sockaddr(conf->listen_address, conf->listen_port, &sin, &sin6,
+		       &v6);
+	if (v6)
 		flags |= MHD_USE_IPv6;
-	}
 
 	MHD_set_panic_func(_mhd_panic, NULL);	/* never abort() slurmctld */
 	daemon_ptr = MHD_start_daemon(
@@ -2319,21 +2337,12 @@ extern int http_start_idle(const char *address, uint16_t port,
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_ERROR_LOG;
 	char msg[768];
+	bool v6;
 
-	memset(&sin, 0, sizeof(sin));
-	memset(&sin6, 0, sizeof(sin6));
-	if (inet_pton(AF_INET, address, &sin.sin_addr) == 1) {
-		sin.sin_family = AF_INET;
-		sin.sin_port = htons(port);
-		sa = (struct sockaddr *) &sin;
-	} else if (inet_pton(AF_INET6, address, &sin6.sin6_addr) == 1) {
-		sin6.sin6_family = AF_INET6;
-		sin6.sin6_port = htons(port);
-		sa = (struct sockaddr *) &sin6;
-		flags |= MHD_USE_IPv6;
-	} else {
+	if (!(sa = _sockaddr(address, port, &sin, &sin6, &v6)))
 		return SLURM_ERROR;
-	}
+	if (v6)
+		flags |= MHD_USE_IPv6;
 	slurm_mutex_lock(&daemon_lock);
 	if (idle_ptr) {
 		slurm_mutex_unlock(&daemon_lock);

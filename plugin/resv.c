@@ -1115,21 +1115,29 @@ static sres_t *_slurm_flexco_resvs(int *count)
 }
 
 /* Add Slurm's jobs in the reservation that r does not list yet. */
+/* Add job to r's part jobs unless known or full; the added one or NULL. */
+static rj_t *_adopt_job(rv_t *r, const rj_t *job)
+{
+	int k;
+
+	for (k = 0; k < r->job_cnt; k++)
+		if (r->jobs[k].job_id == job->job_id)
+			return NULL;
+	if (r->job_cnt >= MAX_JOBS)
+		return NULL;
+	if (!r->jobs)
+		r->jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
+	r->jobs[r->job_cnt] = *job;
+	return &r->jobs[r->job_cnt++];
+}
+
 static void _merge_jobs(rv_t *r, const sres_t *s)
 {
-	int i, k;
+	int i;
 
 	for (i = 0; i < s->job_cnt; i++) {
-		bool known = false;
-
-		for (k = 0; k < r->job_cnt; k++)
-			if (r->jobs[k].job_id == s->jobs[i].job_id)
-				known = true;
-		if (known || (r->job_cnt >= MAX_JOBS))
+		if (!_adopt_job(r, &s->jobs[i]))
 			continue;
-		if (!r->jobs)
-			r->jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
-		r->jobs[r->job_cnt++] = s->jobs[i];
 		info("%s: reservations: JobId=%u in %s%" PRIu64 " adopted as a part job",
 		     plugin_type, s->jobs[i].job_id, NAME_PREFIX, r->id);
 	}
@@ -1227,7 +1235,7 @@ static void _reconcile(void)
 static void _adopt_submissions(void)
 {
 	sres_t *sr;
-	int n = 0, i, j, k;
+	int n = 0, i, j;
 	bool any = false;
 
 	for (i = 0; i < rv_cnt; i++)
@@ -1247,18 +1255,11 @@ static void _adopt_submissions(void)
 			if (sr[j].id == r->id)
 				s = &sr[j];
 		for (j = 0; s && (j < s->job_cnt); j++) {
-			bool known = false;
+			rj_t *added = _adopt_job(r, &s->jobs[j]);
 
-			for (k = 0; k < r->job_cnt; k++)
-				if (r->jobs[k].job_id == s->jobs[j].job_id)
-					known = true;
-			if (known || (r->job_cnt >= MAX_JOBS))
+			if (!added)
 				continue;
-			if (!r->jobs)
-				r->jobs = xcalloc(MAX_JOBS, sizeof(rj_t));
-			r->jobs[r->job_cnt] = s->jobs[j];
-			r->jobs[r->job_cnt].part_index = r->sub_part;
-			r->job_cnt++;
+			added->part_index = r->sub_part;
 			r->changed = time(NULL);
 			got = s->jobs[j].job_id;
 			error("%s: reservations: JobId=%u in %s%" PRIu64 " is the part job (part %d) of a submission that a restart interrupted: adopted",
