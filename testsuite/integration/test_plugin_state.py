@@ -198,6 +198,20 @@ def main():
                  "the failure is logged with its reason", log[-2000:])
             left = glob.glob(state + ".new.*") + glob.glob(state + ".prev.new.*")
             t.ok(not left, "a failed save leaves no temporary file behind", "%r" % left)
+            # a user who is not in DaemonUsers is refused before anything
+            # else: no save is retried for him while the disk fails
+            uid, _ = t.test_user()
+            user = plugin_client(cl, sock, uid=uid)
+            before = (resv_stats(c).get("state") or {}).get("save_errors", 0)
+            codes = {user.request(m, p).status for m, p in
+                     [("POST", "/v1/reservations/%s/confirm" % ids[1]),
+                      ("DELETE", "/v1/reservations/%s" % ids[1])] * 5}
+            after = (resv_stats(c).get("state") or {}).get("save_errors", 0)
+            # (the agent's own retry, every 5 s, may add one)
+            t.ok(codes == {403} and after - before <= 1,
+                 "10 confirms and deletes by a user not in DaemonUsers: 403, and no "
+                 "save tried for him (save_errors %s, then %s)" % (before, after),
+                 "%r" % codes)
         finally:
             os.rmdir(state)
             os.rename(aside, state)
