@@ -200,14 +200,17 @@ static int _lock_state(agent_gen_t *g, const char *path)
  * released: the next controller cannot load before that.  A process that
  * never was in charge never writes a state file.
  */
-static void _term(agent_gen_t *g, const flexco_conf_t *conf,
-		  const char *lock_path)
+static void _term(agent_gen_t *g, const flexco_conf_t *conf)
 {
+	/* only now: slurm_conf is complete once slurmctld is in charge */
+	char *lock_path = flexco_state_path(STATE_LOCK_FILE);
 	flexco_cluster_summary_t s;
 	bool services = false;
 	int lock_fd;
 
-	if ((lock_fd = _lock_state(g, lock_path)) < 0)
+	lock_fd = _lock_state(g, lock_path);
+	xfree(lock_path);
+	if (lock_fd < 0)
 		return;
 	info("%s: agent: this slurmctld is the controller in charge: loading FlexCo's state",
 	     plugin_type);
@@ -252,13 +255,8 @@ end:
 /* Terms, one after another, until asked to stop. */
 static void _run(agent_gen_t *g, const flexco_conf_t *conf)
 {
-	char *lock_path = xstrdup_printf("%s/%s",
-					 slurm_conf.state_save_location,
-					 STATE_LOCK_FILE);
-
 	while (_wait_ready(g))
-		_term(g, conf, lock_path);
-	xfree(lock_path);
+		_term(g, conf);
 }
 
 /*

@@ -7,6 +7,8 @@
 
 #include "src/common/slurm_xlator.h"	/* must be first */
 
+#include <limits.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 
 #include "src/common/node_conf.h"
@@ -33,6 +35,18 @@ extern time_t control_time;
 extern void flexco_thread_name(const char *name)
 {
 	(void) prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
+}
+
+extern char *flexco_state_path(const char *file)
+{
+	slurmctld_lock_t conf_read = { .conf = READ_LOCK };
+	char dir[PATH_MAX];
+
+	lock_slurmctld(conf_read);	/* a copy only, nothing else */
+	snprintf(dir, sizeof(dir), "%s", slurm_conf.state_save_location ?
+		 slurm_conf.state_save_location : "");
+	unlock_slurmctld(conf_read);
+	return xstrdup_printf("%s/%s", dir, file);
 }
 
 extern bool flexco_ctld_in_charge(void)

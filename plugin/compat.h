@@ -153,4 +153,11 @@ extern bool flexco_ctld_in_charge(void);
  */
 extern void flexco_thread_name(const char *name);
 
+/*
+ * StateSaveLocation/file, xmalloc'd.  slurm_conf is re-read (its strings
+ * freed and set again) under slurmctld's conf write lock while it starts
+ * and at a reconfigure, so it is read under the conf read lock.
+ */
+extern char *flexco_state_path(const char *file);
+
 #endif

@@ -1272,8 +1272,7 @@ extern int events_start(const flexco_conf_t *conf)
 	ring_cap = conf->event_buffer_size;
 	ring = xcalloc(ring_cap, sizeof(ring_ev_t));
 	ring_head = ring_cnt = 0;
-	state_path = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
-				    EVENTS_STATE_FILE);
+	state_path = flexco_state_path(EVENTS_STATE_FILE);
 	_load_state();
 	dirty = false;
 	last_save = 0;

@@ -83,8 +83,7 @@ extern int history_start(const flexco_conf_t *conf)
 	interval = conf->history_interval;
 	period = conf->history_period;
 	xfree(state_path);
-	state_path = xstrdup_printf("%s/flexco_history.state",
-				    slurm_conf.state_save_location);
+	state_path = flexco_state_path("flexco_history.state");
 
 	if (statefile_load("history", state_path, HIST_MAX_FILE, _parse, &l) ==
 	    STATEFILE_LOST)

@@ -510,8 +510,7 @@ static bool test_fail_saves = false;
 
 static bool _test_fail_file(void)
 {
-	char *p = xstrdup_printf("%s/flexco-test-fail-saves",
-				 slurm_conf.state_save_location);
+	char *p = flexco_state_path("flexco-test-fail-saves");
 	bool there = !access(p, F_OK);
 
 	xfree(p);
@@ -2152,8 +2151,7 @@ extern int flexco_resv_init(const flexco_conf_t *conf)
 	slurm_mutex_lock(&resv_lock);
 	rconf = conf;
 	rvs = xcalloc(MAX_RECORDS, sizeof(rv_t));
-	state_path = xstrdup_printf("%s/%s", slurm_conf.state_save_location,
-				    STATE_FILE);
+	state_path = flexco_state_path(STATE_FILE);
 	ticks = 0;
 	_load();
 	slurm_mutex_unlock(&resv_lock);

@@ -218,7 +218,11 @@ def main():
              grid.job("alpha", jobs[0]).get("JobState") == "RUNNING",
              "after the hand-back: reservations and the running part job still there")
         top1 = max(seqs1 + [ev1.get("latest", 0)])
-        s, late = make(int(time.time()) + 4 * 3600, 1, True)
+        # (the nodes register with alpha-ctl1 again first: until then
+        # Slurm counts them unavailable and the request is refused 409)
+        made_late = t.wait_for(lambda: (lambda r: r[0] == 201 and r)(
+            make(int(time.time()) + 4 * 3600, 1, True)), 90, "a reservation on alpha-ctl1")
+        s, late = made_late or (0, {})
         t.ok(s == 201, "alpha-ctl1 makes a reservation after the hand-back", "%r" % late)
         t.ok(t.wait_for(lambda: (events(c1) or {}).get("latest", 0) > top1, 60,
                         "a new event on alpha-ctl1"),
