@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 
 #include "src/common/node_conf.h"
+#include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
