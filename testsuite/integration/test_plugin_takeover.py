@@ -47,6 +47,12 @@ def refused(url):
         return True
 
 
+def resv_states(c):
+    """{id: state} of the reservations the plugin at c reports."""
+    return {d["id"]: d["state"] for d in
+            (c.get("/v1/reservations").json or {}).get("reservations", [])}
+
+
 def main():
     t.require_grid_tools()
     with t.Grid(nodes=NODES, args=["--backup", "alpha"]) as grid:
@@ -162,8 +168,7 @@ def main():
         t.ok(t.wait_for(lambda: ticks(c2) >= 3, 60, "three agent passes on alpha-ctl2"),
              "alpha-ctl2's plugin serves and made three passes (deadlines, orphans)",
              "%r" % ticks(c2))
-        lst = {d["id"]: d["state"] for d in
-               (c2.get("/v1/reservations").json or {}).get("reservations", [])}
+        lst = resv_states(c2)
         t.ok(lst.get(ids[0]) == "tentative" and lst.get(ids[1]) == "confirmed"
              and lst.get(ids[2]) == "confirmed",
              "alpha-ctl2 knows every reservation, made after it started, as before",
@@ -208,8 +213,7 @@ def main():
              "alpha-ctl2 stands by again and does not listen")
         t.ok(t.wait_for(lambda: ticks(c1) >= 2, 60, "two agent passes on alpha-ctl1"),
              "alpha-ctl1's plugin serves again", "%r" % ticks(c1))
-        lst = {d["id"]: d["state"] for d in
-               (c1.get("/v1/reservations").json or {}).get("reservations", [])}
+        lst = resv_states(c1)
         t.ok(lst.get(ids[0]) == "deleted" and lst.get(ids[1]) == "confirmed"
              and lst.get(ids[2]) == "confirmed",
              "alpha-ctl1 serves what alpha-ctl2 changed (the tentative one deleted)",
