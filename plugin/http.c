@@ -58,6 +58,7 @@
 #include "core/capi_decode.h"
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
+#include "service/capi_http.h"
 #include "compat.h"
 #include "events.h"
 #include "history.h"
@@ -246,11 +247,9 @@ struct req {
 	char *uri;		/* request target as received: path?query */
 	bool uri_too_long;
 	bool started;
-	char *body;
+	flexco_http_body_t *bodyb;	/* in MaxRequestMemory (guard) */
+	const char *body;	/* bodyb's bytes, once complete */
 	size_t body_len;
-	size_t body_cap;	/* allocated, and taken from MaxRequestMemory */
-	bool body_too_large;
-	bool body_no_memory;	/* over MaxRequestMemory: discard, 503 */
 	uint64_t t0;
 	int ep;
 	int status;
@@ -284,316 +283,27 @@ static uint32_t max_body = FLEXCO_DEFAULT_MAX_REQUEST_SIZE;
 static uint16_t published_share = 100;
 
 /* ---------------------------------------------------------------------- */
-/* request bodies in memory (MaxRequestMemory): every byte of a body buffer
- * is taken from this budget when allocated and given back when freed, so
- * bodies received before authentication never hold more than it. */
+/* connections, their deadlines and request bodies in memory: the guard of
+ * src/service (service/capi_http.h), as in flexcod.  It answers 408 and
+ * shuts down a connection whose request headers are not complete
+ * HeaderTimeout seconds after the request began, or whose body is not
+ * complete BodyTimeout seconds after its headers; it closes the connection
+ * that has waited longest for its headers when every MaxConnections slot
+ * is taken; and it holds bodies received but not yet authenticated to
+ * MaxRequestMemory bytes in all.  The handler moves a connection from one
+ * phase to the next and closes it (MHD_NO) if the guard cut it first, so
+ * FlexCo never writes an answer of its own after a 408. */
 
-static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t mem_used = 0, mem_peak = 0, mem_refused = 0;
+static flexco_http_guard_t *guard = NULL;	/* daemon_lock */
 
-static bool _mem_take(size_t n)
+static void _guard_log(const char *line)
 {
-	bool ok;
-
-	slurm_mutex_lock(&mem_lock);
-	ok = hconf && (mem_used + n <= hconf->max_request_memory);
-	if (ok) {
-		mem_used += n;
-		if (mem_used > mem_peak)
-			mem_peak = mem_used;
-	} else {
-		mem_refused++;
-	}
-	slurm_mutex_unlock(&mem_lock);
-	return ok;
+	debug("%s: %s", plugin_type, line);
 }
 
-static void _mem_give(size_t n)
-{
-	slurm_mutex_lock(&mem_lock);
-	mem_used -= n;
-	slurm_mutex_unlock(&mem_lock);
-}
-
-/* ---------------------------------------------------------------------- */
-/* connections and their deadlines (HeaderTimeout, BodyTimeout)
- *
- * microhttpd's ConnectionTimeout only closes a connection that is idle; one
- * that sends a byte every few seconds stays forever.  So every connection
- * gets a record (microhttpd's socket context, made and freed by its
- * connection notifications) with the phase of its current request and
- * when that phase began: receiving headers (from the accept, or the end of
- * the previous request on the connection), receiving the body (from the
- * first call of the handler), or being served (no deadline: the handler
- * runs, a long poll waits, the answer goes out).  A reaper thread sleeps
- * until the earliest deadline; a connection past it gets a 408 JSON answer
- * written to its socket and shutdown(2), which microhttpd sees as the
- * client going away and closes.  The socket is never closed here:
- * microhttpd notifies MHD_CONNECTION_NOTIFY_CLOSED (the record leaves the
- * list under conn_lock) before it closes the descriptor, and the reaper
- * touches only sockets on the list, under conn_lock, so it never acts on a
- * descriptor number that was reused.  The handler moves a connection to
- * the next phase under conn_lock and closes it (MHD_NO) if the reaper cut
- * it first, so FlexCo never writes an answer of its own after a 408. */
-
-enum { PH_HEADERS, PH_BODY, PH_SERVING };
-
-/* a connection still without its headers this long may be closed to make
- * room when every MaxConnections slot is taken (_conn_make_room) */
-#define EVICT_AFTER_USEC 1000000ULL
-
-typedef struct conn hconn_t;
-struct conn {
-	int fd;
-	int phase;		/* PH_* */
-	uint64_t since;		/* CLOCK_MONOTONIC usec the phase began */
-	bool requested;		/* the request line is in (_uri_log) */
-	bool cut;		/* socket shut down (408 sent if requested) */
-	hconn_t *prev, *next;
-};
-
-static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t conn_cond;
-static hconn_t *conns = NULL;		/* conn_lock */
-static uint32_t n_conns = 0;
-static uint64_t conns_total = 0, cut_headers = 0, cut_body = 0;
-static uint64_t evicted = 0;	/* closed to make room (_conn_make_room) */
-static uint64_t reaper_next = 0;	/* when the reaper wakes, usec */
-static bool reaper_running = false, reaper_stop = false;
-static pthread_t reaper_tid;
-
-/* conn_lock held */
-static uint64_t _conn_deadline(const hconn_t *cx)
-{
-	uint32_t secs = (cx->phase == PH_HEADERS) ? hconf->header_timeout :
-						    hconf->body_timeout;
-
-	return cx->since + secs * 1000000ULL;
-}
-
-static uint64_t _conn_make_room(uint64_t now);
-
-static void _conn_notify(void *cls, struct MHD_Connection *c,
-			 void **socket_context,
-			 enum MHD_ConnectionNotificationCode toe)
-{
-	hconn_t *cx = *socket_context;
-
-	(void) cls;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-			c, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-		if (!(cx = calloc(1, sizeof(*cx)))) {
-			/* no record, no deadline: do not serve it */
-			if (ci)
-				shutdown(ci->connect_fd, SHUT_RDWR);
-			return;
-		}
-		cx->fd = ci ? ci->connect_fd : -1;
-		cx->phase = PH_HEADERS;
-		cx->since = _usec_now();
-		slurm_mutex_lock(&conn_lock);
-		cx->next = conns;
-		if (conns)
-			conns->prev = cx;
-		conns = cx;
-		n_conns++;
-		conns_total++;
-		if ((_conn_deadline(cx) < reaper_next) ||
-		    ((n_conns >= hconf->max_connections) &&
-		     (_conn_make_room(cx->since) < reaper_next)))
-			pthread_cond_signal(&conn_cond);
-		slurm_mutex_unlock(&conn_lock);
-		*socket_context = cx;
-	} else if ((toe == MHD_CONNECTION_NOTIFY_CLOSED) && cx) {
-		slurm_mutex_lock(&conn_lock);
-		if (cx->prev)
-			cx->prev->next = cx->next;
-		else
-			conns = cx->next;
-		if (cx->next)
-			cx->next->prev = cx->prev;
-		n_conns--;
-		slurm_mutex_unlock(&conn_lock);
-		free(cx);
-		*socket_context = NULL;
-	}
-}
-
-/*
- * Move the connection of c to phase ph (PH_*); the phase's clock starts
- * now unless it is the phase the connection is in.  Returns false if the
- * reaper cut the connection: the caller then answers MHD_NO (close).
- */
 static bool _conn_phase(struct MHD_Connection *c, int ph)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-		c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	hconn_t *cx = ci ? ci->socket_context : NULL;
-	bool ok = true;
-
-	if (!cx)
-		return true;
-	slurm_mutex_lock(&conn_lock);
-	if (cx->cut) {
-		ok = false;
-	} else if (cx->phase != ph) {
-		cx->phase = ph;
-		cx->since = _usec_now();
-		if (ph == PH_HEADERS)
-			cx->requested = false;	/* kept alive: a new request */
-		if ((ph != PH_SERVING) && (_conn_deadline(cx) < reaper_next))
-			pthread_cond_signal(&conn_cond);
-	}
-	slurm_mutex_unlock(&conn_lock);
-	return ok;
-}
-
-/* _uri_log: a request line arrived on c. */
-static void _conn_requested(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-		c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	hconn_t *cx = ci ? ci->socket_context : NULL;
-
-	if (!cx)
-		return;
-	slurm_mutex_lock(&conn_lock);
-	cx->requested = true;
-	slurm_mutex_unlock(&conn_lock);
-}
-
-/*
- * conn_lock held: answer 408 and shut the socket down (see above).  No
- * answer before a request line arrived: a kept-alive connection that
- * stays idle is closed quietly, as HTTP clients expect, and one that never
- * sent a request line would not read an answer either.
- */
-static void _conn_cut(hconn_t *cx, bool evict)
-{
-	bool headers = (cx->phase == PH_HEADERS);
-	char body[256], msg[448];
-	int n;
-
-	if (evict)
-		snprintf(body, sizeof(body),
-			 "{\"error\":{\"code\":\"request_timeout\",\"message\":\"request headers not complete within %u s while every connection (MaxConnections=%u) was taken\"}}",
-			 (unsigned) (EVICT_AFTER_USEC / 1000000),
-			 hconf->max_connections);
-	else
-		snprintf(body, sizeof(body),
-			 "{\"error\":{\"code\":\"request_timeout\",\"message\":\"request %s not complete within %s=%u s\"}}",
-			 headers ? "headers" : "body",
-			 headers ? "HeaderTimeout" : "BodyTimeout",
-			 headers ? hconf->header_timeout : hconf->body_timeout);
-	n = snprintf(msg, sizeof(msg),
-		     "HTTP/1.1 408 Request Timeout\r\n"
-		     "Content-Type: application/json\r\n"
-		     "Cache-Control: no-store\r\n"
-		     "Connection: close\r\n"
-		     "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
-	/* a fresh socket's buffer takes it; never block the reaper */
-	if ((headers ? cx->requested : true) && (n > 0) &&
-	    (send(cx->fd, msg, (size_t) n,
-			     MSG_DONTWAIT | MSG_NOSIGNAL) < 0))
-		debug2("%s: 408 not sent: %m", plugin_type);
-	shutdown(cx->fd, SHUT_RDWR);
-	cx->cut = true;
-	if (evict) {
-		evicted++;
-		debug("%s: connection closed%s to make room: headers not complete within %u s and all %u connections taken",
-		      plugin_type, cx->requested ? " with 408" : "",
-		      (unsigned) (EVICT_AFTER_USEC / 1000000),
-		      hconf->max_connections);
-		return;
-	}
-	if (headers)
-		cut_headers++;
-	else
-		cut_body++;
-	debug("%s: connection closed%s: %s not complete within %u s",
-	      plugin_type, (!headers || cx->requested) ? " with 408" : "",
-	      headers ? "headers" : "body",
-	      headers ? hconf->header_timeout : hconf->body_timeout);
-}
-
-/*
- * conn_lock held.  When every MaxConnections slot is taken, microhttpd
- * stops accepting: the next client waits in the kernel's queue until a
- * connection closes, possibly HeaderTimeout later.  So keep a slot free:
- * close the connection that has waited longest for its request headers,
- * once it has waited EVICT_AFTER_USEC (a client that means to send a
- * request sends its headers at once; one that holds a connection without
- * sending them is what fills the table).  Connections receiving a body or
- * being served (long polls among them) are never closed here; if there is
- * none to close, the table stays full as before.  Returns when to look
- * again (UINT64_MAX: not before the next connection arrives).
- */
-static uint64_t _conn_make_room(uint64_t now)
-{
-	hconn_t *cx, *oldest = NULL;
-	uint32_t live = 0;
-
-	for (cx = conns; cx; cx = cx->next) {
-		if (cx->cut)
-			continue;
-		live++;
-		if ((cx->fd < 0) || (cx->phase != PH_HEADERS))
-			continue;
-		if (!oldest || (cx->since < oldest->since))
-			oldest = cx;
-	}
-	if ((live < hconf->max_connections) || !oldest)
-		return UINT64_MAX;
-	if (oldest->since + EVICT_AFTER_USEC > now)
-		return oldest->since + EVICT_AFTER_USEC;
-	_conn_cut(oldest, true);
-	return UINT64_MAX;
-}
-
-static void *_reaper(void *arg)
-{
-	(void) arg;
-	flexco_thread_name("flexco_reaper");
-	slurm_mutex_lock(&conn_lock);
-	while (!reaper_stop) {
-		uint64_t now = _usec_now(), next = now + 3600 * 1000000ULL;
-		struct timespec ts;
-		hconn_t *cx;
-
-		for (cx = conns; cx; cx = cx->next) {
-			uint64_t dl;
-
-			if (cx->cut || (cx->phase == PH_SERVING) ||
-			    (cx->fd < 0))
-				continue;
-			dl = _conn_deadline(cx);
-			if (now >= dl)
-				_conn_cut(cx, false);
-			else if (dl < next)
-				next = dl;
-		}
-		if (n_conns >= hconf->max_connections) {
-			uint64_t room = _conn_make_room(now);
-
-			if (room < next)
-				next = room;
-		}
-		reaper_next = next;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		next -= now;
-		ts.tv_sec += next / 1000000;
-		ts.tv_nsec += (next % 1000000) * 1000;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&conn_cond, &conn_lock, &ts);
-	}
-	reaper_next = 0;
-	slurm_mutex_unlock(&conn_lock);
-	return NULL;
+	return flexco_http_guard_phase(guard, c, ph);
 }
 
 static void _cond_init(pthread_cond_t *cond)
@@ -606,45 +316,13 @@ static void _cond_init(pthread_cond_t *cond)
 	pthread_condattr_destroy(&attr);
 }
 
-static int _reaper_start(void)
-{
-	int rc;
-
-	slurm_mutex_lock(&conn_lock);
-	reaper_stop = false;
-	reaper_next = 0;	/* wake at once until it has planned */
-	rc = pthread_create(&reaper_tid, NULL, _reaper, NULL);
-	reaper_running = (rc == 0);
-	slurm_mutex_unlock(&conn_lock);
-	if (rc)
-		error("%s: cannot create the connection reaper thread: %s",
-		      plugin_type, strerror(rc));
-	return rc ? SLURM_ERROR : SLURM_SUCCESS;
-}
-
-static void _reaper_stop(void)
-{
-	slurm_mutex_lock(&conn_lock);
-	if (!reaper_running) {
-		slurm_mutex_unlock(&conn_lock);
-		return;
-	}
-	reaper_stop = true;
-	pthread_cond_signal(&conn_cond);
-	slurm_mutex_unlock(&conn_lock);
-	pthread_join(reaper_tid, NULL);
-	slurm_mutex_lock(&conn_lock);
-	reaper_running = false;
-	slurm_mutex_unlock(&conn_lock);
-}
-
 static void *_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 {
 	req_t *req = calloc(1, sizeof(*req));
 	size_t len;
 
 	(void) cls;
-	_conn_requested(c);
+	flexco_http_guard_requested(guard, c);
 	if (!req)
 		return NULL;
 	req->t0 = _usec_now();
@@ -675,15 +353,13 @@ static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (req->defer == DEFER_HELD)
 		_undefer_drop(req);	/* normally resumed already */
 	/* a next request on this connection starts its header clock now */
-	cut = !_conn_phase(c, PH_HEADERS);
+	cut = !_conn_phase(c, FLEXCO_HTTP_HEADERS);
 	_record(req->ep, (cut && !req->status) ? 408 : req->status,
 		_usec_now() - req->t0);
 	if (req->has_viewer)
 		privacy_viewer_free(&req->viewer);
 	free(req->uri);
-	if (req->body_cap)
-		_mem_give(req->body_cap);
-	free(req->body);
+	flexco_http_body_free(req->bodyb);
 	free(req);
 	*con_cls = NULL;
 }
@@ -981,7 +657,6 @@ static bool _bf_active(void)
 static void _wait_cond_init(void)
 {
 	_cond_init(&wait_cond);
-	_cond_init(&conn_cond);
 }
 
 /*
@@ -1406,25 +1081,19 @@ static json_t *_stats_json(void)
 		"wait_usec_max", (json_int_t) defer_wait_max_usec));
 	slurm_mutex_unlock(&wait_lock);
 	{
-		json_t *cj;
+		flexco_http_guard_stats_t gs;
 
-		slurm_mutex_lock(&conn_lock);
-		cj = json_pack("{s:I, s:I, s:I, s:I, s:I}",
-			       "open", (json_int_t) n_conns,
-			       "total", (json_int_t) conns_total,
-			       "cut_headers", (json_int_t) cut_headers,
-			       "cut_body", (json_int_t) cut_body,
-			       "evicted", (json_int_t) evicted);
-		slurm_mutex_unlock(&conn_lock);
-		slurm_mutex_lock(&mem_lock);
-		json_object_set_new(cj, "body_bytes",
-				    json_integer((json_int_t) mem_used));
-		json_object_set_new(cj, "body_bytes_max",
-				    json_integer((json_int_t) mem_peak));
-		json_object_set_new(cj, "body_refused",
-				    json_integer((json_int_t) mem_refused));
-		slurm_mutex_unlock(&mem_lock);
-		json_object_set_new(root, "connections", cj);
+		flexco_http_guard_stats(guard, &gs);
+		json_object_set_new(root, "connections", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			"open", (json_int_t) gs.open,
+			"total", (json_int_t) gs.total,
+			"cut_headers", (json_int_t) gs.cut_headers,
+			"cut_body", (json_int_t) gs.cut_body,
+			"evicted", (json_int_t) gs.evicted,
+			"body_bytes", (json_int_t) gs.memory_used,
+			"body_bytes_max", (json_int_t) gs.memory_peak,
+			"body_refused", (json_int_t) gs.memory_refused));
 	}
 	slurm_mutex_lock(&rl_lock);
 	json_object_set_new(root, "rate_limited", json_pack(
@@ -1527,16 +1196,17 @@ static void _metrics_gather(metrics_copy_t *m)
 	m->defer_timed_out = defer_timed_out;
 	m->defer_wait_usec = defer_wait_usec;
 	slurm_mutex_unlock(&wait_lock);
-	slurm_mutex_lock(&conn_lock);
-	m->conn_open = n_conns;
-	m->conn_total = conns_total;
-	m->cut_headers = cut_headers;
-	m->cut_body = cut_body;
-	m->evicted = evicted;
-	slurm_mutex_unlock(&conn_lock);
-	slurm_mutex_lock(&mem_lock);
-	m->body_refused = mem_refused;
-	slurm_mutex_unlock(&mem_lock);
+	{
+		flexco_http_guard_stats_t gs;
+
+		flexco_http_guard_stats(guard, &gs);
+		m->conn_open = gs.open;
+		m->conn_total = gs.total;
+		m->cut_headers = gs.cut_headers;
+		m->cut_body = gs.cut_body;
+		m->evicted = gs.evicted;
+		m->body_refused = gs.memory_refused;
+	}
 	slurm_mutex_lock(&rl_lock);
 	memcpy(m->rate_refused, rl_refused, sizeof(m->rate_refused));
 	slurm_mutex_unlock(&rl_lock);
@@ -2001,14 +1671,13 @@ static int64_t _content_length(struct MHD_Connection *c)
 	return (int64_t) v;
 }
 
-/* Free the body buffer and give its bytes back to MaxRequestMemory. */
-static void _body_drop(req_t *req)
+static enum MHD_Result _too_large(struct MHD_Connection *c, req_t *req)
 {
-	if (req->body_cap)
-		_mem_give(req->body_cap);
-	free(req->body);
-	req->body = NULL;
-	req->body_len = req->body_cap = 0;
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "request body larger than %u bytes",
+		 max_body);
+	return _error(c, req, 413, "payload_too_large", msg);
 }
 
 static enum MHD_Result _no_memory(struct MHD_Connection *c, req_t *req)
@@ -2036,42 +1705,30 @@ static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 		return _events_resumed(c, req);
 
 	if (!req->started) {
-		int64_t len;
+		int v;
 
 		/* headers complete: the body's clock starts */
 		req->started = true;
-		if (!_conn_phase(c, PH_BODY))
+		if (!_conn_phase(c, FLEXCO_HTTP_BODY))
 			return MHD_NO;
 		if (req->uri_too_long) {
-			if (!_conn_phase(c, PH_SERVING))
+			if (!_conn_phase(c, FLEXCO_HTTP_SERVING))
 				return MHD_NO;
 			return _error(c, req, 414, "uri_too_long",
 				      "request target too long");
 		}
-		len = _content_length(c);
-		if (len > (int64_t) max_body) {
-			char msg[96];
-
-			if (!_conn_phase(c, PH_SERVING))
+		if (!(req->bodyb = flexco_http_body_new(guard)))
+			return MHD_NO;
+		/* the whole declared body from MaxRequestMemory, now, before
+		 * a byte of it is read */
+		v = flexco_http_body_begin(req->bodyb, _content_length(c));
+		if (v == FLEXCO_BODY_FAILED)
+			return MHD_NO;
+		if (v != FLEXCO_BODY_OK) {
+			if (!_conn_phase(c, FLEXCO_HTTP_SERVING))
 				return MHD_NO;
-			snprintf(msg, sizeof(msg),
-				 "request body larger than %u bytes",
-				 max_body);
-			return _error(c, req, 413, "payload_too_large", msg);
-		}
-		if (len > 0) {
-			/* the whole declared body from MaxRequestMemory, now,
-			 * before a byte of it is read */
-			if (!_mem_take((size_t) len + 1)) {
-				if (!_conn_phase(c, PH_SERVING))
-					return MHD_NO;
-				return _no_memory(c, req);
-			}
-			if (!(req->body = malloc((size_t) len + 1))) {
-				_mem_give((size_t) len + 1);
-				return MHD_NO;
-			}
-			req->body_cap = (size_t) len + 1;
+			return (v == FLEXCO_BODY_TOO_LARGE) ?
+				_too_large(c, req) : _no_memory(c, req);
 		}
 		return MHD_YES;
 	}
@@ -2080,52 +1737,30 @@ static enum MHD_Result _handler(void *cls, struct MHD_Connection *c,
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
-		if (!_conn_phase(c, PH_BODY))
+		if (!_conn_phase(c, FLEXCO_HTTP_BODY))
 			return MHD_NO;	/* past BodyTimeout: 408 sent */
-		if (req->body_too_large || req->body_no_memory)
-			return MHD_YES;	/* discard; answered at the end */
-		if (req->body_len + n > max_body) {
-			_body_drop(req);
-			req->body_too_large = true;
-			return MHD_YES;	/* discard; 413 at the end */
-		}
-		if (req->body_len + n + 1 > req->body_cap) {
-			/* no or a too short Content-Length (chunked) */
-			size_t cap = (req->body_len + n + 1) * 2;
-			char *nb;
-
-			if (cap > (size_t) max_body + 1)
-				cap = (size_t) max_body + 1;
-			if (!_mem_take(cap - req->body_cap)) {
-				_body_drop(req);
-				req->body_no_memory = true;
-				return MHD_YES;	/* discard; 503 at the end */
-			}
-			if (!(nb = realloc(req->body, cap))) {
-				_mem_give(cap - req->body_cap);
-				return MHD_NO;
-			}
-			req->body = nb;
-			req->body_cap = cap;
-		}
-		memcpy(req->body + req->body_len, upload_data, n);
-		req->body_len += n;
-		req->body[req->body_len] = '\0';
+		/* over a limit the rest is discarded, answered at the end */
+		if (flexco_http_body_add(req->bodyb, upload_data, n) ==
+		    FLEXCO_BODY_FAILED)
+			return MHD_NO;
 		return MHD_YES;
 	}
 
 	/* the request is complete: no deadline while it is served */
-	if (!_conn_phase(c, PH_SERVING))
+	if (!_conn_phase(c, FLEXCO_HTTP_SERVING))
 		return MHD_NO;
-	if (req->body_no_memory)
+	switch (flexco_http_body_verdict(req->bodyb)) {
+	case FLEXCO_BODY_OK:
+		break;
+	case FLEXCO_BODY_TOO_LARGE:
+		return _too_large(c, req);
+	case FLEXCO_BODY_NO_MEMORY:
 		return _no_memory(c, req);
-	if (req->body_too_large) {
-		char msg[96];
-
-		snprintf(msg, sizeof(msg), "request body larger than %u bytes",
-			 max_body);
-		return _error(c, req, 413, "payload_too_large", msg);
+	default:
+		return MHD_NO;
 	}
+	req->body = flexco_http_body_data(req->bodyb);
+	req->body_len = flexco_http_body_size(req->bodyb);
 	if ((req->defer == DEFER_NONE) && _defer(c, req, url, method))
 		return MHD_YES;	/* held while backfill's cycle runs */
 	return _dispatch(c, req, url, method);
@@ -2164,6 +1799,7 @@ extern int http_start(const flexco_conf_t *conf)
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_ERROR_LOG | MHD_USE_AUTO |
 			     MHD_ALLOW_SUSPEND_RESUME;
+	struct MHD_OptionItem guard_opts[8];
 	char err[512];
 	bool v6;
 
@@ -2212,26 +1848,49 @@ extern int http_start(const flexco_conf_t *conf)
 	if (v6)
 		flags |= MHD_USE_IPv6;
 
+	{
+		flexco_http_limits_t lim = {
+			.max_connections = conf->max_connections,
+			.max_connections_per_address =
+				conf->max_connections_per_address,
+			.connection_timeout = conf->connection_timeout,
+			.header_timeout = conf->header_timeout,
+			.body_timeout = conf->body_timeout,
+			.max_request_size = conf->max_request_size,
+			.max_request_memory = conf->max_request_memory,
+		};
+
+		if (!(guard = flexco_http_guard_create(&lim, _guard_log)) ||
+		    !flexco_http_guard_options(guard, guard_opts,
+					       ARRAY_SIZE(guard_opts)) ||
+		    !flexco_http_guard_start(guard, "flexco_reaper")) {
+			error("%s: cannot start the connection reaper",
+			      plugin_type);
+			flexco_http_guard_destroy(guard);
+			guard = NULL;
+			slurm_mutex_unlock(&daemon_lock);
+			return SLURM_ERROR;
+		}
+	}
+
 	MHD_set_panic_func(_mhd_panic, NULL);	/* never abort() slurmctld */
 	daemon_ptr = MHD_start_daemon(
 		flags, conf->listen_port, NULL, NULL, _handler, NULL,
 		/* first, or microhttpd logs the options' errors elsewhere */
 		MHD_OPTION_EXTERNAL_LOGGER, _mhd_log, NULL,
 		MHD_OPTION_SOCK_ADDR, sa,
-		MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned int) conf->max_connections,
-		/* over it microhttpd closes a new connection at once */
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned int) conf->max_connections_per_address,
-		MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned int) conf->connection_timeout,
+		/* MaxConnections, MaxConnectionsPerAddress, ConnectionTimeout
+		 * and the connection records: the guard's */
+		MHD_OPTION_ARRAY, guard_opts,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HEADER_MEMORY,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned int) conf->http_threads,
 		MHD_OPTION_URI_LOG_CALLBACK, _uri_log, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, _completed, NULL,
-		MHD_OPTION_NOTIFY_CONNECTION, _conn_notify, NULL,
 		MHD_OPTION_END);
 	if (!daemon_ptr) {
+		flexco_http_guard_stop(guard);
+		flexco_http_guard_destroy(guard);
+		guard = NULL;
 		slurm_mutex_unlock(&daemon_lock);
 		error("%s: cannot listen on %s port %u (will retry)",
 		      plugin_type, conf->listen_address, conf->listen_port);
@@ -2239,15 +1898,11 @@ extern int http_start(const flexco_conf_t *conf)
 	}
 	started_at = time(NULL);
 	if (_waker_start() != SLURM_SUCCESS) {
+		flexco_http_guard_stop(guard);
 		MHD_stop_daemon(daemon_ptr);	/* nothing suspended yet */
 		daemon_ptr = NULL;
-		slurm_mutex_unlock(&daemon_lock);
-		return SLURM_ERROR;
-	}
-	if (_reaper_start() != SLURM_SUCCESS) {
-		_waker_stop();
-		MHD_stop_daemon(daemon_ptr);
-		daemon_ptr = NULL;
+		flexco_http_guard_destroy(guard);
+		guard = NULL;
 		slurm_mutex_unlock(&daemon_lock);
 		return SLURM_ERROR;
 	}
@@ -2280,11 +1935,14 @@ extern void http_stop(void)
 	/* Resume every long poll first: microhttpd aborts if stopped with a
 	 * suspended connection. */
 	_waker_stop();
-	_reaper_stop();		/* no shutdown() while microhttpd stops */
+	/* no shutdown() while microhttpd stops */
+	flexco_http_guard_stop(guard);
 	if (d) {
 		MHD_stop_daemon(d);	/* joins microhttpd's threads */
 		info("%s: HTTP service stopped", plugin_type);
 	}
+	flexco_http_guard_destroy(guard);	/* no connection left */
+	guard = NULL;
 	flexco_verifier_destroy(verifier);
 	verifier = NULL;
 }

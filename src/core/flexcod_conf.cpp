@@ -167,6 +167,7 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
   std::set<std::string> seen;       // scalar keys given so far
   std::set<std::string> names;      // cluster names, lower case
   int line = 0;
+  int max_request_size_line = 0, max_request_memory_line = 0;
   std::size_t pos = 0;
   while (pos <= text.size()) {
     std::size_t eol = text.find('\n', pos);
@@ -369,6 +370,29 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "planhorizon") {
         if (!need_int(60, 31622400)) return range(60, 31622400);
         c.plan_horizon = n;
+      } else if (k == "maxconnections") {
+        if (!need_int(1, 65536)) return range(1, 65536);
+        c.max_connections = static_cast<int>(n);
+      } else if (k == "maxconnectionsperaddress") {
+        if (!need_int(1, 1024)) return range(1, 1024);
+        c.max_connections_per_address = static_cast<int>(n);
+      } else if (k == "connectiontimeout") {
+        if (!need_int(1, 3600)) return range(1, 3600);
+        c.connection_timeout = static_cast<int>(n);
+      } else if (k == "headertimeout") {
+        if (!need_int(1, 3600)) return range(1, 3600);
+        c.header_timeout = static_cast<int>(n);
+      } else if (k == "bodytimeout") {
+        if (!need_int(1, 3600)) return range(1, 3600);
+        c.body_timeout = static_cast<int>(n);
+      } else if (k == "maxrequestsize") {
+        if (!need_int(1024, 64ll << 20)) return range(1024, 64ll << 20);
+        c.max_request_size = n;
+        max_request_size_line = line;
+      } else if (k == "maxrequestmemory") {
+        if (!need_int(1024, 4294967295ll)) return range(1024, 4294967295ll);
+        c.max_request_memory = n;
+        max_request_memory_line = line;
       } else if (k == "debuglevel") {
         const int lvl = debug_level_from_name(v);
         if (lvl < 0) return parser.err(line, "DebugLevel: '" + v + "' is not quiet..debug5");
@@ -381,6 +405,15 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
   }
   if (c.clusters.empty()) {
     return Error{0, std::string(source) + ": no Cluster= line: at least one cluster is required"};
+  }
+  if (max_request_memory_line == 0 && c.max_request_memory < c.max_request_size) {
+    c.max_request_memory = c.max_request_size;  // default: at least one largest body
+  }
+  if (c.max_request_memory < c.max_request_size) {
+    return parser.err(max_request_memory_line > max_request_size_line ? max_request_memory_line
+                                                                      : max_request_size_line,
+                      "MaxRequestMemory=" + std::to_string(c.max_request_memory) +
+                          " is less than MaxRequestSize=" + std::to_string(c.max_request_size));
   }
   return c;
 }

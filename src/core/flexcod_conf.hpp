@@ -108,6 +108,14 @@ struct FlexcodConf {
   int ui_token_lifetime = 28800;  // s, 0 (no tokens) .. 604800
   bool ui_read_all = false;     // a UI token reads every co-allocation
   std::int64_t plan_horizon = 7 * 86400;  // s, 60 .. 31622400
+  // flexcod's HTTP server: the same limits as the plugin's (doc/flexcod.conf.5)
+  int max_connections = 128;             // 1 .. 65536
+  int max_connections_per_address = 16;  // 1 .. 1024
+  int connection_timeout = 60;           // s, 1 .. 3600: idle keep-alive
+  int header_timeout = 10;               // s, 1 .. 3600
+  int body_timeout = 30;                 // s, 1 .. 3600
+  long long max_request_size = 1 << 20;  // bytes, 1024 .. 64 MiB
+  long long max_request_memory = 16 << 20;  // bytes of all bodies, >= MaxRequestSize
   int debug_level = 3;          // 0 quiet .. 3 info .. 9 debug5
   std::vector<ClusterConf> clusters;  // in file order, at least one
 };

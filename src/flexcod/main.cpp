@@ -255,7 +255,15 @@ int main(int argc, char** argv) {
   if (conf.ui_token_lifetime > 0 && access((conf.ui_dir + "/index.html").c_str(), R_OK) != 0) {
     fc_error("UiDir %s has no readable index.html: the web view (/ui/) answers 404", conf.ui_dir.c_str());
   }
-  why = server->start(conf.listen_address, conf.listen_port);
+  flexco_http_limits_t limits{};
+  limits.max_connections = static_cast<std::uint32_t>(conf.max_connections);
+  limits.max_connections_per_address = static_cast<std::uint32_t>(conf.max_connections_per_address);
+  limits.connection_timeout = static_cast<std::uint32_t>(conf.connection_timeout);
+  limits.header_timeout = static_cast<std::uint32_t>(conf.header_timeout);
+  limits.body_timeout = static_cast<std::uint32_t>(conf.body_timeout);
+  limits.max_request_size = static_cast<std::uint32_t>(conf.max_request_size);
+  limits.max_request_memory = static_cast<std::uint64_t>(conf.max_request_memory);
+  why = server->start(conf.listen_address, conf.listen_port, limits);
   if (!why.empty()) {
     engine->stop();
     return fail(why);

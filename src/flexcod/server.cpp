@@ -23,7 +23,6 @@ namespace flexcod {
 
 namespace {
 
-constexpr std::size_t kMaxBody = std::size_t{1} << 20;
 // the longest target a signed request can have (doc/auth.md)
 constexpr std::size_t kMaxTarget = flexco::auth::kMaxPathLength;
 constexpr std::size_t kMaxSubmitKey = 128;  // as the plugin's Idempotency-Key
@@ -79,10 +78,11 @@ bool parse_query(const std::string& q, std::vector<std::pair<std::string, std::s
 }  // namespace
 
 struct Server::Request {
+  ~Request() { flexco_http_body_free(bodyb); }
   std::string target;  // as received: path?query
-  std::string body;
+  std::string body;    // once complete
+  flexco_http_body_t* bodyb = nullptr;  // in MaxRequestMemory (the guard)
   bool headers_seen = false;
-  bool too_large = false;
 };
 
 extern "C" MHD_Result flexcod_access(void* cls, MHD_Connection* c, const char* url, const char* method,
@@ -107,7 +107,8 @@ Server::Server(Engine& engine, flexco::auth::Verifier verifier, std::vector<std:
 
 Server::~Server() { stop(); }
 
-void* Server::uri_log(void*, const char* uri, MHD_Connection*) {
+void* Server::uri_log(void* cls, const char* uri, MHD_Connection* c) {
+  flexco_http_guard_requested(static_cast<Server*>(cls)->guard_, c);
   try {
     auto r = std::make_unique<Request>();
     r->target = uri != nullptr ? uri : "";
@@ -117,36 +118,61 @@ void* Server::uri_log(void*, const char* uri, MHD_Connection*) {
   }
 }
 
-void Server::completed(void*, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode) {
+void Server::completed(void* cls, MHD_Connection* c, void** con_cls, MHD_RequestTerminationCode) {
   std::unique_ptr<Request> r(static_cast<Request*>(*con_cls));
   *con_cls = nullptr;
+  // a next request on this connection starts its header clock now
+  flexco_http_guard_phase(static_cast<Server*>(cls)->guard_, c, FLEXCO_HTTP_HEADERS);
 }
 
-std::string Server::start(const std::string& address, int port) {
+namespace {
+void guard_log(const char* line) { fc_debug("%s", line); }
+}  // namespace
+
+std::string Server::start(const std::string& address, int port, const flexco_http_limits_t& limits) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) {
     return "ListenAddress " + address + " is not an IPv4 address";
   }
+  MHD_OptionItem opts[8];
+  guard_ = flexco_http_guard_create(&limits, guard_log);
+  if (guard_ == nullptr || flexco_http_guard_options(guard_, opts, 8) == 0 ||
+      !flexco_http_guard_start(guard_, "flexcod_reaper")) {
+    flexco_http_guard_destroy(guard_);
+    guard_ = nullptr;
+    return "cannot start the connection reaper";
+  }
+  max_body_ = limits.max_request_size;
+  // One thread per connection: a handler may wait for the clusters.  The
+  // guard's options: MaxConnections, MaxConnectionsPerAddress,
+  // ConnectionTimeout and the connection records.
   daemon_ = MHD_start_daemon(
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
       static_cast<uint16_t>(port), nullptr, nullptr, &flexcod_access, this,
       MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_URI_LOG_CALLBACK, &flexcod_uri_log, this,
-      MHD_OPTION_NOTIFY_COMPLETED, &flexcod_completed, this, MHD_OPTION_CONNECTION_LIMIT,
-      static_cast<unsigned int>(128), MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned int>(120),
+      MHD_OPTION_NOTIFY_COMPLETED, &flexcod_completed, this, MHD_OPTION_ARRAY, opts,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(64 * 1024),
       MHD_OPTION_LISTENING_ADDRESS_REUSE, static_cast<unsigned int>(1), MHD_OPTION_END);
   if (daemon_ == nullptr) {
-    return "cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(errno);
+    const int err = errno;
+    flexco_http_guard_stop(guard_);
+    flexco_http_guard_destroy(guard_);
+    guard_ = nullptr;
+    return "cannot listen on " + address + ":" + std::to_string(port) + ": " + std::strerror(err);
   }
   return {};
 }
 
 void Server::stop() {
+  flexco_http_guard_stop(guard_);  // no shutdown() while microhttpd stops
   if (daemon_ != nullptr) {
     MHD_stop_daemon(daemon_);
     daemon_ = nullptr;
   }
+  flexco_http_guard_destroy(guard_);  // no connection left
+  guard_ = nullptr;
 }
 
 void Server::set_admins(std::vector<std::string> admin_users) {
@@ -295,25 +321,61 @@ MHD_Result Server::handle(MHD_Connection* c, const char* method, const char* upl
   auto* r = static_cast<Request*>(*con_cls);
   if (r == nullptr) return MHD_NO;
   if (!r->headers_seen) {
-    // First call: headers only.  MHD calls again with the body, if any,
-    // then once with no data.
+    // First call: headers only; the body's clock starts.  MHD calls
+    // again with the body, if any, then once with no data.
     r->headers_seen = true;
+    if (!flexco_http_guard_phase(guard_, c, FLEXCO_HTTP_BODY)) return MHD_NO;
+    r->bodyb = flexco_http_body_new(guard_);
+    if (r->bodyb == nullptr) return MHD_NO;
     const char* cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl != nullptr && std::strtoull(cl, nullptr, 10) > kMaxBody) r->too_large = true;
+    std::int64_t len = -1;
+    if (cl != nullptr) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long v = std::strtoull(cl, &end, 10);
+      if (end != cl && *end == '\0' && errno == 0) {
+        len = v > static_cast<unsigned long long>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(v);
+      }
+    }
+    // the whole declared body from MaxRequestMemory, before a byte is read
+    const int v = flexco_http_body_begin(r->bodyb, len);
+    if (v == FLEXCO_BODY_FAILED) return MHD_NO;
+    if (v != FLEXCO_BODY_OK) {
+      if (!flexco_http_guard_phase(guard_, c, FLEXCO_HTTP_SERVING)) return MHD_NO;
+      return v == FLEXCO_BODY_TOO_LARGE ? too_large(c) : no_memory(c);
+    }
     return MHD_YES;
   }
   if (*upload_size != 0) {
-    if (r->body.size() + *upload_size > kMaxBody) {
-      r->too_large = true;
-    } else if (!r->too_large) {
-      r->body.append(upload, *upload_size);
-    }
+    const std::size_t n = *upload_size;
     *upload_size = 0;
+    if (!flexco_http_guard_phase(guard_, c, FLEXCO_HTTP_BODY)) return MHD_NO;  // 408 sent
+    // over a limit the rest is discarded, answered at the end
+    if (flexco_http_body_add(r->bodyb, upload, n) == FLEXCO_BODY_FAILED) return MHD_NO;
     return MHD_YES;
   }
-  if (r->too_large) return error(c, 413, "too_large", "the body is larger than 1 MiB");
+  // the request is complete: no deadline while it is served
+  if (!flexco_http_guard_phase(guard_, c, FLEXCO_HTTP_SERVING)) return MHD_NO;
+  switch (flexco_http_body_verdict(r->bodyb)) {
+    case FLEXCO_BODY_OK: break;
+    case FLEXCO_BODY_TOO_LARGE: return too_large(c);
+    case FLEXCO_BODY_NO_MEMORY: return no_memory(c);
+    default: return MHD_NO;
+  }
+  r->body.assign(flexco_http_body_data(r->bodyb), flexco_http_body_size(r->bodyb));
+  flexco_http_body_drop(r->bodyb);
   if (r->target.size() > kMaxTarget) return error(c, 414, "uri_too_long", "request target too long");
   return dispatch(c, method, *r);
+}
+
+MHD_Result Server::too_large(MHD_Connection* c) {
+  return error(c, 413, "too_large",
+               "request body larger than " + std::to_string(max_body_) + " bytes (MaxRequestSize)");
+}
+
+MHD_Result Server::no_memory(MHD_Connection* c) {
+  return error(c, 503, "request_memory_full",
+               "request bodies being received hold MaxRequestMemory bytes; retry later");
 }
 
 MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Request& r) {

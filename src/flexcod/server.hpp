@@ -16,6 +16,7 @@
 
 #include "core/auth.hpp"
 #include "flexcod/engine.hpp"
+#include "service/capi_http.h"
 #include "flexcod/ui.hpp"
 
 namespace flexcod {
@@ -27,8 +28,9 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Listens on address:port; "" or why not.
-  std::string start(const std::string& address, int port);
+  // Listens on address:port with the limits of flexcod.conf (the same
+  // connection guard as the plugin's, src/service); "" or why not.
+  std::string start(const std::string& address, int port, const flexco_http_limits_t& limits);
   void stop();
   void set_admins(std::vector<std::string> admin_users);
   // PublicStats: GET /v1/stats and /v1/clusters without a credential.
@@ -58,6 +60,8 @@ class Server {
   MHD_Result issue_token(MHD_Connection* c, const Caller& who, const std::string& body);
   MHD_Result error(MHD_Connection* c, int status, const std::string& code, const std::string& msg);
   MHD_Result dispatch(MHD_Connection* c, const std::string& method, Request& r);
+  MHD_Result too_large(MHD_Connection* c);
+  MHD_Result no_memory(MHD_Connection* c);
   bool is_admin(uid_t uid);
 
   Engine& engine_;
@@ -72,6 +76,8 @@ class Server {
   bool ui_read_all_ = false;
   ui::TokenStore tokens_;
   MHD_Daemon* daemon_ = nullptr;
+  flexco_http_guard_t* guard_ = nullptr;
+  std::uint32_t max_body_ = 0;
 };
 
 }  // namespace flexcod

@@ -220,7 +220,9 @@ def main():
              "%r" % lst)
         t.ok(all(grid.show("alpha", "reservation", n) for n in names[1:]) and
              grid.job("alpha", jobs[0]).get("JobState") == "RUNNING",
-             "after the hand-back: reservations and the running part job still there")
+             "after the hand-back: reservations and the running part job still there",
+             "%r %r" % ([bool(grid.show("alpha", "reservation", n)) for n in names[1:]],
+                        grid.job("alpha", jobs[0])))
         top1 = max(seqs1 + [ev1.get("latest", 0)])
         # (the nodes register with alpha-ctl1 again first: until then
         # Slurm counts them unavailable and the request is refused 409)
@@ -248,7 +250,9 @@ def main():
         t.ok(not left, "no temporary state file left behind", "%r" % left)
         t.ok(grid.show("alpha", "reservation", late.get("name")) and
              grid.job("alpha", jobs[0]).get("JobState") == "RUNNING",
-             "nothing was deleted or killed by the standby's exit")
+             "nothing was deleted or killed by the standby's exit",
+             "%r %r" % (bool(grid.show("alpha", "reservation", late.get("name"))),
+                        grid.job("alpha", jobs[0])))
 
 
 if __name__ == "__main__":

@@ -87,6 +87,15 @@ START_TEST(defaults_and_case) {
   ck_assert_int_eq(c.confirm_within, 120);
   ck_assert_int_eq(c.max_replans, 3);
   ck_assert_int_eq(c.part_start_skew, 60);
+  // the HTTP server's limits, as the plugin's (src/service/http_guard)
+  ck_assert_int_eq(c.max_connections, 128);
+  ck_assert_int_eq(c.max_connections_per_address, 16);
+  ck_assert_int_eq(c.header_timeout, 10);
+  ck_assert_int_eq(c.body_timeout, 30);
+  ck_assert_int_eq(c.max_request_size, 1 << 20);
+  ck_assert_int_eq(c.max_request_memory, 16 << 20);
+  auto big = conf::parse("Cluster=a URL=http://h:1\nMaxRequestSize=33554432\n", "t");
+  ck_assert(big.ok() && big.value().max_request_memory == 33554432);  // one largest body at least
   ck_assert(c.part_start_policy == "fail");
   auto w = conf::parse("Cluster=a URL=http://h:1\nPartStartSkew=3600\npartstartpolicy=WARN\n", "t");
   ck_assert(w.ok() && w.value().part_start_skew == 3600 && w.value().part_start_policy == "warn");
@@ -151,6 +160,11 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\nMaxMoves=1001\n", 2, "MaxMoves"},
     {"Cluster=a URL=http://h:1\nRescheduleMode=shift+remap\n", 2, "RescheduleMode"},
     {"Cluster=a URL=http://h:1\nPartStartSkew=4\n", 2, "5..3600"},
+    {"Cluster=a URL=http://h:1\nMaxConnectionsPerAddress=0\n", 2, "MaxConnectionsPerAddress"},
+    {"Cluster=a URL=http://h:1\nHeaderTimeout=0\n", 2, "HeaderTimeout"},
+    {"Cluster=a URL=http://h:1\nMaxRequestSize=1023\n", 2, "MaxRequestSize"},
+    {"Cluster=a URL=http://h:1\nMaxRequestSize=8192\nMaxRequestMemory=4096\n", 3,
+     "MaxRequestMemory=4096 is less than MaxRequestSize=8192"},
     {"Cluster=a URL=http://h:1\nPartStartPolicy=replan\n", 2, "PartStartPolicy"},
     {"Cluster=a URL=http://h:1\nRescheduleWait=3601\n", 2, "RescheduleWait"},
     {"Cluster=a URL=http://h:1\nPublishInterval=0\n", 2, "PublishInterval"},
