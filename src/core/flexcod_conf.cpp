@@ -374,7 +374,7 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
         if (!need_int(1, 65536)) return range(1, 65536);
         c.max_connections = static_cast<int>(n);
       } else if (k == "maxconnectionsperaddress") {
-        if (!need_int(1, 1024)) return range(1, 1024);
+        if (!need_int(1, 65536)) return range(1, 65536);
         c.max_connections_per_address = static_cast<int>(n);
       } else if (k == "connectiontimeout") {
         if (!need_int(1, 3600)) return range(1, 3600);

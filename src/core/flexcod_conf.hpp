@@ -110,7 +110,8 @@ struct FlexcodConf {
   std::int64_t plan_horizon = 7 * 86400;  // s, 60 .. 31622400
   // flexcod's HTTP server: the same limits as the plugin's (doc/flexcod.conf.5)
   int max_connections = 128;             // 1 .. 65536
-  int max_connections_per_address = 16;  // 1 .. 1024
+  // 1 .. 65536; 0: as MaxConnections (a login node's users share its address)
+  int max_connections_per_address = 0;
   int connection_timeout = 60;           // s, 1 .. 3600: idle keep-alive
   int header_timeout = 10;               // s, 1 .. 3600
   int body_timeout = 30;                 // s, 1 .. 3600

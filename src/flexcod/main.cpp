@@ -257,7 +257,8 @@ int main(int argc, char** argv) {
   }
   flexco_http_limits_t limits{};
   limits.max_connections = static_cast<std::uint32_t>(conf.max_connections);
-  limits.max_connections_per_address = static_cast<std::uint32_t>(conf.max_connections_per_address);
+  limits.max_connections_per_address = static_cast<std::uint32_t>(
+      conf.max_connections_per_address > 0 ? conf.max_connections_per_address : conf.max_connections);
   limits.connection_timeout = static_cast<std::uint32_t>(conf.connection_timeout);
   limits.header_timeout = static_cast<std::uint32_t>(conf.header_timeout);
   limits.body_timeout = static_cast<std::uint32_t>(conf.body_timeout);

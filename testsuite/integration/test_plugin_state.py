@@ -120,8 +120,11 @@ def main():
         def restart(what, fn):
             # restart_slurmctld waits until the plugin listens again
             grid.restart_slurmctld("alpha", while_down=fn)
-            # two agent periods: long enough for an orphan sweep
-            time.sleep(12)
+            # two agent passes: the orphan sweep has run
+            t.ok(t.wait_for(lambda: resv_stats(c).get("ticks", 0) >= 2, 60,
+                            "two agent passes"),
+                 "%s: the restarted plugin made two agent passes" % what,
+                 "%r" % resv_stats(c))
 
         # -- 1: truncated current copy, .prev intact -------------------------
         t.ok(os.path.exists(state), "%s exists" % STATE)
@@ -141,6 +144,19 @@ def main():
         new_id_above("after loading .prev")
 
         # -- 2: garbage in every copy: adopted from Slurm ---------------------
+        # one of them made by hand with Groups= and no Users= (issue 37
+        # §1.8: such a record could not be saved, and the next restart
+        # deleted it as an orphan)
+        bare_id = max(flexco_ids_in_slurm(grid) + ids) + 100
+        bare = "flexco_%d" % bare_id
+        r = grid.run("alpha", ["scontrol", "create", "reservation",
+                               "ReservationName=" + bare, "Groups=root", "NodeCnt=1",
+                               "StartTime=now+7hours", "Duration=60"])
+        t.ok(r.returncode == 0 and show_res(grid, bare),
+             "a flexco_* reservation without Users= (Groups=root) made in Slurm",
+             r.stdout + r.stderr)
+        used.append(bare_id)
+
         def garbage():
             for p in [state] + glob.glob(state + ".prev"):
                 with open(p, "wb") as f:
@@ -166,6 +182,18 @@ def main():
              "slurmctld's log names each adopted reservation",
              "\n".join(x for x in log.splitlines() if "flexco" in x)[-3000:])
         new_id_above("after losing every copy")
+        t.ok(live.get(bare_id, {}).get("state") == "confirmed"
+             and live.get(bare_id, {}).get("user") == "",
+             "%s (no Users=) adopted as confirmed, with no user" % bare,
+             "%r" % live.get(bare_id))
+        restart("after adopting", lambda: None)
+        s = resv_stats(c)
+        lst = {d["id"]: d for d in (c.get("/v1/reservations").json or {}).get("reservations", [])}
+        t.ok((s.get("state") or {}).get("loaded_from") == "current"
+             and show_res(grid, bare) and lst.get(bare_id, {}).get("state") == "confirmed",
+             "the next restart loads the saved state: %s is still in Slurm and confirmed, "
+             "not deleted as an orphan" % bare, "%r %r" % (s, lst.get(bare_id)))
+        grid.run("alpha", ["scontrol", "delete", "reservation", bare])
 
         # -- 3: a failed save -------------------------------------------------
         aside = state + ".aside"

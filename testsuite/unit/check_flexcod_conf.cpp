@@ -89,7 +89,7 @@ START_TEST(defaults_and_case) {
   ck_assert_int_eq(c.part_start_skew, 60);
   // the HTTP server's limits, as the plugin's (src/service/http_guard)
   ck_assert_int_eq(c.max_connections, 128);
-  ck_assert_int_eq(c.max_connections_per_address, 16);
+  ck_assert_int_eq(c.max_connections_per_address, 0);  // as MaxConnections
   ck_assert_int_eq(c.header_timeout, 10);
   ck_assert_int_eq(c.body_timeout, 30);
   ck_assert_int_eq(c.max_request_size, 1 << 20);
