@@ -175,7 +175,8 @@ def main():
              "%r" % lst)
         t.ok(all(grid.show("alpha", "reservation", n) for n in names),
              "no flexco_* reservation was deleted", "%r" % names)
-        t.ok(grid.job("alpha", jobs[0]).get("JobState") == "RUNNING" and
+        first = grid.job("alpha", jobs[0])
+        t.ok(first.get("JobState") == "RUNNING" and
              grid.job("alpha", jobs[1]).get("JobState") == "PENDING",
              "no part job was killed: one still runs, one still waits",
              "%r" % [grid.job("alpha", j).get("JobState") for j in jobs])
@@ -218,9 +219,21 @@ def main():
              and lst.get(ids[2]) == "confirmed",
              "alpha-ctl1 serves what alpha-ctl2 changed (the tentative one deleted)",
              "%r" % lst)
-        t.ok(all(grid.show("alpha", "reservation", n) for n in names[1:]) and
-             grid.job("alpha", jobs[0]).get("JobState") == "RUNNING",
-             "after the hand-back: reservations and the running part job still there",
+        def same_run():
+            """jobs[0] runs as it did before the takeover: not requeued,
+            not restarted (its StartTime and Restarts as then)."""
+            j = grid.job("alpha", jobs[0])
+            return (j.get("JobState") == "RUNNING" and j.get("Restarts") == "0" and
+                    j.get("StartTime") == first.get("StartTime"))
+
+        def all_there(more=()):
+            return all(grid.show("alpha", "reservation", n) for n in list(names[1:]) + list(more)) \
+                and same_run()
+        # (scontrol may reach the controller that is just handing over;
+        # a job that was killed or requeued never passes)
+        t.ok(t.wait_for(all_there, 30, "the reservations and the part job"),
+             "after the hand-back: reservations and the running part job still there "
+             "(the same run: StartTime %s, not requeued)" % first.get("StartTime"),
              "%r %r" % ([bool(grid.show("alpha", "reservation", n)) for n in names[1:]],
                         grid.job("alpha", jobs[0])))
         top1 = max(seqs1 + [ev1.get("latest", 0)])
@@ -248,8 +261,8 @@ def main():
              "hand-back too: the standby wrote no stale copy", "%r" % saved)
         left = [n for n in os.listdir(os.path.dirname(state)) if ".new." in n]
         t.ok(not left, "no temporary state file left behind", "%r" % left)
-        t.ok(grid.show("alpha", "reservation", late.get("name")) and
-             grid.job("alpha", jobs[0]).get("JobState") == "RUNNING",
+        t.ok(t.wait_for(lambda: all_there([late.get("name")]), 30,
+                        "the reservations and the part job"),
              "nothing was deleted or killed by the standby's exit",
              "%r %r" % (bool(grid.show("alpha", "reservation", late.get("name"))),
                         grid.job("alpha", jobs[0])))
