@@ -24,7 +24,8 @@
  *
  *  - Sequence numbers never go backwards, also across restarts: before
  *    numbers above the persisted "reserved" mark are handed out, the mark
- *    is raised by SEQ_BLOCK and written to StateSaveLocation; a restart
+ *    is raised by a block of 1024 and written to StateSaveLocation (the
+ *    rules: src/service/event_seq.hpp); a restart
  *    continues above the mark.  The ring itself, the job de-duplication
  *    set and the reservation tracking are saved with it (temp file +
  *    rename), by the events thread, never under a slurmctld lock, at most
@@ -66,6 +67,7 @@
 #include "privacy.h"
 #include "statefile.h"
 #include "core/capi_decode.h"
+#include "service/capi_events.h"
 
 extern const char plugin_type[];
 
@@ -74,7 +76,6 @@ extern const char plugin_type[];
 #define FULL_SCAN_SEC 60	/* scan job_list at least this often */
 #define RESV_SNAP_SEC 30	/* copy resv_list at least this often */
 #define SAVE_GAP_SEC 1		/* at most one state save a second */
-#define SEQ_BLOCK 1024		/* sequence numbers reserved per save */
 #define FLOOR_SLACK_SEC 10	/* jobs ending this much before the floor */
 #define HOOK_QUEUE_LEN 1024	/* epilog records between two cycles */
 #define EXT_QUEUE_LEN 1024	/* events_publish() events between cycles */
@@ -187,7 +188,9 @@ static time_t job_floor = 0;		/* jobs ending before: not ours */
 static time_t job_scan_time = 0;
 static uint64_t seen_dropped = 0;	/* hook_dropped at the last full scan */
 static time_t seen_resv_update = 0, resv_snap_time = 0;
-static uint64_t next_seq = 1, reserved_seq = 0;
+/* the next number and the mark on disk (service/capi_events.h) */
+static flexco_seq_t seq = { .next = 1, .reserved = 0 };
+static flexco_seq_saved_t loaded;	/* what _parse_state() found */
 /* Events waiting for numbers: the save that would reserve them failed
  * (events thread only; at most HELD_MAX, the oldest dropped beyond). */
 static json_t *held = NULL;
@@ -975,9 +978,11 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 	(void) arg;
 	if (flexco_decode_events_state(text, len, &lim, &st, why, why_len))
 		return -1;
-	reserved_seq = st.reserved;
+	loaded.reserved = st.reserved;
+	loaded.latest = st.latest;
+	loaded.clean = st.clean;
 	latest_seq = st.latest;
-	lost_upto = st.lost_upto;
+	lost_upto = st.lost_upto;	/* raised below if the ring is smaller now */
 	job_floor = st.job_floor;
 	for (i = 0; i < st.event_cnt; i++) {
 		_acl_from_state(&st.events[i].acl, &acl);
@@ -1008,12 +1013,7 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		t->activated = r->activated;
 		t->ended = r->ended;
 	}
-	if (!st.clean) {
-		/* numbers up to the reserved mark may have been handed out
-		 * after the last save: they are gone */
-		latest_seq = reserved_seq;
-		lost_upto = reserved_seq;
-	}
+	loaded.lost_upto = lost_upto;
 	flexco_events_state_free(&st);
 	return 0;
 }
@@ -1033,11 +1033,16 @@ static void _load_state(void)
 	statefile_src_t src;
 	uint64_t floor = (uint64_t) now * 1000000;
 
+	memset(&loaded, 0, sizeof(loaded));
 	src = statefile_load("events", state_path, SIZE_MAX, _parse_state,
 			     NULL);
+	/* the numbering rules: service/event_seq.hpp */
+	flexco_seq_restore(&seq, (src == STATEFILE_CURRENT) ? FLEXCO_SEQ_CURRENT :
+				 (src == STATEFILE_PREV) ? FLEXCO_SEQ_PREVIOUS :
+				 (src == STATEFILE_LOST) ? FLEXCO_SEQ_LOST :
+				 FLEXCO_SEQ_NONE,
+			   &loaded, floor, &latest_seq, &lost_upto);
 	if (src == STATEFILE_NONE) {
-		next_seq = 1;
-		reserved_seq = latest_seq = lost_upto = 0;
 		job_floor = now;
 		resv_baseline = true;
 		info("%s: events: numbering events from 1", plugin_type);
@@ -1045,24 +1050,19 @@ static void _load_state(void)
 	}
 	if (src == STATEFILE_LOST) {
 		_reset_tracking();
-		next_seq = floor;
-		reserved_seq = latest_seq = lost_upto = next_seq - 1;
 		job_floor = now;
 		resv_baseline = true;
 		error("%s: events: starting over at sequence number %"PRIu64,
-		      plugin_type, next_seq);
+		      plugin_type, seq.next);
 		return;
 	}
-	if ((src == STATEFILE_PREV) && (reserved_seq < floor)) {
-		latest_seq = lost_upto = reserved_seq = floor - 1;
+	if ((src == STATEFILE_PREV) && (loaded.reserved < floor))
 		error("%s: events: numbering continues at %"PRIu64" after the previous copy",
-		      plugin_type, floor);
-	}
-	next_seq = reserved_seq + 1;
+		      plugin_type, seq.next);
 	resv_baseline = false;
 	info("%s: events: restored %u events from %s (latest %"PRIu64"); numbering continues at %"PRIu64,
 	     plugin_type, ring_cnt, statefile_src_name(src), latest_seq,
-	     next_seq);
+	     seq.next);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1074,8 +1074,16 @@ static void _load_state(void)
  * the events wait (held, in order) and nothing is numbered, so a crash
  * can never make a restart hand the same number to another event.
  */
+/* flexco_seq_take()'s save of a new mark: 0 if it is on disk */
+static int _save_mark(uint64_t mark, void *arg)
+{
+	(void) arg;
+	return _save_state(mark, false);
+}
+
 static void _publish(json_t *batch)
 {
+	uint64_t first;
 	size_t n, i;
 	void (*fn)(void);
 	flexco_acl_t *acls;
@@ -1089,34 +1097,29 @@ static void _publish(json_t *batch)
 	}
 	if (!(n = json_array_size(batch)))
 		return;
-	if (next_seq + n - 1 > reserved_seq) {
-		uint64_t want = next_seq + n - 1 + SEQ_BLOCK;
-
-		if (_save_state(want, false)) {
-			if (!reserve_failing)
-				error("%s: events: cannot save the sequence mark %"PRIu64" (StateSaveLocation); %zu events wait unnumbered until it can be saved",
-				      plugin_type, want, n);
-			reserve_failing = true;
-			if (!held)
-				held = json_array();
-			while (json_array_size(batch) > HELD_MAX) {
-				json_array_remove(batch, 0);
-				slurm_mutex_lock(&ring_lock);
-				st_held_dropped++;
-				slurm_mutex_unlock(&ring_lock);
-			}
-			json_array_extend(held, batch);
+	if (!(first = flexco_seq_take(&seq, n, _save_mark, NULL))) {
+		if (!reserve_failing)
+			error("%s: events: cannot save the sequence mark (StateSaveLocation); %zu events wait unnumbered until it can be saved",
+			      plugin_type, n);
+		reserve_failing = true;
+		if (!held)
+			held = json_array();
+		while (json_array_size(batch) > HELD_MAX) {
+			json_array_remove(batch, 0);
 			slurm_mutex_lock(&ring_lock);
-			st_held = json_array_size(held);
+			st_held_dropped++;
 			slurm_mutex_unlock(&ring_lock);
-			return;
 		}
-		if (reserve_failing)
-			info("%s: events: sequence mark saved again; numbering resumes at %"PRIu64,
-			     plugin_type, next_seq);
-		reserve_failing = false;
-		reserved_seq = want;
+		json_array_extend(held, batch);
+		slurm_mutex_lock(&ring_lock);
+		st_held = json_array_size(held);
+		slurm_mutex_unlock(&ring_lock);
+		return;
 	}
+	if (reserve_failing)
+		info("%s: events: sequence mark saved again; numbering resumes at %"PRIu64,
+		     plugin_type, first);
+	reserve_failing = false;
 	slurm_mutex_lock(&ring_lock);
 	st_held = 0;
 	slurm_mutex_unlock(&ring_lock);
@@ -1127,7 +1130,7 @@ static void _publish(json_t *batch)
 		json_t *ev = json_array_get(batch, i), *obj = json_object();
 
 		json_object_set_new(obj, "seq",
-				    json_integer((json_int_t) (next_seq + i)));
+				    json_integer((json_int_t) (first + i)));
 		json_object_set(obj, "type", json_object_get(ev, "type"));
 		json_object_set(obj, "time", json_object_get(ev, "time"));
 		json_object_update(obj, ev);
@@ -1140,19 +1143,18 @@ static void _publish(json_t *batch)
 	slurm_mutex_lock(&ring_lock);
 	for (i = 0; i < n; i++) {
 		if (texts[i]) {
-			_ring_append(next_seq + i, texts[i], &acls[i]);
+			_ring_append(first + i, texts[i], &acls[i]);
 		} else {
 			privacy_acl_free(&acls[i]);
-			if (next_seq + i > lost_upto)
-				lost_upto = next_seq + i; /* out of memory */
+			if (first + i > lost_upto)
+				lost_upto = first + i; /* out of memory */
 		}
 	}
-	latest_seq = next_seq + n - 1;
+	latest_seq = first + n - 1;
 	st_published += n;
 	fn = listener;
 	slurm_mutex_unlock(&ring_lock);
 
-	next_seq += n;
 	dirty = true;
 	xfree(texts);
 	xfree(acls);
@@ -1216,7 +1218,7 @@ static void _cycle(void)
 	json_decref(batch);
 
 	if (dirty && (time(NULL) - last_save >= SAVE_GAP_SEC))
-		(void) _save_state(reserved_seq, false);
+		(void) _save_state(seq.reserved, false);
 }
 
 static void *_events_thread(void *arg)
@@ -1317,7 +1319,7 @@ extern void events_stop(void)
 	if (held && json_array_size(held))
 		error("%s: events: %zu events never got a sequence number (the mark could not be saved) and are lost",
 		      plugin_type, json_array_size(held));
-	if (_save_state(reserved_seq, !(held && json_array_size(held))))
+	if (_save_state(seq.reserved, !(held && json_array_size(held))))
 		error("%s: events: final state save failed", plugin_type);
 	if (held) {
 		json_decref(held);
