@@ -58,6 +58,8 @@
 #include "core/capi_decode.h"
 #include "core/capi_probe.h"
 #include "core/capi_profile.h"
+#include "service/capi_idem.h"
+#include "service/capi_resv.h"
 #include "events.h"
 #include "jobs.h"
 #include "resv.h"
@@ -75,9 +77,15 @@ extern const char plugin_type[];
 #define IDEM_KEEP (24 * 3600)
 #define MAX_JOBS 64			/* part jobs per reservation */
 
+/* The states and their rules: src/service/resv_rules.hpp. */
 typedef enum {
-	ST_CREATING, ST_TENTATIVE, ST_CONFIRMED, ST_ENDED, ST_DELETED,
-	ST_EXPIRED, ST_COUNT
+	ST_CREATING = FLEXCO_RESV_CREATING,
+	ST_TENTATIVE = FLEXCO_RESV_TENTATIVE,
+	ST_CONFIRMED = FLEXCO_RESV_CONFIRMED,
+	ST_ENDED = FLEXCO_RESV_ENDED,
+	ST_DELETED = FLEXCO_RESV_DELETED,
+	ST_EXPIRED = FLEXCO_RESV_EXPIRED,
+	ST_COUNT = FLEXCO_RESV_STATES
 } st_t;
 static const char *st_names[ST_COUNT] = {
 	"creating", "tentative", "confirmed", "ended", "deleted", "expired" };
@@ -113,29 +121,13 @@ typedef struct {
 	int64_t sub_since;
 } rv_t;
 
-typedef struct {
-	char *key;		/* NULL: a free slot */
-	uint32_t uid;
-	int status;
-	char *response;
-	int64_t when;
-	uint64_t seq;		/* order of storing, with when: oldest first */
-	/* the request the key is bound to; method NULL: a record saved by a
-	 * version before the binding, matched on (uid, key) only */
-	char *method;
-	char *target;
-	char digest[FLEXCO_AUTH_DIGEST_SIZE];
-} idem_t;
-
 static pthread_mutex_t resv_lock = PTHREAD_MUTEX_INITIALIZER;
 static const flexco_conf_t *rconf = NULL;
 static char *state_path = NULL;
 static rv_t *rvs = NULL;
 static int rv_cnt = 0;
-static idem_t idem[IDEM_MAX];
-static uint64_t idem_seq = 0;
-static uint64_t idem_evicted_share = 0;	/* a uid's oldest, for its newest */
-static uint64_t idem_evicted_full = 0;	/* the oldest of all: cache full */
+/* the Idempotency-Key cache (service/capi_idem.h), under resv_lock */
+static flexco_idem_t *idem = NULL;
 static uint64_t next_id = 1;
 static uint64_t refused_busy = 0, refused_fit = 0;	/* under resv_lock */
 
@@ -159,8 +151,7 @@ static int64_t last_save_error_at = 0;
 
 static bool _live(const rv_t *r)
 {
-	return (r->state == ST_CREATING) || (r->state == ST_TENTATIVE) ||
-	       (r->state == ST_CONFIRMED);
+	return flexco_resv_live(r->state);
 }
 
 static bool _is_daemon(uid_t uid)
@@ -300,6 +291,13 @@ static void _sub_clear(rv_t *r)
 
 static void _set_state(rv_t *r, st_t state, const char *reason)
 {
+	if (!flexco_resv_allowed(r->state, state)) {
+		/* never expected: the table is every change resv.c makes */
+		error("%s: reservation %s%" PRIu64 ": %s to %s is not a transition of the state machine; the record stays %s",
+		      plugin_type, NAME_PREFIX, r->id, st_names[r->state],
+		      st_names[state], st_names[r->state]);
+		return;
+	}
 	r->state = state;
 	r->changed = time(NULL);
 	xfree(r->reason);
@@ -328,41 +326,6 @@ static int _parse_id(const char *s, uint64_t *id)
 /* ---------------------------------------------------------------------- */
 /* idempotency */
 
-static bool _idem_live(const idem_t *e, int64_t now)
-{
-	return e->key && (now - e->when < IDEM_KEEP);
-}
-
-static void _idem_clear(idem_t *e)
-{
-	xfree(e->key);
-	xfree(e->response);
-	xfree(e->method);
-	xfree(e->target);
-	memset(e, 0, sizeof(*e));
-}
-
-static idem_t *_idem_find(const char *key, uid_t uid)
-{
-	int64_t now = time(NULL);
-	int i;
-
-	if (!key)
-		return NULL;
-	for (i = 0; i < IDEM_MAX; i++)
-		if (_idem_live(&idem[i], now) && (idem[i].uid == uid) &&
-		    !strcmp(idem[i].key, key))
-			return &idem[i];
-	return NULL;
-}
-
-/* Was a stored before b? */
-static bool _idem_older(const idem_t *a, const idem_t *b)
-{
-	return (a->when < b->when) ||
-	       ((a->when == b->when) && (a->seq < b->seq));
-}
-
 /*
  * An Idempotency-Key no signer may send (doc/auth.md: 1 to 128 bytes of
  * visible ASCII, not "-"): 400 on every mutation.  The verifier refuses
@@ -379,92 +342,17 @@ static int _idem_key_refused(const flexco_idem_req_t *rq, char **json_out)
 }
 
 /*
- * Is this answer final, i.e. would the same request get it again whatever
- * happens meanwhile?  Successes (2xx) and refusals of the request itself
- * (400, 403, 404, ...) are.  409 is not: it says that Slurm or the
- * cluster's state refused it now (nodes busy, Slurm refused the change or
- * the deletion), and nothing was done, so a retry may succeed.  Neither are
- * 5xx answers.  Only final answers are kept under an Idempotency-Key, so
- * that the daemon's retries of a non-final one are carried out.
+ * Keep a mutation's final answer under its key (resv_lock held).  Only
+ * final answers are kept (service/idem_cache.hpp: 2xx, and 4xx but 409),
+ * so that the daemon's retries of a non-final one are carried out.
  */
-static bool _idem_final(int status)
-{
-	return ((status >= 200) && (status < 300)) ||
-	       ((status >= 400) && (status < 500) && (status != 409));
-}
-
-/*
- * Remember a final answer under (key, uid), bound to method, target and
- * digest (all NULL: unbound, from an old state file); returns the entry or
- * NULL.  Bounded: a uid holding IDEM_PER_UID live keys loses its own
- * oldest one, so one DaemonUsers uid cannot evict another's keys; else a
- * free or expired slot is taken; only when all IDEM_MAX are live (four
- * uids at their share) does the oldest key of all go.
- */
-static idem_t *_idem_store(const char *key, uid_t uid, const char *method,
-			   const char *target, const char *digest, int status,
-			   const char *response)
-{
-	idem_t *e, *free_e = NULL, *oldest = NULL, *own_oldest = NULL;
-	int64_t now = time(NULL);
-	int own = 0, i;
-
-	if (!key || !_idem_final(status))
-		return NULL;
-	for (i = 0; i < IDEM_MAX; i++) {
-		idem_t *x = &idem[i];
-
-		if (!_idem_live(x, now)) {
-			if (!free_e)
-				free_e = x;
-			continue;
-		}
-		if (!oldest || _idem_older(x, oldest))
-			oldest = x;
-		if (x->uid == uid) {
-			own++;
-			if (!own_oldest || _idem_older(x, own_oldest))
-				own_oldest = x;
-		}
-	}
-	if (own >= IDEM_PER_UID) {
-		e = own_oldest;
-		idem_evicted_share++;
-	} else if (free_e) {
-		e = free_e;
-	} else {
-		e = oldest;
-		idem_evicted_full++;
-	}
-	_idem_clear(e);
-	e->key = xstrdup(key);
-	e->uid = uid;
-	e->status = status;
-	e->response = xstrdup(response);
-	e->when = now;
-	e->seq = ++idem_seq;
-	if (method && target && digest) {
-		e->method = xstrdup(method);
-		e->target = xstrdup(target);
-		snprintf(e->digest, sizeof(e->digest), "%s", digest);
-	}
-	return e;
-}
-
-/* Keep a mutation's final answer under its key (resv_lock held). */
 static void _idem_keep(const flexco_idem_req_t *rq, uid_t uid, int status,
 		       const char *response)
 {
 	if (rq)
-		(void) _idem_store(rq->key, uid, rq->method, rq->target,
-				   rq->digest, status, response);
-}
-
-/* Answer from the idempotency cache: copy for microhttpd (malloc). */
-static int _replay(idem_t *e, char **json_out)
-{
-	*json_out = strdup(e->response ? e->response : "{}");
-	return e->status;
+		(void) flexco_idem_store(idem, rq->key, uid, rq->method,
+					 rq->target, rq->digest, status,
+					 response, time(NULL));
 }
 
 /*
@@ -476,24 +364,27 @@ static int _replay(idem_t *e, char **json_out)
 static bool _idem_answer(const flexco_idem_req_t *rq, uid_t uid,
 			 char **json_out, int *status)
 {
-	idem_t *e;
+	flexco_idem_entry_t e;
+	bool same = false;
+	int v;
 
-	if (!rq || !(e = _idem_find(rq->key, uid)))
+	if (!rq || !rq->key)
 		return false;
-	if (e->method && (xstrcmp(e->method, rq->method) ||
-			  xstrcmp(e->target, rq->target) ||
-			  xstrcmp(e->digest, rq->digest))) {
-		bool same = !xstrcmp(e->method, rq->method) &&
-			    !xstrcmp(e->target, rq->target);
-
+	v = flexco_idem_answer(idem, rq->key, uid, rq->method, rq->target,
+			       rq->digest, time(NULL), &e, &same);
+	if (v == FLEXCO_IDEM_NEW)
+		return false;
+	if (v == FLEXCO_IDEM_REUSED) {
 		*json_out = _err("idempotency_key_reused",
 				 "Idempotency-Key '%s' was used within %d hours for another request (%s %.200s%s); nothing was done",
-				 rq->key, IDEM_KEEP / 3600, e->method,
-				 e->target, same ? " with another body" : "");
+				 rq->key, IDEM_KEEP / 3600, e.method,
+				 e.target, same ? " with another body" : "");
 		*status = 422;
 		return true;
 	}
-	*status = _replay(e, json_out);
+	/* a copy for microhttpd (malloc) */
+	*json_out = strdup(e.response ? e.response : "{}");
+	*status = e.status;
 	return true;
 }
 
@@ -517,6 +408,25 @@ static bool _test_fail_file(void)
 	return there;
 }
 #endif
+
+/* flexco_idem_each(): one saved key */
+static int _key_json(const flexco_idem_entry_t *e, void *arg)
+{
+	json_t *k = json_pack("{s:s, s:I, s:i, s:s, s:I}", "key", e->key,
+			      "uid", (json_int_t) e->uid,
+			      "status", e->status,
+			      "response", e->response ? e->response : "{}",
+			      "when", (json_int_t) e->when);
+
+	if (k && e->method) {
+		json_object_set_new(k, "method", json_string(e->method));
+		json_object_set_new(k, "target", json_string(e->target));
+		json_object_set_new(k, "body_sha256", json_string(e->digest));
+	}
+	if (k)
+		json_array_append_new(arg, k);
+	return 0;
+}
 
 static int _save(void)
 {
@@ -562,26 +472,7 @@ static int _save(void)
 			goto done;
 		}
 	}
-	for (i = 0; i < IDEM_MAX; i++) {
-		json_t *k;
-
-		if (!idem[i].key)
-			continue;
-		k = json_pack("{s:s, s:I, s:i, s:s, s:I}", "key", idem[i].key,
-			"uid", (json_int_t) idem[i].uid,
-			"status", idem[i].status,
-			"response", idem[i].response ? idem[i].response : "{}",
-			"when", (json_int_t) idem[i].when);
-		if (idem[i].method) {
-			json_object_set_new(k, "method",
-					    json_string(idem[i].method));
-			json_object_set_new(k, "target",
-					    json_string(idem[i].target));
-			json_object_set_new(k, "body_sha256",
-					    json_string(idem[i].digest));
-		}
-		json_array_append_new(keys, k);
-	}
+	(void) flexco_idem_each(idem, time(NULL), _key_json, keys);
 	json_object_set_new(root, "version", json_integer(1));
 	json_object_set_new(root, "next_id", json_integer(next_id));
 	json_object_set_new(root, "reservations", list);
@@ -689,9 +580,7 @@ static void _forget_all(void)
 	for (i = 0; i < rv_cnt; i++)
 		_rv_free(&rvs[i]);
 	rv_cnt = 0;
-	for (i = 0; i < IDEM_MAX; i++)
-		_idem_clear(&idem[i]);
-	idem_seq = 0;
+	flexco_idem_clear(idem);
 	next_id = 1;
 }
 
@@ -761,16 +650,19 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 	}
 	for (i = 0; i < st.key_cnt; i++) {
 		const flexco_state_key_t *k = &st.keys[i];
-		idem_t *e;
+		flexco_idem_entry_t e = {
+			.key = k->key, .uid = k->uid, .status = k->status,
+			.response = k->response, .when = k->when,
+			.method = k->method, .target = k->target,
+			.digest = k->digest,
+		};
 
 		/* answers that are not final (saved by older versions), and
 		 * keys no signer can send any more (older versions took any
 		 * length on confirm, modify and delete), go */
 		if (!flexco_idempotency_key_valid(k->key))
 			continue;
-		if ((e = _idem_store(k->key, k->uid, k->method, k->target,
-				     k->digest, k->status, k->response)))
-			e->when = k->when;
+		flexco_idem_put(idem, &e, time(NULL));
 	}
 	flexco_resv_state_free(&st);
 	return 0;
@@ -1272,9 +1164,11 @@ static void _adopt_submissions(void)
 				"part_index", r->sub_part, "state", "PENDING"));
 
 			if (resp)
-				(void) _idem_store(r->sub_key, r->sub_uid, "POST",
-						   r->sub_target, r->sub_digest,
-						   201, resp);
+				(void) flexco_idem_store(idem, r->sub_key,
+							 r->sub_uid, "POST",
+							 r->sub_target,
+							 r->sub_digest, 201,
+							 resp, time(NULL));
 			free(resp);
 			xfree(name);
 		} else if (!got) {
@@ -2066,6 +1960,9 @@ static bool _poll_jobs(rv_t *r)
 extern void flexco_resv_tick(void)
 {
 	int64_t now = time(NULL);
+	flexco_resv_view_t *views;
+	int *action;
+	bool *orphan;
 	uint64_t *ids;
 	bool dirty = false;
 	int n, i, j;
@@ -2085,30 +1982,53 @@ extern void flexco_resv_tick(void)
 	}
 	ids = _slurm_flexco_ids(&n);
 	_id_floor(ids, n);
+	/* the plan: src/service/resv_rules.hpp; carried out here */
+	views = xcalloc(rv_cnt + 1, sizeof(*views));
+	action = xcalloc(rv_cnt + 1, sizeof(*action));
+	orphan = xcalloc(n + 1, sizeof(*orphan));
+	for (i = 0; i < rv_cnt; i++) {
+		views[i].id = rvs[i].id;
+		views[i].state = rvs[i].state;
+		views[i].confirm_by = rvs[i].confirm_by;
+		views[i].end = rvs[i].end;
+	}
+	if (!flexco_resv_plan_tick(views, rv_cnt, ids, n, unaccounted, now,
+				   action, orphan)) {
+		error("%s: reservations: no memory for the agent's pass; next pass retries",
+		      plugin_type);
+		n = 0;
+		memset(action, 0, (rv_cnt + 1) * sizeof(*action));
+	}
 	for (i = 0; i < rv_cnt; i++) {
 		rv_t *r = &rvs[i];
 
-		if (r->state == ST_CREATING) {
+		switch (action[i]) {
+		case FLEXCO_TICK_EXPIRE_INTERRUPTED:
 			/* interrupted create: delete it if it exists */
 			if (_in(ids, n, r->id))
 				(void) _slurm_delete(r->id, r->jobs, r->job_cnt, false);
 			_set_state(r, ST_EXPIRED,
 				   "create interrupted by a slurmctld restart");
 			dirty = true;
-		} else if ((r->state == ST_TENTATIVE) &&
-			   (r->confirm_by <= now)) {
+			break;
+		case FLEXCO_TICK_EXPIRE_UNCONFIRMED:
 			(void) _slurm_delete(r->id, r->jobs, r->job_cnt, false);
 			_set_state(r, ST_EXPIRED, "not confirmed in time");
 			info("%s: reservation %s%" PRIu64 " expired unconfirmed",
 			     plugin_type, NAME_PREFIX, r->id);
 			dirty = true;
-		} else if (_live(r) && (r->end <= now)) {
+			break;
+		case FLEXCO_TICK_END:
 			_set_state(r, ST_ENDED, NULL);
 			dirty = true;
-		} else if (_live(r) && !_in(ids, n, r->id)) {
+			break;
+		case FLEXCO_TICK_GONE:
 			_set_state(r, ST_DELETED,
 				   "the Slurm reservation was deleted outside flexco");
 			dirty = true;
+			break;
+		default:
+			break;
 		}
 	}
 	/*
@@ -2117,16 +2037,20 @@ extern void flexco_resv_tick(void)
 	 * reservation (after a lost state they were adopted; ones that could
 	 * not be are left alone).
 	 */
-	for (j = 0; (j < n) && !unaccounted; j++) {
-		rv_t *r = _find(ids[j]);
+	for (j = 0; j < n; j++) {
+		rv_t *r;
 
-		if (!r || !_live(r)) {
-			info("%s: deleting orphan reservation %s%" PRIu64,
-			     plugin_type, NAME_PREFIX, ids[j]);
-			(void) _slurm_delete(ids[j], r ? r->jobs : NULL,
-					     r ? r->job_cnt : 0, !r);
-		}
+		if (!orphan[j])
+			continue;
+		r = _find(ids[j]);
+		info("%s: deleting orphan reservation %s%" PRIu64,
+		     plugin_type, NAME_PREFIX, ids[j]);
+		(void) _slurm_delete(ids[j], r ? r->jobs : NULL,
+				     r ? r->job_cnt : 0, !r);
 	}
+	xfree(views);
+	xfree(action);
+	xfree(orphan);
 	xfree(ids);
 	for (i = 0; i < rv_cnt; i++)
 		if (_poll_jobs(&rvs[i]))
@@ -2151,6 +2075,8 @@ extern int flexco_resv_init(const flexco_conf_t *conf)
 	slurm_mutex_lock(&resv_lock);
 	rconf = conf;
 	rvs = xcalloc(MAX_RECORDS, sizeof(rv_t));
+	if (!idem)
+		idem = flexco_idem_create(IDEM_MAX, IDEM_PER_UID, IDEM_KEEP);
 	state_path = flexco_state_path(STATE_FILE);
 	ticks = 0;
 	_load();
@@ -2169,43 +2095,26 @@ extern void flexco_resv_fini(void)
 		_rv_free(&rvs[i]);
 	xfree(rvs);
 	rv_cnt = 0;
-	for (i = 0; i < IDEM_MAX; i++)
-		_idem_clear(&idem[i]);
+	flexco_idem_destroy(idem);
+	idem = NULL;
 	xfree(state_path);
 	rconf = NULL;
 	slurm_mutex_unlock(&resv_lock);
 }
 
-static int _cmp_uid(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /* The idempotency cache for /v1/stats (resv_lock held). */
 static json_t *_idem_stats_json(void)
 {
-	uint32_t *uids = xcalloc(IDEM_MAX, sizeof(uint32_t));
-	int64_t now = time(NULL);
-	int n = 0, i, run = 0, max_run = 0;
+	flexco_idem_stats_t st;
 
-	for (i = 0; i < IDEM_MAX; i++)
-		if (_idem_live(&idem[i], now))
-			uids[n++] = idem[i].uid;
-	qsort(uids, n, sizeof(uint32_t), _cmp_uid);
-	for (i = 0; i < n; i++) {
-		run = (i && (uids[i] == uids[i - 1])) ? run + 1 : 1;
-		if (run > max_run)
-			max_run = run;
-	}
-	xfree(uids);
+	flexco_idem_stats(idem, time(NULL), &st);
 	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I}",
-			 "keys", n, "capacity", IDEM_MAX,
-			 "per_uid", IDEM_PER_UID, "max_uid_keys", max_run,
-			 "keep_seconds", IDEM_KEEP,
-			 "evicted_share", (json_int_t) idem_evicted_share,
-			 "evicted_full", (json_int_t) idem_evicted_full);
+			 "keys", (int) st.keys, "capacity", (int) st.capacity,
+			 "per_uid", (int) st.per_uid,
+			 "max_uid_keys", (int) st.max_uid_keys,
+			 "keep_seconds", (int) st.keep_seconds,
+			 "evicted_share", (json_int_t) st.evicted_share,
+			 "evicted_full", (json_int_t) st.evicted_full);
 }
 
 extern json_t *flexco_resv_stats_json(void)

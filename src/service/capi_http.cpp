@@ -53,7 +53,7 @@ HttpGuard::Conn* conn_of(MHD_Connection* c) {
 }
 
 void notify(void* cls, MHD_Connection* c, void** socket_context,
-            MHD_ConnectionNotificationCode toe) {
+            MHD_ConnectionNotificationCode toe) noexcept try {
   auto* g = static_cast<flexco_http_guard*>(cls);
   if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
     const MHD_ConnectionInfo* ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -66,6 +66,7 @@ void notify(void* cls, MHD_Connection* c, void** socket_context,
     g->guard->close(static_cast<HttpGuard::Conn*>(*socket_context));
     *socket_context = nullptr;
   }
+} catch (...) {
 }
 
 }  // namespace
@@ -122,7 +123,10 @@ extern "C" void flexco_http_guard_stop(flexco_http_guard_t* g) {
 }
 
 extern "C" void flexco_http_guard_requested(flexco_http_guard_t* g, MHD_Connection* c) {
-  if (g != nullptr) g->guard->requested(conn_of(c));
+  try {
+    if (g != nullptr) g->guard->requested(conn_of(c));
+  } catch (...) {
+  }
 }
 
 extern "C" bool flexco_http_guard_phase(flexco_http_guard_t* g, MHD_Connection* c, int ph) {
@@ -130,13 +134,22 @@ extern "C" bool flexco_http_guard_phase(flexco_http_guard_t* g, MHD_Connection* 
   const Phase p = ph == FLEXCO_HTTP_HEADERS ? Phase::kHeaders
                   : ph == FLEXCO_HTTP_BODY  ? Phase::kBody
                                             : Phase::kServing;
-  return g->guard->phase(conn_of(c), p);
+  try {
+    return g->guard->phase(conn_of(c), p);
+  } catch (...) {
+    return true;  // no record, no deadline: as for a connection without one
+  }
 }
 
 extern "C" void flexco_http_guard_stats(flexco_http_guard_t* g, flexco_http_guard_stats_t* out) {
   *out = flexco_http_guard_stats_t{};
   if (g == nullptr) return;
-  const auto s = g->guard->stats();
+  flexco::service::GuardStats s;
+  try {
+    s = g->guard->stats();
+  } catch (...) {
+    return;
+  }
   out->open = s.open;
   out->total = s.total;
   out->cut_headers = s.cut_headers;
