@@ -18,6 +18,8 @@
 
 #include <check.h>
 
+#include "check_main.hpp"
+
 using flexco::service::SeqMarks;
 
 namespace {
@@ -206,11 +208,4 @@ Suite* make_suite() {
   return s;
 }
 
-int main() {
-  SRunner* sr = srunner_create(make_suite());
-  srunner_set_tap(sr, "-");
-  srunner_run_all(sr, CK_SILENT);
-  const int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
-}
+int main() { return run_check_suite(make_suite()); }

@@ -25,6 +25,8 @@
 
 #include <check.h>
 
+#include "check_main.hpp"
+
 namespace svc = flexco::service;
 using svc::HttpGuard;
 using svc::Phase;
@@ -468,11 +470,4 @@ Suite* make_suite() {
   return s;
 }
 
-int main() {
-  SRunner* sr = srunner_create(make_suite());
-  srunner_set_tap(sr, "-");
-  srunner_run_all(sr, CK_SILENT);
-  const int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
-}
+int main() { return run_check_suite(make_suite()); }

@@ -15,6 +15,8 @@
 
 #include <check.h>
 
+#include "check_main.hpp"
+
 using flexco::service::IdemCache;
 using flexco::service::IdemEntry;
 using V = IdemCache::Verdict;
@@ -168,11 +170,4 @@ Suite* make_suite() {
   return s;
 }
 
-int main() {
-  SRunner* sr = srunner_create(make_suite());
-  srunner_set_tap(sr, "-");
-  srunner_run_all(sr, CK_SILENT);
-  const int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
-}
+int main() { return run_check_suite(make_suite()); }
