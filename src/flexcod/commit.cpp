@@ -446,8 +446,20 @@ bool Engine::release_holds(const CoRecord& co, std::vector<PartRecord>& parts) {
   return all;
 }
 
+void Engine::fail_and_release(CoRecord& co, std::vector<PartRecord>& parts) {
+  bool any = false;
+  for (const auto& p : parts) any |= holds(p.state);
+  std::string err;
+  if (!any && !store_.update_coalloc(co, co.reason, &err)) {
+    fc_error("co-%ld: %s", (long)co.id, err.c_str());
+  }
+  // with parts to release, release() writes the co-allocation with them
+  release(co, parts, PartState::kCancelled, co.reason, "failed-written");
+  give_back_ended(co, parts);
+}
+
 bool Engine::release(CoRecord& co, std::vector<PartRecord>& parts, PartState final_state,
-                     const std::string& reason) {
+                     const std::string& reason, const char* written_step) {
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (holds(parts[i].state)) {
@@ -459,6 +471,7 @@ bool Engine::release(CoRecord& co, std::vector<PartRecord>& parts, PartState fin
   if (!todo.empty() && !store_.write(co, parts, reason, &err)) {
     fc_error("co-%ld: %s", (long)co.id, err.c_str());
   }
+  if (written_step != nullptr) test_hold(written_step);
   std::vector<std::future<bool>> fs;
   for (std::size_t i : todo) {
     PartRecord* p = &parts[i];

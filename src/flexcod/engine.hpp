@@ -167,7 +167,12 @@ class Engine {
   // Releases every part given (reservation and part job); false if some
   // cluster could not be reached (those parts stay "cancelling").
   bool release(CoRecord& co, std::vector<PartRecord>& parts, PartState final_state,
-               const std::string& reason);
+               const std::string& reason, const char* written_step = nullptr);
+  // The co-allocation, with its state and reason set, fails: it and its
+  // parts to release (cancelling) are written in one transaction, then the
+  // parts are released, so that a crash at any moment leaves either a
+  // running co-allocation or a failed one whose parts recovery releases.
+  void fail_and_release(CoRecord& co, std::vector<PartRecord>& parts);
   bool release_part(const CoRecord& co, PartRecord& p);
   // Part jobs are submitted held (no part can start while another part's
   // submission is unanswered, so a rolled-back or abandoned attempt never

@@ -207,10 +207,8 @@ void Engine::finish_if_done(std::int64_t co_id, bool wait) {
       // the others useless.  Release them.
       set_state(*co, CoState::kFailed);
       co->reason = "a part failed; the other parts were released";
-      store_.update_coalloc(*co, co->reason, &err);
       fc_info("co-%ld: %s", (long)co_id, co->reason.c_str());
-      release(*co, parts, PartState::kCancelled, co->reason);
-      give_back_ended(*co, parts);
+      fail_and_release(*co, parts);
       return;
     }
     if (all_ended) {
@@ -277,9 +275,7 @@ void Engine::watch_part_starts() {
     co->reason = late + "; the started parts were cancelled and every reservation released "
                         "(PartStartPolicy=fail)";
     fc_error("co-%ld: %s", (long)co->id, co->reason.c_str());
-    store_.update_coalloc(*co, co->reason, &err);
-    release(*co, parts, PartState::kCancelled, co->reason);
-    give_back_ended(*co, parts);
+    fail_and_release(*co, parts);
   }
 }
 

@@ -7,7 +7,8 @@ request is re-planned and placed elsewhere; (2) one cluster's slurmctld
 stops after its tentative reservation was granted: the confirmation fails,
 everything is released, the part on the stopped cluster as soon as it is
 back; (3) a part deleted on its cluster after scheduling makes flexcod
-release the others; (4) with every usable cluster refusing, the request is reported
+release the others, also when flexcod is killed right after writing the
+failure (3b); (4) with every usable cluster refusing, the request is reported
 unplaceable and nothing is left anywhere."""
 
 import os
@@ -16,6 +17,7 @@ import threading
 import time
 
 import flexcotest as t
+from flexcohttp import plugin_client
 from flexcodtest import HOLD_ENV, Flexcod, Hold, nothing_left, script, slurm_jobs, \
     slurm_reservations
 
@@ -169,7 +171,6 @@ def main():
         lost = doc["parts"][0]
         status = grid.status()
         cl = {c["name"]: c for c in status["clusters"]}[lost["cluster"]]
-        from flexcohttp import plugin_client
         r = plugin_client(cl, status["munge_socket"]).request(
             "DELETE", "/v1/reservations/%d" % lost["reservation_id"])
         t.ok(r.status == 200, "its part on %s is deleted behind flexcod's back" % lost["cluster"])
@@ -187,6 +188,45 @@ def main():
              "the co-allocation fails and its other parts are released", "%r" % x)
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"),
              "nothing left on any cluster", "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
+
+        # -- 3b. the same, flexcod killed right after writing the failure --------
+        # (issue 38 §2.4: the co-allocation was written failed in one
+        # transaction and its parts released in another; killed between
+        # them, recovery saw a final co-allocation and never released the
+        # parts, which ran alone.  Now both are one transaction.)
+        st, doc = fc.submit(dict(body, ready=int(time.time()) + 1800))
+        t.ok(st == 201 and doc.get("state") == "scheduled" and len(doc.get("parts", [])) >= 2,
+             "another split co-allocation half an hour ahead", "%s %r" % (st, doc))
+        lost = doc["parts"][0]
+        h = Hold(hold_dir, "failed-written")
+        status = grid.status()
+        cl = {c["name"]: c for c in status["clusters"]}[lost["cluster"]]
+        r = plugin_client(cl, status["munge_socket"]).request(
+            "DELETE", "/v1/reservations/%d" % lost["reservation_id"])
+        t.ok(r.status == 200 and h.reached(),
+             "its part on %s deleted behind flexcod's back; flexcod holds once it wrote "
+             "the failure" % lost["cluster"])
+        x = fc.get(doc["id"])[1] or {}
+        t.ok(x.get("state") == "failed" and
+             all(p["state"] == "cancelling" for p in x.get("parts", [])[1:]),
+             "written at once: the co-allocation failed, its other parts cancelling",
+             "%r" % x)
+        fc.restart(kill9=True, while_down=h.release)
+
+        def released():
+            # (recovery's release ends a part "released")
+            y = fc.get(doc["id"])[1] or {}
+            return (y.get("state") == "failed"
+                    and all(p["state"] in ("failed", "cancelled", "released")
+                            for p in y.get("parts", []))
+                    and y)
+        x = t.wait_for(released, 60, "the restarted flexcod to release the parts") or {}
+        t.ok(x.get("state") == "failed" and
+             all(p["state"] in ("failed", "cancelled", "released") for p in x.get("parts", [])),
+             "killed there (SIGKILL) and restarted: the other parts are released", "%r" % x)
+        t.ok(t.wait_for(lambda: nothing_left(grid), 60, "a clean grid"),
+             "nothing runs alone: no reservation or job left on any cluster",
+             "%r %r" % (slurm_reservations(grid), slurm_jobs(grid)))
 
         # -- 4. nowhere to go -----------------------------------------------------
         jobs = [(c, grid.submit(c, ["-N3", "-t", "30", "-o", "/dev/null", "--wrap", "sleep 900"]))
