@@ -1474,8 +1474,26 @@ extern int events_publish_private(const char *type, json_t *fields,
 	return events_publish(type, fields);
 }
 
+#ifdef FLEXCO_TEST_HOOKS
+/*
+ * Test hook (test_plugin_events_full.py): while the file
+ * StateSaveLocation/flexco-test-events-full exists, events_publish()
+ * refuses every event as if its queue of EXT_QUEUE_LEN were full.
+ */
+static bool _test_queue_full(void)
+{
+	char *p = flexco_state_path("flexco-test-events-full");
+	bool there = p && !access(p, F_OK);
+
+	xfree(p);
+	return there;
+}
+#endif
+
 extern int events_publish(const char *type, json_t *fields)
 {
+	bool full = false;
+
 	if (!type || !json_is_object(fields)) {
 		json_decref(fields);
 		return -1;
@@ -1483,9 +1501,12 @@ extern int events_publish(const char *type, json_t *fields)
 	json_object_set_new(fields, "type", json_string(type));
 	json_object_set_new(fields, "time",
 			    json_integer((json_int_t) time(NULL)));
+#ifdef FLEXCO_TEST_HOOKS
+	full = _test_queue_full();
+#endif
 
 	slurm_mutex_lock(&hook_lock);
-	if (!ev_running || ev_stop || (ext_cnt == EXT_QUEUE_LEN)) {
+	if (!ev_running || ev_stop || full || (ext_cnt == EXT_QUEUE_LEN)) {
 		ext_dropped++;
 		slurm_mutex_unlock(&hook_lock);
 		json_decref(fields);

@@ -12,7 +12,14 @@ state_not_saved (Slurm has the job), waits until slurmctld has saved its own
 state, kills slurmctld with SIGKILL, lets saves work again and starts it.
 Then the job must be the reservation's part job (with the part index it was
 sent with), flexcod's retry with the same key must get that job back (not a
-second one), and its start must be published as a part-job event."""
+second one), and its start must be published as a part-job event.
+
+Then the events queue (issue 37 defect 7): while the file
+StateSaveLocation/flexco-test-events-full exists, the hooked plugin's
+events queue refuses every event as a full one would.  A second part job
+starts and ends meanwhile; its part_job_started and part_job_ended must be
+published once the queue takes events again, each exactly once, and not
+lost as published."""
 
 import os
 import signal
@@ -98,6 +105,55 @@ def main():
                        x.get("job_id") == int(jobs[0]) for x in e.get("events", []))
         t.ok(jobs and t.wait_for(started, 60, "part_job_started"),
              "its start is published as a part_job_started event")
+
+        # -- part-job events the full queue refused are published later ----
+        def stats_events():
+            return (c.get("/v1/stats").json or {}).get("events") or {}
+        # the first part job ends (its events published), and a second one
+        # goes into the same reservation
+        grid.run("alpha", ["scancel", jobs[0]] if jobs else ["true"])
+
+        def ended1():
+            e = c.get("/v1/events?after=0&max=1000").json or {}
+            return any(x.get("type") == "part_job_ended" and jobs and
+                       x.get("job_id") == int(jobs[0]) for x in e.get("events", []))
+        t.ok(t.wait_for(ended1, 60, "part_job_ended of the first job"),
+             "the first part job is cancelled and its end published")
+        rid2 = rid
+        dropped0 = stats_events().get("publish_dropped", 0)
+        full = os.path.join(sdir, "flexco-test-events-full")
+        open(full, "w").close()
+        r = c.request("POST", "/v1/reservations/%s/jobs" % rid2,
+                      body={"script": "#!/bin/sh\nsleep 2\n", "work_dir": "/tmp",
+                            "std_out": "/dev/null", "part_index": 0})
+        job2 = (r.json or {}).get("job_id")
+        t.ok(r.status == 201 and job2, "with the events queue full, a second part job is submitted",
+             "%s %r" % (r.status, r.raw[:300]))
+
+        def gone():
+            j = grid.job("alpha", job2) if job2 else None
+            return (not j) or j.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED")
+        t.ok(job2 and t.wait_for(gone, 60, "the second part job to end"),
+             "the second part job ran and ended while the queue was full")
+
+        def refused_twice():
+            return stats_events().get("publish_dropped", 0) >= dropped0 + 2
+        t.ok(t.wait_for(refused_twice, 30, "the plugin to try to publish"),
+             "the full queue refused its events (publish_dropped rose by %d)"
+             % (stats_events().get("publish_dropped", 0) - dropped0))
+
+        def of_job2():
+            e = c.get("/v1/events?after=0&max=1000").json or {}
+            return [x.get("type") for x in e.get("events", [])
+                    if x.get("job_id") == job2 and x.get("type", "").startswith("part_job_")]
+        t.ok(of_job2() == [], "none of its events is in the log while the queue is full",
+             "%r" % of_job2())
+        os.unlink(full)
+        t.ok(t.wait_for(lambda: len(of_job2()) >= 2, 60, "its events"),
+             "once the queue takes events again, its start and end are published",
+             "%r" % of_job2())
+        t.ok(sorted(of_job2()) == ["part_job_ended", "part_job_started"],
+             "... each exactly once", "%r" % of_job2())
 
 
 if __name__ == "__main__":
