@@ -63,7 +63,7 @@
 #include "events.h"
 #include "history.h"
 #include "http.h"
-#include "metrics.h"
+#include "service/capi_metrics.h"
 #include "privacy.h"
 #include "resv.h"
 #include "snapshot.h"
@@ -1228,7 +1228,7 @@ static char *_metrics_text(const metrics_copy_t *m)
 	const uint64_t hold_usec[SNAPSHOT_HOLD_BUCKETS] =
 		SNAPSHOT_HOLD_BOUNDS_USEC;
 	double lat_b[N_LAT - 1], hold_b[SNAPSHOT_HOLD_BUCKETS], sum;
-	metrics_buf_t b = { 0 };
+	flexco_metrics_t b = { 0 };
 	const char *key;
 	json_t *v, *o;
 	size_t e, i;
@@ -1239,7 +1239,7 @@ static char *_metrics_text(const metrics_copy_t *m)
 	for (i = 0; i < SNAPSHOT_HOLD_BUCKETS; i++)
 		hold_b[i] = hold_usec[i] / 1e6;
 
-	metrics_family(&b, "flexco_http_requests_total", "counter",
+	flexco_metrics_family(&b, "flexco_http_requests_total", "counter",
 		       "Requests answered, by endpoint and HTTP status (GET /metrics counts as stats).");
 	for (e = 0; e < EP_COUNT; e++)
 		for (i = 0; i < N_CODES + 1; i++) {
@@ -1250,143 +1250,143 @@ static char *_metrics_text(const metrics_copy_t *m)
 					 stat_codes[i]);
 			else
 				snprintf(code, sizeof(code), "other");
-			metrics_sample(&b, "flexco_http_requests_total",
+			flexco_metrics_sample(&b, "flexco_http_requests_total",
 				       (const char *const[]) {
 					       "endpoint", ep_names[e],
 					       "code", code, NULL },
 				       (double) m->count[e][i]);
 		}
-	metrics_family(&b, "flexco_http_request_duration_seconds", "histogram",
+	flexco_metrics_family(&b, "flexco_http_request_duration_seconds", "histogram",
 		       "Time from a request's first line to its answer, by endpoint.");
 	for (e = 0; e < EP_COUNT; e++)
-		metrics_histogram(&b, "flexco_http_request_duration_seconds",
+		flexco_metrics_histogram(&b, "flexco_http_request_duration_seconds",
 				  (const char *const[]) {
 					  "endpoint", ep_names[e], NULL },
 				  lat_b, m->lat[e], N_LAT - 1,
 				  m->lat_sum[e] / 1e6);
 
-	metrics_family(&b, "flexco_snapshot_lock_hold_seconds", "histogram",
+	flexco_metrics_family(&b, "flexco_snapshot_lock_hold_seconds", "histogram",
 		       "Each hold of slurmctld's read locks by a snapshot (SnapshotJobsPerHold jobs at most).");
 	sum = m->ls.total_usec / 1e6;
-	metrics_histogram(&b, "flexco_snapshot_lock_hold_seconds", NULL,
+	flexco_metrics_histogram(&b, "flexco_snapshot_lock_hold_seconds", NULL,
 			  hold_b, m->ls.hold_hist, SNAPSHOT_HOLD_BUCKETS, sum);
-	metrics_family(&b, "flexco_snapshot_lock_wait_seconds_total", "counter",
+	flexco_metrics_family(&b, "flexco_snapshot_lock_wait_seconds_total", "counter",
 		       "Time snapshots waited for slurmctld's read locks.");
-	metrics_sample(&b, "flexco_snapshot_lock_wait_seconds_total", NULL,
+	flexco_metrics_sample(&b, "flexco_snapshot_lock_wait_seconds_total", NULL,
 		       m->ls.wait_total_usec / 1e6);
-	metrics_family(&b, "flexco_snapshots_total", "counter",
+	flexco_metrics_family(&b, "flexco_snapshots_total", "counter",
 		       "Snapshots of slurmctld's state taken.");
-	metrics_sample(&b, "flexco_snapshots_total", NULL,
+	flexco_metrics_sample(&b, "flexco_snapshots_total", NULL,
 		       (double) m->ls.count);
 
-	metrics_family(&b, "flexco_reservations", "gauge",
+	flexco_metrics_family(&b, "flexco_reservations", "gauge",
 		       "FlexCo reservation records, by state.");
 	o = json_object_get(m->resv, "by_state");
 	json_object_foreach(o, key, v)
-		metrics_sample(&b, "flexco_reservations",
+		flexco_metrics_sample(&b, "flexco_reservations",
 			       (const char *const[]) { "state", key, NULL },
 			       json_is_number(v) ? json_number_value(v) : 0);
-	metrics_family(&b, "flexco_admission_refused_total", "counter",
+	flexco_metrics_family(&b, "flexco_admission_refused_total", "counter",
 		       "Reservation requests refused by admission, by reason.");
 	o = json_object_get(m->resv, "refused");
 	json_object_foreach(o, key, v)
-		metrics_sample(&b, "flexco_admission_refused_total",
+		flexco_metrics_sample(&b, "flexco_admission_refused_total",
 			       (const char *const[]) { "reason", key, NULL },
 			       json_is_number(v) ? json_number_value(v) : 0);
 	o = json_object_get(m->resv, "state");
-	metrics_family(&b, "flexco_state_save_errors_total", "counter",
+	flexco_metrics_family(&b, "flexco_state_save_errors_total", "counter",
 		       "Failed saves of the reservation state file.");
-	metrics_sample(&b, "flexco_state_save_errors_total", NULL,
+	flexco_metrics_sample(&b, "flexco_state_save_errors_total", NULL,
 		       _jnum(o, "save_errors"));
-	metrics_family(&b, "flexco_state_saving", "gauge",
+	flexco_metrics_family(&b, "flexco_state_saving", "gauge",
 		       "1 if the last save of the reservation state file succeeded.");
-	metrics_sample(&b, "flexco_state_saving", NULL,
+	flexco_metrics_sample(&b, "flexco_state_saving", NULL,
 		       json_is_true(json_object_get(o, "saving")) ? 1 : 0);
 
-	metrics_family(&b, "flexco_event_buffer_capacity", "gauge",
+	flexco_metrics_family(&b, "flexco_event_buffer_capacity", "gauge",
 		       "Events the buffer holds at most (EventBufferSize).");
-	metrics_sample(&b, "flexco_event_buffer_capacity", NULL,
+	flexco_metrics_sample(&b, "flexco_event_buffer_capacity", NULL,
 		       _jnum(m->events, "capacity"));
-	metrics_family(&b, "flexco_event_buffer_events", "gauge",
+	flexco_metrics_family(&b, "flexco_event_buffer_events", "gauge",
 		       "Events in the buffer now.");
-	metrics_sample(&b, "flexco_event_buffer_events", NULL,
+	flexco_metrics_sample(&b, "flexco_event_buffer_events", NULL,
 		       _jnum(m->events, "retained"));
-	metrics_family(&b, "flexco_events_published_total", "counter",
+	flexco_metrics_family(&b, "flexco_events_published_total", "counter",
 		       "Events published.");
-	metrics_sample(&b, "flexco_events_published_total", NULL,
+	flexco_metrics_sample(&b, "flexco_events_published_total", NULL,
 		       _jnum(m->events, "published"));
-	metrics_family(&b, "flexco_events_evicted_total", "counter",
+	flexco_metrics_family(&b, "flexco_events_evicted_total", "counter",
 		       "Events pushed out of a full buffer.");
-	metrics_sample(&b, "flexco_events_evicted_total", NULL,
+	flexco_metrics_sample(&b, "flexco_events_evicted_total", NULL,
 		       _jnum(m->events, "evicted"));
-	metrics_family(&b, "flexco_events_dropped_total", "counter",
+	flexco_metrics_family(&b, "flexco_events_dropped_total", "counter",
 		       "Events lost before the buffer, by where (full queues).");
-	metrics_sample(&b, "flexco_events_dropped_total",
+	flexco_metrics_sample(&b, "flexco_events_dropped_total",
 		       (const char *const[]) { "where", "epilog", NULL },
 		       _jnum(m->events, "epilog_dropped"));
-	metrics_sample(&b, "flexco_events_dropped_total",
+	flexco_metrics_sample(&b, "flexco_events_dropped_total",
 		       (const char *const[]) { "where", "publish", NULL },
 		       _jnum(m->events, "publish_dropped"));
 
-	metrics_family(&b, "flexco_long_polls_waiting", "gauge",
+	flexco_metrics_family(&b, "flexco_long_polls_waiting", "gauge",
 		       "GET /v1/events long polls waiting now.");
-	metrics_sample(&b, "flexco_long_polls_waiting", NULL,
+	flexco_metrics_sample(&b, "flexco_long_polls_waiting", NULL,
 		       (double) m->lp_waiting);
-	metrics_family(&b, "flexco_long_polls_refused_total", "counter",
+	flexco_metrics_family(&b, "flexco_long_polls_refused_total", "counter",
 		       "Long polls refused (MaxLongPolls, MaxLongPollsPerUser).");
-	metrics_sample(&b, "flexco_long_polls_refused_total", NULL,
+	flexco_metrics_sample(&b, "flexco_long_polls_refused_total", NULL,
 		       (double) m->lp_refused);
-	metrics_family(&b, "flexco_backfill_deferred_waiting", "gauge",
+	flexco_metrics_family(&b, "flexco_backfill_deferred_waiting", "gauge",
 		       "Probes and profiles held now while backfill's cycle runs (BackfillDefer).");
-	metrics_sample(&b, "flexco_backfill_deferred_waiting", NULL,
+	flexco_metrics_sample(&b, "flexco_backfill_deferred_waiting", NULL,
 		       (double) m->defer_waiting);
-	metrics_family(&b, "flexco_backfill_deferred_total", "counter",
+	flexco_metrics_family(&b, "flexco_backfill_deferred_total", "counter",
 		       "Probes and profiles held while backfill's cycle ran, by how they were let go.");
-	metrics_sample(&b, "flexco_backfill_deferred_total",
+	flexco_metrics_sample(&b, "flexco_backfill_deferred_total",
 		       (const char *const[]) { "released", "cycle_end", NULL },
 		       (double) m->defer_released);
-	metrics_sample(&b, "flexco_backfill_deferred_total",
+	flexco_metrics_sample(&b, "flexco_backfill_deferred_total",
 		       (const char *const[]) { "released", "timeout", NULL },
 		       (double) m->defer_timed_out);
-	metrics_family(&b, "flexco_backfill_deferred_seconds_total", "counter",
+	flexco_metrics_family(&b, "flexco_backfill_deferred_seconds_total", "counter",
 		       "Time requests were held while backfill's cycle ran.");
-	metrics_sample(&b, "flexco_backfill_deferred_seconds_total", NULL,
+	flexco_metrics_sample(&b, "flexco_backfill_deferred_seconds_total", NULL,
 		       (double) m->defer_wait_usec / 1e6);
-	metrics_family(&b, "flexco_connections_open", "gauge",
+	flexco_metrics_family(&b, "flexco_connections_open", "gauge",
 		       "HTTP connections open now.");
-	metrics_sample(&b, "flexco_connections_open", NULL,
+	flexco_metrics_sample(&b, "flexco_connections_open", NULL,
 		       (double) m->conn_open);
-	metrics_family(&b, "flexco_connections_total", "counter",
+	flexco_metrics_family(&b, "flexco_connections_total", "counter",
 		       "HTTP connections accepted.");
-	metrics_sample(&b, "flexco_connections_total", NULL,
+	flexco_metrics_sample(&b, "flexco_connections_total", NULL,
 		       (double) m->conn_total);
-	metrics_family(&b, "flexco_connections_closed_total", "counter",
+	flexco_metrics_family(&b, "flexco_connections_closed_total", "counter",
 		       "Connections closed by FlexCo, by reason.");
-	metrics_sample(&b, "flexco_connections_closed_total",
+	flexco_metrics_sample(&b, "flexco_connections_closed_total",
 		       (const char *const[]) { "reason", "header_timeout",
 					       NULL }, (double) m->cut_headers);
-	metrics_sample(&b, "flexco_connections_closed_total",
+	flexco_metrics_sample(&b, "flexco_connections_closed_total",
 		       (const char *const[]) { "reason", "body_timeout",
 					       NULL }, (double) m->cut_body);
-	metrics_sample(&b, "flexco_connections_closed_total",
+	flexco_metrics_sample(&b, "flexco_connections_closed_total",
 		       (const char *const[]) { "reason", "make_room", NULL },
 		       (double) m->evicted);
-	metrics_family(&b, "flexco_request_memory_refused_total", "counter",
+	flexco_metrics_family(&b, "flexco_request_memory_refused_total", "counter",
 		       "Requests refused for MaxRequestMemory.");
-	metrics_sample(&b, "flexco_request_memory_refused_total", NULL,
+	flexco_metrics_sample(&b, "flexco_request_memory_refused_total", NULL,
 		       (double) m->body_refused);
-	metrics_family(&b, "flexco_rate_limited_total", "counter",
+	flexco_metrics_family(&b, "flexco_rate_limited_total", "counter",
 		       "Requests refused by the per-uid rate limits, by endpoint.");
 	for (i = 0; i < FLEXCO_RL_CNT; i++)
-		metrics_sample(&b, "flexco_rate_limited_total",
+		flexco_metrics_sample(&b, "flexco_rate_limited_total",
 			       (const char *const[]) { "endpoint",
 						       rl_names[i], NULL },
 			       (double) m->rate_refused[i]);
-	metrics_family(&b, "flexco_start_time_seconds", "gauge",
+	flexco_metrics_family(&b, "flexco_start_time_seconds", "gauge",
 		       "When the HTTP service started, seconds since the epoch.");
-	metrics_sample(&b, "flexco_start_time_seconds", NULL,
+	flexco_metrics_sample(&b, "flexco_start_time_seconds", NULL,
 		       (double) started_at);
-	return metrics_take(&b);
+	return flexco_metrics_take(&b);
 }
 
 static enum MHD_Result _get_metrics(struct MHD_Connection *c, req_t *req)
@@ -1405,7 +1405,7 @@ static enum MHD_Result _get_metrics(struct MHD_Connection *c, req_t *req)
 	json_decref(m.resv);
 	if (!text)
 		return _send(c, req, 500, NULL, NULL);	/* out of memory */
-	return _send_as(c, req, 200, text, NULL, METRICS_CONTENT_TYPE);
+	return _send_as(c, req, 200, text, NULL, FLEXCO_METRICS_CONTENT_TYPE);
 }
 
 /*

@@ -29,13 +29,15 @@
 #include "core/coalloc.hpp"
 #include "core/flexcod_conf.hpp"
 #include "core/http_client.hpp"
-#include "flexcod/metrics.hpp"
 #include "flexcod/states.hpp"
 #include "flexcod/store.hpp"
+#include "service/prometheus.hpp"
 
 namespace flexcod {
 
 using flexco::http::JsonPtr;
+using flexco::service::Exposition;
+using flexco::service::Histogram;
 
 struct ApiError {
   int status = 500;

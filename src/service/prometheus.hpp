@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// metrics.hpp - Prometheus' text exposition format (0.0.4), written by
-// hand, for flexcod's GET /metrics: histograms kept by the engine and a
-// writer that says each family's HELP and TYPE once.
+// prometheus.hpp - Prometheus' text exposition format (0.0.4), written by
+// hand: histograms and a writer that says each family's HELP and TYPE
+// once.  The one writer of flexcod's GET /metrics and (through
+// capi_metrics.h) the plugin's.  Formatting takes no lock and does no I/O.
 
-#ifndef FLEXCO_FLEXCOD_METRICS_HPP
-#define FLEXCO_FLEXCOD_METRICS_HPP
+#ifndef FLEXCO_SERVICE_PROMETHEUS_HPP
+#define FLEXCO_SERVICE_PROMETHEUS_HPP
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace flexcod {
+namespace flexco::service {
 
 // Observations by upper bound (seconds); counts are per bucket, the last
 // one above the largest bound.  Not locked: its owner locks.
@@ -32,6 +33,7 @@ class Exposition {
   // name_bucket (cumulative, le="+Inf" last), name_sum, name_count.
   void histogram(const std::string& name, const Labels& labels, const Histogram& h);
   const std::string& text() const { return out_; }
+  std::string& text() { return out_; }
 
  private:
   void labels(const Labels& l, const char* le);
@@ -40,6 +42,6 @@ class Exposition {
 
 std::string format_number(double v);
 
-}  // namespace flexcod
+}  // namespace flexco::service
 
 #endif

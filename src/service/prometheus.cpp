@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// metrics.cpp - see metrics.hpp.
+// prometheus.cpp - see prometheus.hpp.
 
-#include "flexcod/metrics.hpp"
+#include "service/prometheus.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-namespace flexcod {
+namespace flexco::service {
 
 void Histogram::observe(double v) {
   std::size_t i = 0;
@@ -19,7 +19,7 @@ std::string format_number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[40];
-  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+  if (std::fabs(v) < 9007199254740992.0 && v == std::floor(v)) {
     std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
   } else {
     std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -99,4 +99,4 @@ void Exposition::histogram(const std::string& name, const Labels& l, const Histo
   out_ += ' ' + format_number(static_cast<double>(cum)) + '\n';
 }
 
-}  // namespace flexcod
+}  // namespace flexco::service
