@@ -1240,7 +1240,7 @@ static char *_metrics_text(const metrics_copy_t *m)
 		hold_b[i] = hold_usec[i] / 1e6;
 
 	flexco_metrics_family(&b, "flexco_http_requests_total", "counter",
-		       "Requests answered, by endpoint and HTTP status (GET /metrics counts as stats).");
+			      "Requests answered, by endpoint and HTTP status (GET /metrics counts as stats).");
 	for (e = 0; e < EP_COUNT; e++)
 		for (i = 0; i < N_CODES + 1; i++) {
 			if (!m->count[e][i])
@@ -1251,141 +1251,141 @@ static char *_metrics_text(const metrics_copy_t *m)
 			else
 				snprintf(code, sizeof(code), "other");
 			flexco_metrics_sample(&b, "flexco_http_requests_total",
-				       (const char *const[]) {
-					       "endpoint", ep_names[e],
-					       "code", code, NULL },
-				       (double) m->count[e][i]);
+					      (const char *const[]) {
+						      "endpoint", ep_names[e],
+						      "code", code, NULL },
+					      (double) m->count[e][i]);
 		}
 	flexco_metrics_family(&b, "flexco_http_request_duration_seconds", "histogram",
-		       "Time from a request's first line to its answer, by endpoint.");
+			      "Time from a request's first line to its answer, by endpoint.");
 	for (e = 0; e < EP_COUNT; e++)
 		flexco_metrics_histogram(&b, "flexco_http_request_duration_seconds",
-				  (const char *const[]) {
-					  "endpoint", ep_names[e], NULL },
-				  lat_b, m->lat[e], N_LAT - 1,
-				  m->lat_sum[e] / 1e6);
+					 (const char *const[]) {
+						 "endpoint", ep_names[e], NULL },
+					 lat_b, m->lat[e], N_LAT - 1,
+					 m->lat_sum[e] / 1e6);
 
 	flexco_metrics_family(&b, "flexco_snapshot_lock_hold_seconds", "histogram",
-		       "Each hold of slurmctld's read locks by a snapshot (SnapshotJobsPerHold jobs at most).");
+			      "Each hold of slurmctld's read locks by a snapshot (SnapshotJobsPerHold jobs at most).");
 	sum = m->ls.total_usec / 1e6;
 	flexco_metrics_histogram(&b, "flexco_snapshot_lock_hold_seconds", NULL,
-			  hold_b, m->ls.hold_hist, SNAPSHOT_HOLD_BUCKETS, sum);
+				 hold_b, m->ls.hold_hist, SNAPSHOT_HOLD_BUCKETS, sum);
 	flexco_metrics_family(&b, "flexco_snapshot_lock_wait_seconds_total", "counter",
-		       "Time snapshots waited for slurmctld's read locks.");
+			      "Time snapshots waited for slurmctld's read locks.");
 	flexco_metrics_sample(&b, "flexco_snapshot_lock_wait_seconds_total", NULL,
-		       m->ls.wait_total_usec / 1e6);
+			      m->ls.wait_total_usec / 1e6);
 	flexco_metrics_family(&b, "flexco_snapshots_total", "counter",
-		       "Snapshots of slurmctld's state taken.");
+			      "Snapshots of slurmctld's state taken.");
 	flexco_metrics_sample(&b, "flexco_snapshots_total", NULL,
-		       (double) m->ls.count);
+			      (double) m->ls.count);
 
 	flexco_metrics_family(&b, "flexco_reservations", "gauge",
-		       "FlexCo reservation records, by state.");
+			      "FlexCo reservation records, by state.");
 	o = json_object_get(m->resv, "by_state");
 	json_object_foreach(o, key, v)
 		flexco_metrics_sample(&b, "flexco_reservations",
-			       (const char *const[]) { "state", key, NULL },
-			       json_is_number(v) ? json_number_value(v) : 0);
+				      (const char *const[]) { "state", key, NULL },
+				      json_is_number(v) ? json_number_value(v) : 0);
 	flexco_metrics_family(&b, "flexco_admission_refused_total", "counter",
-		       "Reservation requests refused by admission, by reason.");
+			      "Reservation requests refused by admission, by reason.");
 	o = json_object_get(m->resv, "refused");
 	json_object_foreach(o, key, v)
 		flexco_metrics_sample(&b, "flexco_admission_refused_total",
-			       (const char *const[]) { "reason", key, NULL },
-			       json_is_number(v) ? json_number_value(v) : 0);
+				      (const char *const[]) { "reason", key, NULL },
+				      json_is_number(v) ? json_number_value(v) : 0);
 	o = json_object_get(m->resv, "state");
 	flexco_metrics_family(&b, "flexco_state_save_errors_total", "counter",
-		       "Failed saves of the reservation state file.");
+			      "Failed saves of the reservation state file.");
 	flexco_metrics_sample(&b, "flexco_state_save_errors_total", NULL,
-		       _jnum(o, "save_errors"));
+			      _jnum(o, "save_errors"));
 	flexco_metrics_family(&b, "flexco_state_saving", "gauge",
-		       "1 if the last save of the reservation state file succeeded.");
+			      "1 if the last save of the reservation state file succeeded.");
 	flexco_metrics_sample(&b, "flexco_state_saving", NULL,
-		       json_is_true(json_object_get(o, "saving")) ? 1 : 0);
+			      json_is_true(json_object_get(o, "saving")) ? 1 : 0);
 
 	flexco_metrics_family(&b, "flexco_event_buffer_capacity", "gauge",
-		       "Events the buffer holds at most (EventBufferSize).");
+			      "Events the buffer holds at most (EventBufferSize).");
 	flexco_metrics_sample(&b, "flexco_event_buffer_capacity", NULL,
-		       _jnum(m->events, "capacity"));
+			      _jnum(m->events, "capacity"));
 	flexco_metrics_family(&b, "flexco_event_buffer_events", "gauge",
-		       "Events in the buffer now.");
+			      "Events in the buffer now.");
 	flexco_metrics_sample(&b, "flexco_event_buffer_events", NULL,
-		       _jnum(m->events, "retained"));
+			      _jnum(m->events, "retained"));
 	flexco_metrics_family(&b, "flexco_events_published_total", "counter",
-		       "Events published.");
+			      "Events published.");
 	flexco_metrics_sample(&b, "flexco_events_published_total", NULL,
-		       _jnum(m->events, "published"));
+			      _jnum(m->events, "published"));
 	flexco_metrics_family(&b, "flexco_events_evicted_total", "counter",
-		       "Events pushed out of a full buffer.");
+			      "Events pushed out of a full buffer.");
 	flexco_metrics_sample(&b, "flexco_events_evicted_total", NULL,
-		       _jnum(m->events, "evicted"));
+			      _jnum(m->events, "evicted"));
 	flexco_metrics_family(&b, "flexco_events_dropped_total", "counter",
-		       "Events lost before the buffer, by where (full queues).");
+			      "Events lost before the buffer, by where (full queues).");
 	flexco_metrics_sample(&b, "flexco_events_dropped_total",
-		       (const char *const[]) { "where", "epilog", NULL },
-		       _jnum(m->events, "epilog_dropped"));
+			      (const char *const[]) { "where", "epilog", NULL },
+			      _jnum(m->events, "epilog_dropped"));
 	flexco_metrics_sample(&b, "flexco_events_dropped_total",
-		       (const char *const[]) { "where", "publish", NULL },
-		       _jnum(m->events, "publish_dropped"));
+			      (const char *const[]) { "where", "publish", NULL },
+			      _jnum(m->events, "publish_dropped"));
 
 	flexco_metrics_family(&b, "flexco_long_polls_waiting", "gauge",
-		       "GET /v1/events long polls waiting now.");
+			      "GET /v1/events long polls waiting now.");
 	flexco_metrics_sample(&b, "flexco_long_polls_waiting", NULL,
-		       (double) m->lp_waiting);
+			      (double) m->lp_waiting);
 	flexco_metrics_family(&b, "flexco_long_polls_refused_total", "counter",
-		       "Long polls refused (MaxLongPolls, MaxLongPollsPerUser).");
+			      "Long polls refused (MaxLongPolls, MaxLongPollsPerUser).");
 	flexco_metrics_sample(&b, "flexco_long_polls_refused_total", NULL,
-		       (double) m->lp_refused);
+			      (double) m->lp_refused);
 	flexco_metrics_family(&b, "flexco_backfill_deferred_waiting", "gauge",
-		       "Probes and profiles held now while backfill's cycle runs (BackfillDefer).");
+			      "Probes and profiles held now while backfill's cycle runs (BackfillDefer).");
 	flexco_metrics_sample(&b, "flexco_backfill_deferred_waiting", NULL,
-		       (double) m->defer_waiting);
+			      (double) m->defer_waiting);
 	flexco_metrics_family(&b, "flexco_backfill_deferred_total", "counter",
-		       "Probes and profiles held while backfill's cycle ran, by how they were let go.");
+			      "Probes and profiles held while backfill's cycle ran, by how they were let go.");
 	flexco_metrics_sample(&b, "flexco_backfill_deferred_total",
-		       (const char *const[]) { "released", "cycle_end", NULL },
-		       (double) m->defer_released);
+			      (const char *const[]) { "released", "cycle_end", NULL },
+			      (double) m->defer_released);
 	flexco_metrics_sample(&b, "flexco_backfill_deferred_total",
-		       (const char *const[]) { "released", "timeout", NULL },
-		       (double) m->defer_timed_out);
+			      (const char *const[]) { "released", "timeout", NULL },
+			      (double) m->defer_timed_out);
 	flexco_metrics_family(&b, "flexco_backfill_deferred_seconds_total", "counter",
-		       "Time requests were held while backfill's cycle ran.");
+			      "Time requests were held while backfill's cycle ran.");
 	flexco_metrics_sample(&b, "flexco_backfill_deferred_seconds_total", NULL,
-		       (double) m->defer_wait_usec / 1e6);
+			      (double) m->defer_wait_usec / 1e6);
 	flexco_metrics_family(&b, "flexco_connections_open", "gauge",
-		       "HTTP connections open now.");
+			      "HTTP connections open now.");
 	flexco_metrics_sample(&b, "flexco_connections_open", NULL,
-		       (double) m->conn_open);
+			      (double) m->conn_open);
 	flexco_metrics_family(&b, "flexco_connections_total", "counter",
-		       "HTTP connections accepted.");
+			      "HTTP connections accepted.");
 	flexco_metrics_sample(&b, "flexco_connections_total", NULL,
-		       (double) m->conn_total);
+			      (double) m->conn_total);
 	flexco_metrics_family(&b, "flexco_connections_closed_total", "counter",
-		       "Connections closed by FlexCo, by reason.");
+			      "Connections closed by FlexCo, by reason.");
 	flexco_metrics_sample(&b, "flexco_connections_closed_total",
-		       (const char *const[]) { "reason", "header_timeout",
-					       NULL }, (double) m->cut_headers);
+			      (const char *const[]) { "reason", "header_timeout",
+						      NULL }, (double) m->cut_headers);
 	flexco_metrics_sample(&b, "flexco_connections_closed_total",
-		       (const char *const[]) { "reason", "body_timeout",
-					       NULL }, (double) m->cut_body);
+			      (const char *const[]) { "reason", "body_timeout",
+						      NULL }, (double) m->cut_body);
 	flexco_metrics_sample(&b, "flexco_connections_closed_total",
-		       (const char *const[]) { "reason", "make_room", NULL },
-		       (double) m->evicted);
+			      (const char *const[]) { "reason", "make_room", NULL },
+			      (double) m->evicted);
 	flexco_metrics_family(&b, "flexco_request_memory_refused_total", "counter",
-		       "Requests refused for MaxRequestMemory.");
+			      "Requests refused for MaxRequestMemory.");
 	flexco_metrics_sample(&b, "flexco_request_memory_refused_total", NULL,
-		       (double) m->body_refused);
+			      (double) m->body_refused);
 	flexco_metrics_family(&b, "flexco_rate_limited_total", "counter",
-		       "Requests refused by the per-uid rate limits, by endpoint.");
+			      "Requests refused by the per-uid rate limits, by endpoint.");
 	for (i = 0; i < FLEXCO_RL_CNT; i++)
 		flexco_metrics_sample(&b, "flexco_rate_limited_total",
-			       (const char *const[]) { "endpoint",
-						       rl_names[i], NULL },
-			       (double) m->rate_refused[i]);
+				      (const char *const[]) { "endpoint",
+							      rl_names[i], NULL },
+				      (double) m->rate_refused[i]);
 	flexco_metrics_family(&b, "flexco_start_time_seconds", "gauge",
-		       "When the HTTP service started, seconds since the epoch.");
+			      "When the HTTP service started, seconds since the epoch.");
 	flexco_metrics_sample(&b, "flexco_start_time_seconds", NULL,
-		       (double) started_at);
+			      (double) started_at);
 	return flexco_metrics_take(&b);
 }
 
