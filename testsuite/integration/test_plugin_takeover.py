@@ -17,8 +17,10 @@ loses jobs changed in the seconds before a crash.)  Checked:
 - the co-allocation submitted before the takeover completes after it
   (flexcod follows URL=ctl1,ctl2 to the controller in charge);
 - event sequence numbers never go back or repeat across takeovers;
-- the primary takes control back (Slurm's REQUEST_CONTROL) and its plugin
-  serves what the backup changed meanwhile;
+- the primary takes control back (localgrid restore: the backup in charge
+  stops with SIGTERM, then the primary starts and the backup stands by
+  again; doc/admin.md says why not REQUEST_CONTROL on 26.05.3) and its
+  plugin serves what the backup changed meanwhile;
 - a standby serves nothing (it does not listen), and its exit writes no
   state file: a reservation made after the hand-back is still in
   flexco_resv.json once the standby has stopped."""
