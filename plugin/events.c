@@ -1476,7 +1476,7 @@ extern int events_publish_private(const char *type, json_t *fields,
 
 #ifdef FLEXCO_TEST_HOOKS
 /*
- * Test hook (test_plugin_events_full.py): while the file
+ * Test hook (test_plugin_submit_crash.py): while the file
  * StateSaveLocation/flexco-test-events-full exists, events_publish()
  * refuses every event as if its queue of EXT_QUEUE_LEN were full.
  */
