@@ -23,11 +23,12 @@
  *  not keep real requests waiting for HeaderTimeout.
  *
  *  Long polls (GET /v1/events?wait=N) hold no thread while they wait: the
- *  handler suspends the connection (MHD_suspend_connection) and puts it on
- *  a waiter list; the waker thread resumes it when an event arrives (the
- *  events module calls us back) or its deadline passes, and microhttpd
- *  then calls the handler again, which answers.  Suspending and resuming
- *  both happen under wait_lock, so a resume never overtakes its suspend.
+ *  handler parks the request (service/parking.hpp), which suspends its
+ *  connection (MHD_suspend_connection); the parking's waker thread resumes
+ *  it when an event arrives (the events module calls us back) or its
+ *  deadline passes, and microhttpd then calls the handler again, which
+ *  answers.  Suspending and resuming both happen under the parking's lock,
+ *  so a resume never overtakes its suspend.
  *
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
@@ -64,6 +65,8 @@
 #include "history.h"
 #include "http.h"
 #include "service/capi_metrics.h"
+#include "service/capi_parking.h"
+#include "service/capi_rate.h"
 #include "privacy.h"
 #include "resv.h"
 #include "snapshot.h"
@@ -134,20 +137,10 @@ static void _record(int ep, int status, uint64_t usec)
  * whatever the callers.  Checked after authentication, before the
  * endpoint takes any slurmctld lock. */
 
-#define RL_SLOTS 1024			/* a power of 2 */
-#define RL_WAYS 8
+_Static_assert(FLEXCO_RL_CNT == FLEXCO_RATE_KINDS, "one list of limits");
 
-typedef struct {
-	bool used;
-	uid_t uid;
-	uint64_t last_use;		/* CLOCK_MONOTONIC usec */
-	uint64_t refilled[FLEXCO_RL_CNT];	/* usec of the last refill */
-	double tokens[FLEXCO_RL_CNT];
-} rl_slot_t;
-
-static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;
-static rl_slot_t rl_slots[RL_SLOTS];
-static uint64_t rl_refused[FLEXCO_RL_CNT];
+/* made by http_start(), freed by http_stop() after microhttpd stopped */
+static flexco_rate_t *rate = NULL;
 
 static const char *const _rl_keys[FLEXCO_RL_CNT] = {
 	"ProbeRateLimit", "ProfileRateLimit", "EventsRateLimit" };
@@ -177,66 +170,17 @@ static bool _is_daemon_user(uid_t uid)
 }
 
 /*
- * Take one token of uid's bucket for endpoint ep.  Returns 0 when the
- * request may go on, else the seconds until a token is there (>= 1).
- * DaemonUsers (flexcod) are not limited.
+ * Take one token of uid's bucket for endpoint ep (service/capi_rate.h).
+ * Returns 0 when the request may go on, else the seconds until a token is
+ * there (>= 1).  DaemonUsers (flexcod) are not limited.
  */
 static uint32_t _rate_take(int ep, uid_t uid)
 {
-	int k = _rl_index(ep), i, w;
-	double cap, per_usec, wait;
-	uint32_t secs = 0;
-	uint64_t now;
-	rl_slot_t *slot = NULL, *oldest = NULL;
+	int k = _rl_index(ep);
 
-	if ((k < 0) || !hconf || !hconf->rate_count[k] || _is_daemon_user(uid))
+	if ((k < 0) || _is_daemon_user(uid))
 		return 0;
-	cap = hconf->rate_count[k];
-	per_usec = cap / (hconf->rate_secs[k] * 1e6);
-	now = _usec_now();
-
-	slurm_mutex_lock(&rl_lock);
-	for (w = 0; w < RL_WAYS; w++) {
-		i = (int) (((uint32_t) uid * 2654435761u + w) & (RL_SLOTS - 1));
-		if (rl_slots[i].used && (rl_slots[i].uid == uid)) {
-			slot = &rl_slots[i];
-			break;
-		}
-		if (!oldest || !rl_slots[i].used ||
-		    (oldest->used &&
-		     (rl_slots[i].last_use < oldest->last_use)))
-			oldest = &rl_slots[i];
-	}
-	if (!slot) {
-		slot = oldest;
-		memset(slot, 0, sizeof(*slot));
-		slot->used = true;
-		slot->uid = uid;
-		for (w = 0; w < FLEXCO_RL_CNT; w++)
-			slot->tokens[w] = -1.0;	/* full, when first used */
-	}
-	slot->last_use = now;
-	if (slot->tokens[k] < 0.0) {
-		slot->tokens[k] = cap;
-	} else {
-		slot->tokens[k] += (now - slot->refilled[k]) * per_usec;
-		if (slot->tokens[k] > cap)
-			slot->tokens[k] = cap;
-	}
-	slot->refilled[k] = now;
-	if (slot->tokens[k] >= 1.0) {
-		slot->tokens[k] -= 1.0;
-	} else {
-		wait = (1.0 - slot->tokens[k]) / per_usec / 1e6;
-		secs = (uint32_t) wait;
-		if ((double) secs < wait)
-			secs++;
-		if (secs < 1)
-			secs = 1;
-		rl_refused[k]++;
-	}
-	slurm_mutex_unlock(&rl_lock);
-	return secs;
+	return flexco_rate_take(rate, k, uid, _usec_now());
 }
 
 /* ---------------------------------------------------------------------- */
@@ -266,12 +210,9 @@ struct req {
 	uint64_t deadline;	/* CLOCK_MONOTONIC microseconds */
 	flexco_viewer_t viewer;	/* what PrivateData lets the caller see */
 	bool has_viewer;
-	bool waiting;		/* on the waiter list (wait_lock) */
 	bool daemon_user;	/* exempt from the long-poll caps */
-	req_t *wprev, *wnext;	/* on waiters or deferred (wait_lock) */
 	/* BackfillDefer: a probe or profile held while backfill's cycle runs */
-	int defer;		/* DEFER_* (wait_lock while DEFER_HELD) */
-	uint64_t defer_since, defer_deadline;	/* CLOCK_MONOTONIC usec */
+	int defer;		/* DEFER_* */
 };
 
 enum { DEFER_NONE, DEFER_HELD, DEFER_DONE };
@@ -306,16 +247,6 @@ static bool _conn_phase(struct MHD_Connection *c, int ph)
 	return flexco_http_guard_phase(guard, c, ph);
 }
 
-static void _cond_init(pthread_cond_t *cond)
-{
-	pthread_condattr_t attr;
-
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(cond, &attr);
-	pthread_condattr_destroy(&attr);
-}
-
 static void *_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 {
 	req_t *req = calloc(1, sizeof(*req));
@@ -335,8 +266,10 @@ static void *_uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 	return req;
 }
 
-static void _unwait(req_t *req);
-static void _undefer_drop(req_t *req);
+/* long polls and deferred requests (service/capi_parking.h): made by the
+ * first http_start() and kept, opened before microhttpd starts and
+ * stopped before it stops (daemon_lock) */
+static flexco_parking_t *parking = NULL;
 
 static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		       enum MHD_RequestTerminationCode toe)
@@ -348,10 +281,8 @@ static void _completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void) toe;
 	if (!req)
 		return;
-	if (req->longpoll)
-		_unwait(req);	/* normally off the list already */
-	if (req->defer == DEFER_HELD)
-		_undefer_drop(req);	/* normally resumed already */
+	if (req->longpoll || (req->defer == DEFER_HELD))
+		flexco_parking_forget(parking, req);	/* normally resumed */
 	/* a next request on this connection starts its header clock now */
 	cut = !_conn_phase(c, FLEXCO_HTTP_HEADERS);
 	_record(req->ep, (cut && !req->status) ? 408 : req->status,
@@ -606,37 +537,25 @@ static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
 }
 
 /* ---------------------------------------------------------------------- */
-/* long polls: suspended connections waiting for events */
-
-static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wait_cond;
-static pthread_once_t wait_once = PTHREAD_ONCE_INIT;
-static req_t *waiters = NULL;	/* doubly linked, wait_lock */
-static uint32_t n_waiting = 0;
-static uint64_t waits_total = 0, waits_woken = 0, waits_timed_out = 0;
-static uint64_t waits_refused = 0;
-static bool waker_running = false, waker_stop = false;
-static bool waits_closed = true;	/* no new suspension (wait_lock) */
-static pthread_t waker_tid;
-
-/*
- * BackfillDefer (doc/admin.md, "Sizing"): a probe or profile
- * request complete while slurmctld's backfill scheduler is in a cycle
+/* long polls and BackfillDefer: requests parked without a thread
+ * (service/capi_parking.h).  The parking suspends and resumes their
+ * connections under its own lock, so a resume never overtakes its
+ * suspend; its waker resumes a long poll when an event arrives past its
+ * cursor (the events module calls _events_arrived()) or its deadline
+ * passes, and microhttpd then calls the handler again, which answers.
+ *
+ * BackfillDefer (doc/admin.md, "Sizing"): a probe or profile request
+ * complete while slurmctld's backfill scheduler is in a cycle
  * (slurmctld_diag_stats.bf_active) is suspended before it is even
- * authenticated, and resumed by the waker when the cycle has ended or
- * BackfillDefer ms have passed.  The cycle holds slurmctld's job and node
- * write locks, so such a request would mostly wait for them anyway; held
- * here, it does not take the CPU from backfill meanwhile (MUNGE, JSON,
- * planning on a shared snapshot).  bf_active is one aligned word that
- * backfill sets before it asks for its locks and clears after it gave
- * them back; it is read without a lock, like sdiag's other counters.
- */
-#define DEFER_POLL_USEC 20000	/* how often the waker looks while held */
-static uint64_t defer_usec = 0;	/* BackfillDefer; 0: off */
-static req_t *deferred = NULL;	/* doubly linked (wprev/wnext), wait_lock */
-static uint32_t n_deferred = 0;	/* wait_lock */
-static uint64_t defer_total = 0, defer_released = 0, defer_timed_out = 0;
-static uint64_t defer_wait_usec = 0, defer_wait_max_usec = 0;	/* wait_lock */
+ * authenticated, and resumed when the cycle has ended or BackfillDefer ms
+ * have passed.  The cycle holds slurmctld's job and node write locks, so
+ * such a request would mostly wait for them anyway; held here, it does
+ * not take the CPU from backfill meanwhile (MUNGE, JSON, planning on a
+ * shared snapshot).  bf_active is one aligned word that backfill sets
+ * before it asks for its locks and clears after it gave them back; it is
+ * read without a lock, like sdiag's other counters. */
+
+
 #ifdef FLEXCO_TEST_HOOKS
 /* Testing only: while this file exists, the deferral takes backfill to be
  * in a cycle (FLEXCO_TEST_BACKFILL_ACTIVE_FILE in slurmctld's environment;
@@ -654,253 +573,82 @@ static bool _bf_active(void)
 	return snapshot_bf_active();
 }
 
-static void _wait_cond_init(void)
+/* the parking's lock held */
+static void _park_suspend(void *handle)
 {
-	_cond_init(&wait_cond);
+	MHD_suspend_connection(((req_t *) handle)->conn);
 }
 
-/*
- * wait_lock held: the two lists of suspended requests, long polls
- * (waiters) and requests held during a backfill cycle (deferred), linked
- * through wprev/wnext: a request is on one of them at most (a probe or a
- * profile is never a long poll).
- */
-static void _list_push(req_t **head, req_t *req)
+/* the parking's lock held; the request may be gone after this */
+static void _park_resume(void *handle)
 {
-	req->wprev = NULL;
-	req->wnext = *head;
-	if (*head)
-		(*head)->wprev = req;
-	*head = req;
-}
-
-static void _list_remove(req_t **head, req_t *req)
-{
-	if (req->wprev)
-		req->wprev->wnext = req->wnext;
-	else
-		*head = req->wnext;
-	if (req->wnext)
-		req->wnext->wprev = req->wprev;
-	req->wprev = req->wnext = NULL;
-}
-
-/* wait_lock held */
-static void _waiter_remove(req_t *req)
-{
-	_list_remove(&waiters, req);
-	req->waiting = false;
-	n_waiting--;
-}
-
-static void _unwait(req_t *req)
-{
-	slurm_mutex_lock(&wait_lock);
-	if (req->waiting)
-		_waiter_remove(req);
-	slurm_mutex_unlock(&wait_lock);
-}
-
-/* wait_lock held: take req off the list and let microhttpd resume it. */
-static void _wake(req_t *req)
-{
-	struct MHD_Connection *c = req->conn;
-
-	_waiter_remove(req);
-	MHD_resume_connection(c);	/* req may be gone after this */
-}
-
-/* wait_lock held: take req off the deferred list, count its wait. */
-static void _defer_unlink(req_t *req, uint64_t now)
-{
-	uint64_t waited = (now > req->defer_since) ? now - req->defer_since : 0;
-
-	_list_remove(&deferred, req);
-	req->defer = DEFER_DONE;
-	n_deferred--;
-	defer_wait_usec += waited;
-	if (waited > defer_wait_max_usec)
-		defer_wait_max_usec = waited;
-}
-
-/* wait_lock held: let microhttpd resume a deferred request. */
-static void _undefer(req_t *req, uint64_t now)
-{
-	struct MHD_Connection *c = req->conn;
-
-	_defer_unlink(req, now);
-	MHD_resume_connection(c);	/* req may be gone after this */
-}
-
-static void _undefer_drop(req_t *req)
-{
-	slurm_mutex_lock(&wait_lock);
-	if (req->defer == DEFER_HELD)
-		_defer_unlink(req, _usec_now());
-	slurm_mutex_unlock(&wait_lock);
+	MHD_resume_connection(((req_t *) handle)->conn);
 }
 
 /*
  * Hold a complete probe or profile request while backfill is in a cycle
  * (BackfillDefer).  True if it was suspended: microhttpd calls the handler
- * again when the waker resumes it, with req->defer DEFER_DONE.
+ * again when the waker resumes it.
  */
 static bool _defer(struct MHD_Connection *c, req_t *req, const char *url,
 		   const char *method)
 {
 	flexco_route_t rt;
-	uint64_t now;
 
 	req->defer = DEFER_DONE;	/* looked at once only */
-	if (!defer_usec || !_bf_active())
+	if (!hconf || !hconf->backfill_defer)
 		return false;
 	flexco_route(method, url, &rt);
 	if (rt.status || ((rt.kind != FLEXCO_RT_PROBE) &&
 			  (rt.kind != FLEXCO_RT_PROFILE)))
 		return false;
-	slurm_mutex_lock(&wait_lock);
-	if (waits_closed || !waker_running) {
-		slurm_mutex_unlock(&wait_lock);
-		return false;
-	}
-	now = _usec_now();
-	req->defer = DEFER_HELD;
 	req->conn = c;
-	req->defer_since = now;
-	req->defer_deadline = now + defer_usec;
-	_list_push(&deferred, req);
-	n_deferred++;
-	defer_total++;
-	MHD_suspend_connection(c);
-	pthread_cond_signal(&wait_cond);	/* the waker looks from now on */
-	slurm_mutex_unlock(&wait_lock);
-	return true;
+	req->defer = DEFER_HELD;	/* before it can be resumed */
+	if (flexco_parking_defer(parking, req))
+		return true;
+	req->defer = DEFER_DONE;
+	return false;
 }
 
 /* Called by the events module after each batch of new events. */
 static void _events_arrived(void)
 {
-	slurm_mutex_lock(&wait_lock);
-	pthread_cond_signal(&wait_cond);
-	slurm_mutex_unlock(&wait_lock);
-}
-
-/*
- * Resume every waiter that has an event to read or whose time is up, then
- * sleep until the next deadline or the next event.  At stop, resume all:
- * microhttpd must not be stopped with suspended connections.
- */
-static void *_waker(void *arg)
-{
-	(void) arg;
-	flexco_thread_name("flexco_waker");
-	slurm_mutex_lock(&wait_lock);
-	while (true) {
-		uint64_t now = _usec_now(), next = now + 60 * 1000000ULL;
-		uint64_t latest = events_latest();
-		req_t *req = waiters, *nx;
-		struct timespec ts;
-
-		for (; req; req = nx) {
-			nx = req->wnext;
-			if (waker_stop || (latest > req->after)) {
-				waits_woken++;
-				_wake(req);
-			} else if (now >= req->deadline) {
-				waits_timed_out++;
-				_wake(req);
-			} else if (req->deadline < next) {
-				next = req->deadline;
-			}
-		}
-		if (deferred) {
-			/* held while backfill's cycle runs (BackfillDefer) */
-			bool bf = !waker_stop && _bf_active();
-
-			for (req = deferred; req; req = nx) {
-				nx = req->wnext;
-				if (!bf) {
-					if (!waker_stop)
-						defer_released++;
-					_undefer(req, now);
-				} else if (now >= req->defer_deadline) {
-					defer_timed_out++;
-					_undefer(req, now);
-				} else if (req->defer_deadline < next) {
-					next = req->defer_deadline;
-				}
-			}
-			if (deferred && (now + DEFER_POLL_USEC < next))
-				next = now + DEFER_POLL_USEC;
-		}
-		if (waker_stop)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		next -= now;	/* microseconds from now */
-		ts.tv_sec += next / 1000000;
-		ts.tv_nsec += (next % 1000000) * 1000;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&wait_cond, &wait_lock, &ts);
-	}
-	slurm_mutex_unlock(&wait_lock);
-	return NULL;
-}
-
-static int _waker_start(void)
-{
-	int rc;
-
-	pthread_once(&wait_once, _wait_cond_init);
-	slurm_mutex_lock(&wait_lock);
-	waker_stop = false;
-	rc = pthread_create(&waker_tid, NULL, _waker, NULL);
-	waker_running = (rc == 0);
-	waits_closed = (rc != 0);
-	slurm_mutex_unlock(&wait_lock);
-	if (rc) {
-		error("%s: cannot create the long-poll thread: %s",
-		      plugin_type, strerror(rc));
-		return SLURM_ERROR;
-	}
-	events_set_listener(_events_arrived);
-	return SLURM_SUCCESS;
-}
-
-/* Resume every waiting connection and join the waker. */
-static void _waker_stop(void)
-{
-	events_set_listener(NULL);
-	slurm_mutex_lock(&wait_lock);
-	waits_closed = true;
-	if (!waker_running) {
-		slurm_mutex_unlock(&wait_lock);
-		return;
-	}
-	waker_stop = true;
-	pthread_cond_signal(&wait_cond);
-	slurm_mutex_unlock(&wait_lock);
-	pthread_join(waker_tid, NULL);
-	slurm_mutex_lock(&wait_lock);
-	waker_running = false;
-	slurm_mutex_unlock(&wait_lock);
+	flexco_parking_notify(parking);
 }
 
 /* ---------------------------------------------------------------------- */
 /* GET /v1/events */
 
-/* wait_lock held: park a long poll; no thread waits for it. */
-static void _suspend(struct MHD_Connection *c, req_t *req)
+/* A long poll's look at the ring, under the parking's lock. */
+typedef struct {
+	req_t *req;
+	bool again;		/* resumed before */
+	char *json;		/* the answer, if it answers now */
+	events_page_t page;
+} look_t;
+
+static int _look(void *arg, uint64_t *after)
 {
-	req->longpoll = true;
-	req->conn = c;
-	_list_push(&waiters, req);
-	req->waiting = true;
-	n_waiting++;
-	MHD_suspend_connection(c);
-	pthread_cond_signal(&wait_cond);	/* maybe the next deadline */
+	look_t *l = arg;
+	req_t *req = l->req;
+
+	l->json = events_query_json(req->after, req->max, &req->viewer,
+				    &l->page);
+	if (!l->json)
+		return 0;
+	if (l->again) {
+		/* past events it may not see, up to the latest (core) */
+		if (!flexco_events_park(req->after, &(flexco_events_page_t) {
+			    .count = l->page.count, .next = l->page.next,
+			    .lost = l->page.lost }, l->page.latest))
+			return 0;
+	} else if (l->page.count || l->page.lost) {
+		return 0;
+	}
+	/* nothing yet (or nothing the caller may see): park it past what
+	 * was looked at; set before it can be resumed */
+	req->after = *after = l->page.next;
+	return 1;
 }
 
 /*
@@ -910,24 +658,15 @@ static void _suspend(struct MHD_Connection *c, req_t *req)
  */
 static enum MHD_Result _events_resumed(struct MHD_Connection *c, req_t *req)
 {
-	events_page_t page;
-	char *json;
+	look_t l = { .req = req, .again = true };
 
-	slurm_mutex_lock(&wait_lock);
-	json = events_query_json(req->after, req->max, &req->viewer, &page);
-	/* past events it may not see, up to the latest (core) */
-	if (json && !waits_closed && (_usec_now() < req->deadline) &&
-	    flexco_events_park(req->after, &(flexco_events_page_t) {
-		    .count = page.count, .next = page.next,
-		    .lost = page.lost }, page.latest)) {
-		free(json);
-		req->after = page.next;
-		_suspend(c, req);
-		slurm_mutex_unlock(&wait_lock);
+	if (flexco_parking_poll(parking, req, req->uid, req->daemon_user,
+				req->deadline, true, _look, &l, NULL, NULL) ==
+	    FLEXCO_PARK_PARKED) {
+		free(l.json);
 		return MHD_YES;
 	}
-	slurm_mutex_unlock(&wait_lock);
-	return _send(c, req, 200, json, NULL);
+	return _send(c, req, 200, l.json, NULL);
 }
 
 static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
@@ -935,93 +674,66 @@ static enum MHD_Result _get_events(struct MHD_Connection *c, req_t *req)
 	static const char *const allowed[] = { "after", "wait", "max", NULL };
 	const char *vals[3];
 	flexco_events_query_t q;
-	uint64_t after, wait, max;
-	events_page_t page;
+	look_t l = { .req = req };
+	uint32_t in_way, secs;
 	char msg[160], *json = NULL;
-	int status;
+	int status, rc;
 
 	/* after, wait and max, strictly (core/capi_decode.h) */
 	if ((status = _query_args(c, allowed, vals, NULL, &json)))
 		return _send(c, req, status, json, NULL);
 	if (flexco_decode_events_query(vals[0], vals[1], vals[2], &q, &json))
 		return _send(c, req, 400, json, NULL);
-	after = q.after;
-	wait = q.wait;
-	max = q.max;
 
-	/* before wait_lock: may take slurmctld's config lock and the
-	 * association manager's user lock (no I/O under either) */
-	privacy_viewer_get(req->uid, _is_daemon_user(req->uid), &req->viewer);
+	/* before the parking's lock: may take slurmctld's config lock and
+	 * the association manager's user lock (no I/O under either) */
+	req->daemon_user = _is_daemon_user(req->uid);
+	privacy_viewer_get(req->uid, req->daemon_user, &req->viewer);
 	req->has_viewer = true;
+	req->after = q.after;
+	req->max = (uint32_t) q.max;
+	if (!q.wait) {
+		events_page_t page;
 
-	slurm_mutex_lock(&wait_lock);
-	json = events_query_json(after, (uint32_t) max, &req->viewer, &page);
-	if (!json || page.count || page.lost || !wait || waits_closed) {
-		slurm_mutex_unlock(&wait_lock);
+		json = events_query_json(q.after, req->max, &req->viewer,
+					 &page);
 		return _send(c, req, 200, json, NULL);
 	}
-	free(json);
+	req->longpoll = true;
+	req->conn = c;
+	req->deadline = _usec_now() + q.wait * 1000000ULL;
 	/* MaxLongPollsPerUser, MaxLongPolls (DaemonUsers exempt): a caller
 	 * over them gets 503 with Retry-After, the seconds until the first of
 	 * the polls in its way ends at the latest (doc/events.md). */
-	req->daemon_user = _is_daemon_user(req->uid);
-	if (!req->daemon_user) {
-		uint32_t mine = 0, users = 0;
-		uint64_t mine_end = UINT64_MAX, users_end = UINT64_MAX, end;
-		const req_t *w;
-
-		for (w = waiters; w; w = w->wnext) {
-			if (w->daemon_user)
-				continue;
-			users++;
-			if (w->deadline < users_end)
-				users_end = w->deadline;
-			if (w->uid != req->uid)
-				continue;
-			mine++;
-			if (w->deadline < mine_end)
-				mine_end = w->deadline;
-		}
-		if ((mine >= hconf->max_long_polls_per_user) ||
-		    (users >= hconf->max_long_polls)) {
-			bool per_user = (mine >= hconf->max_long_polls_per_user);
-			uint64_t now = _usec_now(), secs;
-
-			end = per_user ? mine_end : users_end;
-			secs = (end > now) ? (end - now + 999999) / 1000000 : 1;
-			if (secs < 1)
-				secs = 1;
-			waits_refused++;
-			slurm_mutex_unlock(&wait_lock);
-			snprintf(req->retry_after, sizeof(req->retry_after),
-				 "%u", (unsigned) secs);
-			if (per_user)
-				snprintf(msg, sizeof(msg),
-					 "uid %u already waits in %u long polls (MaxLongPollsPerUser); retry in %u s",
-					 req->uid, mine, (unsigned) secs);
-			else
-				snprintf(msg, sizeof(msg),
-					 "%u long polls wait already (MaxLongPolls); retry in %u s",
-					 users, (unsigned) secs);
-			debug("%s: %s %s: %s", plugin_type, "GET", req->uri, msg);
-			return _error(c, req, 503, "too_many_long_polls", msg);
-		}
+	rc = flexco_parking_poll(parking, req, req->uid, req->daemon_user,
+				 req->deadline, false, _look, &l, &in_way,
+				 &secs);
+	if (rc == FLEXCO_PARK_PARKED) {
+		free(l.json);
+		return MHD_YES;
 	}
-	/* Nothing yet (or nothing the caller may see): park the
-	 * connection past what was looked at; no thread waits for it. */
-	req->after = page.next;
-	req->max = (uint32_t) max;
-	req->deadline = _usec_now() + wait * 1000000ULL;
-	waits_total++;
-	_suspend(c, req);
-	slurm_mutex_unlock(&wait_lock);
-	return MHD_YES;
+	if (rc == FLEXCO_PARK_ANSWER)
+		return _send(c, req, 200, l.json, NULL);
+	free(l.json);
+	snprintf(req->retry_after, sizeof(req->retry_after), "%u", secs);
+	if (rc == FLEXCO_PARK_REFUSED_USER)
+		snprintf(msg, sizeof(msg),
+			 "uid %u already waits in %u long polls (MaxLongPollsPerUser); retry in %u s",
+			 req->uid, in_way, secs);
+	else
+		snprintf(msg, sizeof(msg),
+			 "%u long polls wait already (MaxLongPolls); retry in %u s",
+			 in_way, secs);
+	debug("%s: %s %s: %s", plugin_type, "GET", req->uri, msg);
+	return _error(c, req, 503, "too_many_long_polls", msg);
 }
 
 static json_t *_stats_json(void)
 {
 	json_t *root = json_object(), *reqs = json_array(), *lat, *ep, *codes;
 	snapshot_lock_stats_t ls;
+	flexco_parking_stats_t ps;
+	uint64_t refused[FLEXCO_RATE_KINDS];
 	compute_stats_t cs;
 	size_t e, i;
 
@@ -1062,24 +774,23 @@ static json_t *_stats_json(void)
 	slurm_mutex_unlock(&stats_lock);
 
 	snapshot_get_lock_stats(&ls);
-	slurm_mutex_lock(&wait_lock);
+	flexco_parking_stats(parking, &ps);
 	json_object_set_new(root, "long_polls", json_pack(
 		"{s:I, s:I, s:I, s:I, s:I}",
-		"waiting", (json_int_t) n_waiting,
-		"total", (json_int_t) waits_total,
-		"woken", (json_int_t) waits_woken,
-		"timed_out", (json_int_t) waits_timed_out,
-		"refused", (json_int_t) waits_refused));
+		"waiting", (json_int_t) ps.waiting,
+		"total", (json_int_t) ps.total,
+		"woken", (json_int_t) ps.woken,
+		"timed_out", (json_int_t) ps.timed_out,
+		"refused", (json_int_t) ps.refused));
 	json_object_set_new(root, "backfill_defer", json_pack(
 		"{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		"defer_ms", (json_int_t) (defer_usec / 1000),
-		"waiting", (json_int_t) n_deferred,
-		"total", (json_int_t) defer_total,
-		"released", (json_int_t) defer_released,
-		"timed_out", (json_int_t) defer_timed_out,
-		"wait_usec_total", (json_int_t) defer_wait_usec,
-		"wait_usec_max", (json_int_t) defer_wait_max_usec));
-	slurm_mutex_unlock(&wait_lock);
+		"defer_ms", (json_int_t) (hconf ? hconf->backfill_defer : 0),
+		"waiting", (json_int_t) ps.deferred,
+		"total", (json_int_t) ps.defer_total,
+		"released", (json_int_t) ps.defer_released,
+		"timed_out", (json_int_t) ps.defer_timed_out,
+		"wait_usec_total", (json_int_t) ps.defer_wait_usec,
+		"wait_usec_max", (json_int_t) ps.defer_wait_max_usec));
 	{
 		flexco_http_guard_stats_t gs;
 
@@ -1095,13 +806,12 @@ static json_t *_stats_json(void)
 			"body_bytes_max", (json_int_t) gs.memory_peak,
 			"body_refused", (json_int_t) gs.memory_refused));
 	}
-	slurm_mutex_lock(&rl_lock);
+	flexco_rate_refused(rate, refused);
 	json_object_set_new(root, "rate_limited", json_pack(
 		"{s:I, s:I, s:I}",
-		"probe", (json_int_t) rl_refused[FLEXCO_RL_PROBE],
-		"profile", (json_int_t) rl_refused[FLEXCO_RL_PROFILE],
-		"events", (json_int_t) rl_refused[FLEXCO_RL_EVENTS]));
-	slurm_mutex_unlock(&rl_lock);
+		"probe", (json_int_t) refused[FLEXCO_RL_PROBE],
+		"profile", (json_int_t) refused[FLEXCO_RL_PROFILE],
+		"events", (json_int_t) refused[FLEXCO_RL_EVENTS]));
 	json_object_set_new(root, "events", events_stats_json());
 	json_object_set_new(root, "reservations", flexco_resv_stats_json());
 	json_object_set_new(root, "history_samples",
@@ -1187,15 +897,18 @@ static void _metrics_gather(metrics_copy_t *m)
 	memcpy(m->lat_sum, stat_lat_sum, sizeof(m->lat_sum));
 	slurm_mutex_unlock(&stats_lock);
 	snapshot_get_lock_stats(&m->ls);
-	slurm_mutex_lock(&wait_lock);
-	m->lp_waiting = n_waiting;
-	m->lp_total = waits_total;
-	m->lp_refused = waits_refused;
-	m->defer_waiting = n_deferred;
-	m->defer_released = defer_released;
-	m->defer_timed_out = defer_timed_out;
-	m->defer_wait_usec = defer_wait_usec;
-	slurm_mutex_unlock(&wait_lock);
+	{
+		flexco_parking_stats_t ps;
+
+		flexco_parking_stats(parking, &ps);
+		m->lp_waiting = ps.waiting;
+		m->lp_total = ps.total;
+		m->lp_refused = ps.refused;
+		m->defer_waiting = ps.deferred;
+		m->defer_released = ps.defer_released;
+		m->defer_timed_out = ps.defer_timed_out;
+		m->defer_wait_usec = ps.defer_wait_usec;
+	}
 	{
 		flexco_http_guard_stats_t gs;
 
@@ -1207,9 +920,7 @@ static void _metrics_gather(metrics_copy_t *m)
 		m->evicted = gs.evicted;
 		m->body_refused = gs.memory_refused;
 	}
-	slurm_mutex_lock(&rl_lock);
-	memcpy(m->rate_refused, rl_refused, sizeof(m->rate_refused));
-	slurm_mutex_unlock(&rl_lock);
+	flexco_rate_refused(rate, m->rate_refused);
 	m->events = events_stats_json();		/* ring_lock, hook_lock */
 	m->resv = flexco_resv_stats_json();	/* resv_lock */
 }
@@ -1791,6 +1502,16 @@ static struct sockaddr *_sockaddr(const char *address, uint16_t port,
 	return NULL;
 }
 
+/* After a failed start or once microhttpd stopped: the rate limits go,
+ * the parking is closed (it is kept: see its definition). */
+static void _services_free(void)
+{
+	events_set_listener(NULL);
+	flexco_parking_stop(parking);
+	flexco_rate_destroy(rate);
+	rate = NULL;
+}
+
 extern int http_start(const flexco_conf_t *conf)
 {
 	struct sockaddr_in sin;
@@ -1832,7 +1553,6 @@ extern int http_start(const flexco_conf_t *conf)
 	max_body = conf->max_request_size;
 	published_share = conf->published_share;
 	hconf = conf;
-	defer_usec = (uint64_t) conf->backfill_defer * 1000;
 #ifdef FLEXCO_TEST_HOOKS
 	xfree(test_bf_file);
 	if (getenv("FLEXCO_TEST_BACKFILL_ACTIVE_FILE")) {
@@ -1841,6 +1561,35 @@ extern int http_start(const flexco_conf_t *conf)
 		     plugin_type, test_bf_file);
 	}
 #endif
+
+	/* rate limits and parking before the first request can come */
+	{
+		flexco_parking_limits_t pl = {
+			.max_long_polls_per_user =
+				conf->max_long_polls_per_user,
+			.max_long_polls = conf->max_long_polls,
+			.defer_usec = (uint64_t) conf->backfill_defer * 1000,
+		};
+		flexco_parking_host_t ph = {
+			.suspend = _park_suspend,
+			.resume = _park_resume,
+			.latest = events_latest,
+			.backfill_active = _bf_active,
+		};
+
+		rate = flexco_rate_create(conf->rate_count, conf->rate_secs);
+		if (!parking)
+			parking = flexco_parking_create(&ph);
+		if (!rate || !parking ||
+		    !flexco_parking_open(parking, &pl, "flexco_waker")) {
+			error("%s: cannot start the long-poll thread",
+			      plugin_type);
+			_services_free();
+			slurm_mutex_unlock(&daemon_lock);
+			return SLURM_ERROR;
+		}
+	}
+	events_set_listener(_events_arrived);
 
 	/* flexco.conf checked it: numeric */
 	sa = _sockaddr(conf->listen_address, conf->listen_port, &sin, &sin6,
@@ -1868,6 +1617,7 @@ extern int http_start(const flexco_conf_t *conf)
 			      plugin_type);
 			flexco_http_guard_destroy(guard);
 			guard = NULL;
+			_services_free();
 			slurm_mutex_unlock(&daemon_lock);
 			return SLURM_ERROR;
 		}
@@ -1891,21 +1641,13 @@ extern int http_start(const flexco_conf_t *conf)
 		flexco_http_guard_stop(guard);
 		flexco_http_guard_destroy(guard);
 		guard = NULL;
+		_services_free();
 		slurm_mutex_unlock(&daemon_lock);
 		error("%s: cannot listen on %s port %u (will retry)",
 		      plugin_type, conf->listen_address, conf->listen_port);
 		return SLURM_ERROR;
 	}
 	started_at = time(NULL);
-	if (_waker_start() != SLURM_SUCCESS) {
-		flexco_http_guard_stop(guard);
-		MHD_stop_daemon(daemon_ptr);	/* nothing suspended yet */
-		daemon_ptr = NULL;
-		flexco_http_guard_destroy(guard);
-		guard = NULL;
-		slurm_mutex_unlock(&daemon_lock);
-		return SLURM_ERROR;
-	}
 	slurm_mutex_unlock(&daemon_lock);
 	info("%s: listening on http://%s:%u/v1/ (MUNGE socket %s)",
 	     plugin_type, conf->listen_address, conf->listen_port,
@@ -1934,7 +1676,8 @@ extern void http_stop(void)
 
 	/* Resume every long poll first: microhttpd aborts if stopped with a
 	 * suspended connection. */
-	_waker_stop();
+	events_set_listener(NULL);
+	flexco_parking_stop(parking);
 	/* no shutdown() while microhttpd stops */
 	flexco_http_guard_stop(guard);
 	if (d) {
@@ -1943,6 +1686,7 @@ extern void http_stop(void)
 	}
 	flexco_http_guard_destroy(guard);	/* no connection left */
 	guard = NULL;
+	_services_free();
 	flexco_verifier_destroy(verifier);
 	verifier = NULL;
 }

@@ -29,6 +29,7 @@ to the repository root for manual runs).  FLEXCO_LOCALGRID_ARGS holds extra
 """
 
 import hashlib
+import random
 import json
 import os
 import re
@@ -380,6 +381,35 @@ def port_free(port):
         return False
     finally:
         s.close()
+
+
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port(avoid=()):
+    """A TCP port nothing listens on, for a server a test starts itself.
+    Outside the kernel's ephemeral range and the grids' blocks: a port the
+    kernel hands out for bind(0) is free only until some client's connect
+    takes it (seen: slurmctld "Address already in use" while other tests
+    ran beside), which never happens outside that range."""
+    low, high = _ephemeral_range()
+    candidates = [p for p in range(PORT_HIGH + 1, 65536)
+                  if not (low <= p <= high) and p not in avoid]
+    if not candidates:
+        candidates = list(range(PORT_HIGH + 1, low))
+    listen = listening_ports()
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.choice(candidates)
+        if port not in listen and port_free(port):
+            return port
+    raise GridError("no free port outside the ephemeral range")
 
 
 def tcp_accepts(port, timeout=0.5):

@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,20 +32,12 @@ NOBODY = 65534
 TOKEN = "flexco-metrics-test-token-0123456789abcdef"
 TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 class Prometheus:
     """prometheus from its binary, private config and data under dir."""
 
     def __init__(self, directory, targets, token_file):
         self.dir = directory
-        self.port = free_port()
+        self.port = t.free_port()
         os.makedirs(os.path.join(directory, "data"), exist_ok=True)
         conf = {"global": {"scrape_interval": "1s", "scrape_timeout": "1s",
                            "evaluation_interval": "1s"},

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -39,14 +38,6 @@ def settings_line(log, conf_path):
 def conf_value(conf_text, key):
     m = re.search(r"^\s*%s\s*=\s*(\S+)" % key, conf_text, re.M | re.I)
     return m.group(1) if m else None
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 # Each case: flexco.conf text (None: no file), text expected in the log.
@@ -123,9 +114,9 @@ def bad_conf_case(grid, base_conf, name, text, expect):
     proc = None
     try:
         conf = read(base_conf)
-        port = free_port()
+        port = t.free_port()
         repl = {
-            "SlurmctldPort": str(free_port()),
+            "SlurmctldPort": str(t.free_port(avoid=(port,))),
             "StateSaveLocation": os.path.join(tmp, "state"),
             "SlurmctldLogFile": os.path.join(tmp, "slurmctld.log"),
             "SlurmctldPidFile": os.path.join(tmp, "slurmctld.pid"),
