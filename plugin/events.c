@@ -86,26 +86,20 @@ extern const char plugin_type[];
 #define ACL_KEY "_acl"		/* who may see an event, until published */
 
 /* ---------------------------------------------------------------------- */
-/* the ring (ring_lock; changed only by the events thread) */
+/* the ring (service/capi_events.h, with its own lock; changed only by the
+ * events thread): the retained events as compact JSON, "seq" first, each
+ * tagged with who may see it (an xmalloc'd flexco_acl_t, NULL: anyone),
+ * the highest number issued and the highest that may be gone.  Made by the
+ * first events_start() and kept, so that a late reader never finds it
+ * freed. */
+static flexco_ring_t *ring = NULL;
 
-typedef struct {
-	uint64_t seq;
-	char *json;		/* malloc'd compact JSON, "seq" first */
-	size_t len;
-	flexco_acl_t acl;	/* who may see it (PrivateData), xmalloc'd */
-} ring_ev_t;
-
+/* the counters and the listener (ring_lock) */
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
-static ring_ev_t *ring = NULL;
-static uint32_t ring_cap = 0, ring_head = 0, ring_cnt = 0;
-static uint64_t latest_seq = 0;	/* highest number (possibly) issued */
-static uint64_t lost_upto = 0;	/* events numbered <= this may be gone */
 static void (*listener)(void) = NULL;
-static uint64_t st_published = 0, st_evicted = 0, st_saves = 0,
+static uint64_t st_published = 0, st_saves = 0,
 		st_save_errors = 0, st_job_scans = 0, st_resv_snaps = 0,
 		st_scan_usec_max = 0, st_scan_usec_last = 0;
-
-#define RING_AT(i) (ring[(ring_head + (i)) % ring_cap])
 
 /* ---------------------------------------------------------------------- */
 /* the epilog hook's queue and the external queue (hook_lock) */
@@ -827,6 +821,30 @@ static void _acl_from_state(const flexco_evstate_acl_t *in, flexco_acl_t *acl)
 	acl->users_not = in->users_not;
 }
 
+/* the retained events for the state file, borrowed from the ring */
+typedef struct {
+	flexco_evstate_event_t *events;
+	size_t cap, n;
+} ev_fill_t;
+
+/* flexco_ring_each() for _save_state() */
+static int _event_to_state(uint64_t seq, const char *text, size_t len,
+			   const void *tag, void *arg)
+{
+	static const flexco_acl_t anyone;
+	ev_fill_t *fill = arg;
+	flexco_evstate_event_t *e;
+
+	if (fill->n >= fill->cap)
+		return 1;
+	e = &fill->events[fill->n++];
+	e->seq = seq;
+	e->text = (char *) text;
+	e->len = len;
+	_acl_to_state(tag ? tag : &anyone, &e->acl);
+	return 0;
+}
+
 /*
  * Write the whole state through the state-file module (temp file, fsync,
  * .prev kept, rename, directory fsync), encoded by the core
@@ -838,6 +856,8 @@ static int _save_state(uint64_t reserved, bool clean)
 {
 	flexco_events_state_t st;
 	statefile_writer_t *w = NULL;
+	flexco_ring_stats_t rs;
+	ev_fill_t fill = { 0 };
 	char err[256] = "";
 	uint32_t i;
 	int rc = -1;
@@ -847,8 +867,7 @@ static int _save_state(uint64_t reserved, bool clean)
 	st.clean = clean;
 	st.saved_at = time(NULL);
 	st.reserved = reserved;
-	st.latest = latest_seq;
-	st.lost_upto = lost_upto;
+	flexco_ring_marks(ring, &st.latest, &st.lost_upto);
 	st.job_floor = job_floor;
 	st.job_cnt = reported_cnt;
 	if (reported_cnt)
@@ -875,16 +894,15 @@ static int _save_state(uint64_t reserved, bool clean)
 		r->activated = resvs[i].activated;
 		r->ended = resvs[i].ended;
 	}
-	/* the retained events and who may see each (PrivateData) */
-	st.event_cnt = ring_cnt;
-	if (ring_cnt)
-		st.events = xcalloc(ring_cnt, sizeof(*st.events));
-	for (i = 0; i < ring_cnt; i++) {
-		st.events[i].seq = RING_AT(i).seq;
-		st.events[i].text = RING_AT(i).json;
-		st.events[i].len = RING_AT(i).len;
-		_acl_to_state(&RING_AT(i).acl, &st.events[i].acl);
-	}
+	/* the retained events and who may see each (PrivateData): the
+	 * ring's texts, valid while this thread does not change it */
+	flexco_ring_stats(ring, &rs);
+	fill.cap = rs.retained;
+	if (fill.cap)
+		fill.events = xcalloc(fill.cap, sizeof(*fill.events));
+	flexco_ring_each(ring, _event_to_state, &fill);
+	st.events = fill.events;
+	st.event_cnt = fill.n;
 
 	if (!(w = statefile_begin("events", state_path, err, sizeof(err))))
 		goto out;
@@ -898,7 +916,7 @@ static int _save_state(uint64_t reserved, bool clean)
 out:
 	xfree(st.jobs);
 	xfree(st.resvs);
-	xfree(st.events);
+	xfree(fill.events);
 	slurm_mutex_lock(&ring_lock);
 	if (rc) {
 		st_save_errors++;
@@ -915,46 +933,37 @@ out:
 	return rc;
 }
 
-/* Append one stored event (text and acl's members owned by the ring
- * afterwards; acl NULL: anyone may see it). */
-static void _ring_append(uint64_t seq, char *json, flexco_acl_t *acl)
+/* The ring's free_tag: an event's acl. */
+static void _free_tag(void *tag)
 {
-	if (ring_cnt == ring_cap) {
-		ring_ev_t *old = &ring[ring_head];
+	flexco_acl_t *acl = tag;
 
-		if (old->seq > lost_upto)
-			lost_upto = old->seq;
-		free(old->json);
-		privacy_acl_free(&old->acl);
-		ring_head = (ring_head + 1) % ring_cap;
-		ring_cnt--;
-		st_evicted++;
-	}
-	RING_AT(ring_cnt).seq = seq;
-	RING_AT(ring_cnt).json = json;
-	RING_AT(ring_cnt).len = strlen(json);
-	if (acl)
-		RING_AT(ring_cnt).acl = *acl;
-	else
-		memset(&RING_AT(ring_cnt).acl, 0, sizeof(flexco_acl_t));
-	ring_cnt++;
+	privacy_acl_free(acl);
+	xfree(acl);
 }
 
-static uint64_t _ring_seq_at(size_t i, void *arg)
+/* Append one stored event: json (malloc'd) is freed here, acl's members
+ * are the ring's afterwards (acl NULL: anyone may see it). */
+static void _ring_append(uint64_t seq, char *json, flexco_acl_t *acl)
 {
-	(void) arg;
-	return RING_AT(i).seq;
+	flexco_acl_t *tag = NULL;
+
+	if (acl && (acl->job || acl->resv)) {
+		tag = xmalloc(sizeof(*tag));
+		*tag = *acl;
+	} else if (acl) {
+		privacy_acl_free(acl);
+	}
+	/* out of memory: the ring frees the tag and counts seq as lost */
+	(void) flexco_ring_append(ring, seq, json, strlen(json), tag);
+	free(json);
 }
 
 static void _reset_tracking(void)
 {
 	uint32_t i;
 
-	for (i = 0; i < ring_cnt; i++) {
-		free(RING_AT(i).json);
-		privacy_acl_free(&RING_AT(i).acl);
-	}
-	ring_head = ring_cnt = 0;
+	flexco_ring_clear(ring);
 	for (i = 0; i < resv_cnt; i++)
 		_free_resv(&resvs[i]);
 	resv_cnt = 0;
@@ -973,6 +982,7 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		FLEXCO_EVSTATE_LIMITS_DEFAULT;
 	flexco_events_state_t st;
 	flexco_acl_t acl;
+	uint64_t latest;
 	size_t i, k;
 
 	(void) arg;
@@ -981,8 +991,8 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 	loaded.reserved = st.reserved;
 	loaded.latest = st.latest;
 	loaded.clean = st.clean;
-	latest_seq = st.latest;
-	lost_upto = st.lost_upto;	/* raised below if the ring is smaller now */
+	/* lost_upto raised below if the ring is smaller now */
+	flexco_ring_set_marks(ring, st.latest, st.lost_upto);
 	job_floor = st.job_floor;
 	for (i = 0; i < st.event_cnt; i++) {
 		_acl_from_state(&st.events[i].acl, &acl);
@@ -1013,7 +1023,7 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 		t->activated = r->activated;
 		t->ended = r->ended;
 	}
-	loaded.lost_upto = lost_upto;
+	flexco_ring_marks(ring, &latest, &loaded.lost_upto);
 	flexco_events_state_free(&st);
 	return 0;
 }
@@ -1031,17 +1041,20 @@ static void _load_state(void)
 {
 	time_t now = time(NULL);
 	statefile_src_t src;
-	uint64_t floor = (uint64_t) now * 1000000;
+	uint64_t floor = (uint64_t) now * 1000000, latest, lost;
+	flexco_ring_stats_t rs;
 
 	memset(&loaded, 0, sizeof(loaded));
 	src = statefile_load("events", state_path, SIZE_MAX, _parse_state,
 			     NULL);
 	/* the numbering rules: service/event_seq.hpp */
+	flexco_ring_marks(ring, &latest, &lost);
 	flexco_seq_restore(&seq, (src == STATEFILE_CURRENT) ? FLEXCO_SEQ_CURRENT :
 				 (src == STATEFILE_PREV) ? FLEXCO_SEQ_PREVIOUS :
 				 (src == STATEFILE_LOST) ? FLEXCO_SEQ_LOST :
 				 FLEXCO_SEQ_NONE,
-			   &loaded, floor, &latest_seq, &lost_upto);
+			   &loaded, floor, &latest, &lost);
+	flexco_ring_set_marks(ring, latest, lost);
 	if (src == STATEFILE_NONE) {
 		job_floor = now;
 		resv_baseline = true;
@@ -1060,8 +1073,9 @@ static void _load_state(void)
 		error("%s: events: numbering continues at %"PRIu64" after the previous copy",
 		      plugin_type, seq.next);
 	resv_baseline = false;
-	info("%s: events: restored %u events from %s (latest %"PRIu64"); numbering continues at %"PRIu64,
-	     plugin_type, ring_cnt, statefile_src_name(src), latest_seq,
+	flexco_ring_stats(ring, &rs);
+	info("%s: events: restored %"PRIu64" events from %s (latest %"PRIu64"); numbering continues at %"PRIu64,
+	     plugin_type, rs.retained, statefile_src_name(src), latest,
 	     seq.next);
 }
 
@@ -1140,17 +1154,16 @@ static void _publish(json_t *batch)
 		json_decref(obj);
 	}
 
-	slurm_mutex_lock(&ring_lock);
+	/* latest rises to first + n - 1 with the last of them */
 	for (i = 0; i < n; i++) {
 		if (texts[i]) {
 			_ring_append(first + i, texts[i], &acls[i]);
 		} else {
 			privacy_acl_free(&acls[i]);
-			if (first + i > lost_upto)
-				lost_upto = first + i; /* out of memory */
+			flexco_ring_skip(ring, first + i); /* out of memory */
 		}
 	}
-	latest_seq = first + n - 1;
+	slurm_mutex_lock(&ring_lock);
 	st_published += n;
 	fn = listener;
 	slurm_mutex_unlock(&ring_lock);
@@ -1271,9 +1284,14 @@ extern int events_start(const flexco_conf_t *conf)
 	pthread_cond_init(&hook_cond, &attr);
 	pthread_condattr_destroy(&attr);
 
-	ring_cap = conf->event_buffer_size;
-	ring = xcalloc(ring_cap, sizeof(ring_ev_t));
-	ring_head = ring_cnt = 0;
+	if (!ring)
+		ring = flexco_ring_create(conf->event_buffer_size, _free_tag);
+	else
+		flexco_ring_reset(ring, conf->event_buffer_size);
+	if (!ring) {
+		error("%s: events: out of memory", plugin_type);
+		return SLURM_ERROR;
+	}
 	state_path = flexco_state_path(EVENTS_STATE_FILE);
 	_load_state();
 	dirty = false;
@@ -1293,7 +1311,7 @@ extern int events_start(const flexco_conf_t *conf)
 		return SLURM_ERROR;
 	}
 	info("%s: events: buffer of %u events, state in %s", plugin_type,
-	     ring_cap, state_path);
+	     conf->event_buffer_size, state_path);
 	return SLURM_SUCCESS;
 }
 
@@ -1335,10 +1353,8 @@ extern void events_stop(void)
 	ext_cnt = 0;
 	slurm_mutex_unlock(&hook_lock);
 
-	slurm_mutex_lock(&ring_lock);
 	_reset_tracking();
-	xfree(ring);
-	ring_cap = 0;
+	slurm_mutex_lock(&ring_lock);
 	listener = NULL;
 	slurm_mutex_unlock(&ring_lock);
 	xfree(resvs);
@@ -1349,17 +1365,15 @@ extern void events_stop(void)
 	xfree(st_last_save_error);
 	pthread_cond_destroy(&hook_cond);
 	info("%s: events: stopped at sequence number %"PRIu64, plugin_type,
-	     latest_seq);
+	     events_latest());
 }
 
 extern uint64_t events_latest(void)
 {
-	uint64_t v;
+	uint64_t latest, lost;
 
-	slurm_mutex_lock(&ring_lock);
-	v = latest_seq;
-	slurm_mutex_unlock(&ring_lock);
-	return v;
+	flexco_ring_marks(ring, &latest, &lost);
+	return latest;
 }
 
 extern void events_set_listener(void (*fn)(void))
@@ -1369,60 +1383,30 @@ extern void events_set_listener(void (*fn)(void))
 	slurm_mutex_unlock(&ring_lock);
 }
 
-/* flexco_events_page()'s view of the ring (ring_lock held) */
-static bool _ring_visible(size_t i, void *arg)
+/* flexco_ring_page()'s question: may the viewer see this event? */
+static bool _ring_visible(const void *tag, void *arg)
 {
-	return privacy_visible(arg, &RING_AT(i).acl);
+	return !tag || privacy_visible(arg, tag);
 }
 
 extern char *events_query_json(uint64_t after, uint32_t max,
 			       const flexco_viewer_t *viewer,
 			       events_page_t *page)
 {
-	flexco_events_page_t pg;
-	uint32_t n, i, *pick;
-	size_t size;
-	char *buf, *p;
+	flexco_ring_page_t pg;
+	char *json;
 
-	if (!(pick = malloc(sizeof(uint32_t) * (max ? max : 1))))
+	/* which events, and the cursor: service/event_ring.hpp */
+	json = flexco_ring_page(ring, after, max, _ring_visible,
+				(void *) viewer, &pg);
+	if (!json)
 		return NULL;
-	slurm_mutex_lock(&ring_lock);
-	page->latest = latest_seq;
-	page->oldest = ring_cnt ? RING_AT(0).seq : 0;
-	/* which events, and the cursor: core/capi_decode.h */
-	flexco_events_page(after, max, latest_seq, lost_upto, ring_cnt,
-			   _ring_seq_at, _ring_visible, (void *) viewer, pick,
-			   &pg);
-	n = pg.count;
-	page->lost = pg.lost;
 	page->next = pg.next;
-	page->count = n;
-
-	size = 160;
-	for (i = 0; i < n; i++)
-		size += RING_AT(pick[i]).len + 1;
-	if (!(buf = malloc(size))) {
-		slurm_mutex_unlock(&ring_lock);
-		free(pick);
-		return NULL;
-	}
-	p = buf;
-	memcpy(p, "{\"events\":[", 11);
-	p += 11;
-	for (i = 0; i < n; i++) {
-		if (i)
-			*p++ = ',';
-		memcpy(p, RING_AT(pick[i]).json, RING_AT(pick[i]).len);
-		p += RING_AT(pick[i]).len;
-	}
-	slurm_mutex_unlock(&ring_lock);
-	free(pick);
-
-	snprintf(p, size - (p - buf),
-		 "],\"next\":%"PRIu64",\"oldest\":%"PRIu64",\"latest\":%"PRIu64",\"lost\":%s}",
-		 page->next, page->oldest, page->latest,
-		 page->lost ? "true" : "false");
-	return buf;
+	page->oldest = pg.oldest;
+	page->latest = pg.latest;
+	page->lost = pg.lost;
+	page->count = pg.count;
+	return json;
 }
 
 extern json_t *events_stats_json(void)
@@ -1430,6 +1414,7 @@ extern json_t *events_stats_json(void)
 	json_t *o;
 	uint64_t calls, dropped, edropped;
 	uint32_t queued;
+	flexco_ring_stats_t rs;
 
 	slurm_mutex_lock(&hook_lock);
 	calls = hook_calls;
@@ -1438,15 +1423,16 @@ extern json_t *events_stats_json(void)
 	queued = hook_cnt;
 	slurm_mutex_unlock(&hook_lock);
 
+	flexco_ring_stats(ring, &rs);
 	slurm_mutex_lock(&ring_lock);
 	o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		      "capacity", (json_int_t) ring_cap,
-		      "retained", (json_int_t) ring_cnt,
-		      "oldest", (json_int_t) (ring_cnt ? RING_AT(0).seq : 0),
-		      "latest", (json_int_t) latest_seq,
-		      "lost_upto", (json_int_t) lost_upto,
+		      "capacity", (json_int_t) rs.capacity,
+		      "retained", (json_int_t) rs.retained,
+		      "oldest", (json_int_t) rs.oldest,
+		      "latest", (json_int_t) rs.latest,
+		      "lost_upto", (json_int_t) rs.lost_upto,
 		      "published", (json_int_t) st_published,
-		      "evicted", (json_int_t) st_evicted,
+		      "evicted", (json_int_t) rs.evicted,
 		      "epilog_calls", (json_int_t) calls,
 		      "epilog_dropped", (json_int_t) dropped,
 		      "epilog_queued", (json_int_t) queued,
