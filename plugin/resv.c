@@ -210,44 +210,56 @@ static int _user_refused(uid_t uid, const char *user, char **json_out)
 	return 0;
 }
 
-static json_t *_rv_json(const rv_t *r)
+/*
+ * The core codec's view of a record (core/capi_decode.h: the one codec of
+ * a reservation record, for the API and the state file), borrowing its
+ * strings; jobs has room for r->job_cnt.
+ */
+static void _rv_view(const rv_t *r, flexco_state_resv_t *v,
+		     flexco_state_job_t *jobs)
 {
-	char *name = _name_of(r->id);
-	json_t *jobs;
 	int i;
-	json_t *o = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I}",
-			      "id", (json_int_t) r->id,
-			      "name", name,
-			      "user", r->user ? r->user : "",	/* adopted, no Users= */
-			      "uid", (json_int_t) r->uid,
-			      "nodes", (json_int_t) r->nodes,
-			      "start", (json_int_t) r->start,
-			      "end", (json_int_t) r->end,
-			      "state", st_names[r->state],
-			      "created", (json_int_t) r->created,
-			      "changed", (json_int_t) r->changed);
-	xfree(name);
-	json_object_set_new(o, "partition", r->partition ?
-			    json_string(r->partition) : json_null());
-	json_object_set_new(o, "node_list", r->node_list ?
-			    json_string(r->node_list) : json_null());
-	json_object_set_new(o, "confirm_by", (r->state == ST_TENTATIVE) ?
-			    json_integer(r->confirm_by) : json_null());
-	json_object_set_new(o, "reason", r->reason ?
-			    json_string(r->reason) : json_null());
-	json_object_set_new(o, "owner", r->owner ?
-			    json_string(r->owner) : json_null());
-	jobs = json_array();
-	for (i = 0; i < r->job_cnt; i++)
-		json_array_append_new(jobs, json_pack(
-			"{s:I, s:i, s:I, s:b, s:b}",
-			"job_id", (json_int_t) r->jobs[i].job_id,
-			"part_index", r->jobs[i].part_index,
-			"submitted", (json_int_t) r->jobs[i].submitted,
-			"started", r->jobs[i].started,
-			"ended", r->jobs[i].ended));
-	json_object_set_new(o, "jobs", jobs);
-	return o;
+
+	memset(v, 0, sizeof(*v));
+	v->id = (int64_t) r->id;
+	v->user = r->user;	/* NULL: adopted without Users=, written "" */
+	v->uid = r->uid;
+	v->nodes = r->nodes;
+	v->start = r->start;
+	v->end = r->end;
+	v->created = r->created;
+	v->changed = r->changed;
+	v->state = (char *) st_names[r->state];
+	v->partition = r->partition;
+	v->node_list = r->node_list;
+	v->reason = r->reason;
+	v->owner = r->owner;
+	v->confirm_by = r->confirm_by;
+	for (i = 0; i < r->job_cnt; i++) {
+		jobs[i].job_id = r->jobs[i].job_id;
+		jobs[i].part_index = r->jobs[i].part_index;
+		jobs[i].submitted = r->jobs[i].submitted;
+		jobs[i].started = r->jobs[i].started;
+		jobs[i].ended = r->jobs[i].ended;
+	}
+	v->jobs = r->job_cnt ? jobs : NULL;
+	v->job_cnt = r->job_cnt;
+	v->submit_key = r->sub_key;
+	v->submit_target = r->sub_target;
+	v->submit_digest = r->sub_digest;
+	v->submit_uid = r->sub_uid;
+	v->submit_part = r->sub_part;
+	v->submit_since = r->sub_since;
+}
+
+/* The API's answer for one record (malloc'd JSON; NULL if out of memory). */
+static char *_rv_text(const rv_t *r)
+{
+	flexco_state_job_t jobs[MAX_JOBS];
+	flexco_state_resv_t v;
+
+	_rv_view(r, &v, jobs);
+	return flexco_encode_resv_record(&v);
 }
 
 static char *_dump(json_t *o)
@@ -409,85 +421,85 @@ static bool _test_fail_file(void)
 }
 #endif
 
-/* flexco_idem_each(): one saved key */
-static int _key_json(const flexco_idem_entry_t *e, void *arg)
-{
-	json_t *k = json_pack("{s:s, s:I, s:i, s:s, s:I}", "key", e->key,
-			      "uid", (json_int_t) e->uid,
-			      "status", e->status,
-			      "response", e->response ? e->response : "{}",
-			      "when", (json_int_t) e->when);
+/* The saved keys, borrowed from the cache (valid while resv_lock is held
+ * and the cache does not change). */
+typedef struct {
+	flexco_state_key_t *keys;
+	size_t cap, n;
+} key_fill_t;
 
-	if (k && e->method) {
-		json_object_set_new(k, "method", json_string(e->method));
-		json_object_set_new(k, "target", json_string(e->target));
-		json_object_set_new(k, "body_sha256", json_string(e->digest));
-	}
-	if (k)
-		json_array_append_new(arg, k);
+/* flexco_idem_each(): one saved key */
+static int _key_view(const flexco_idem_entry_t *e, void *arg)
+{
+	key_fill_t *f = arg;
+	flexco_state_key_t *k;
+
+	if (f->n >= f->cap)
+		return 1;
+	k = &f->keys[f->n++];
+	k->key = (char *) e->key;
+	k->uid = e->uid;
+	k->status = e->status;
+	k->response = (char *) e->response;
+	k->when = e->when;
+	k->method = (char *) e->method;
+	k->target = (char *) e->target;
+	k->digest = (char *) e->digest;
 	return 0;
+}
+
+/* Encode the state (the one codec, core/capi_decode.h) and write it. */
+static int _write_state(char *err, size_t err_len)
+{
+	flexco_resv_state_t st = { 0 };
+	flexco_state_job_t *jobs;
+	flexco_idem_stats_t is;
+	key_fill_t keys = { 0 };
+	char *text;
+	int i, rc;
+
+	/* the records and the saved keys, borrowed */
+	st.next_id = (int64_t) next_id;
+	st.resvs = xcalloc(rv_cnt + 1, sizeof(*st.resvs));
+	jobs = xcalloc((size_t) (rv_cnt + 1) * MAX_JOBS, sizeof(*jobs));
+	for (i = 0; i < rv_cnt; i++)
+		_rv_view(&rvs[i], &st.resvs[i], &jobs[i * MAX_JOBS]);
+	st.resv_cnt = rv_cnt;
+	flexco_idem_stats(idem, time(NULL), &is);
+	keys.cap = is.keys;
+	keys.keys = xcalloc(keys.cap + 1, sizeof(*keys.keys));
+	(void) flexco_idem_each(idem, time(NULL), _key_view, &keys);
+	st.keys = keys.keys;
+	st.key_cnt = keys.n;
+	/* a record that cannot be written fails the save: left out, its
+	 * reservation would be an orphan at the next start */
+	text = flexco_encode_resv_state(&st, err, err_len);
+	xfree(st.resvs);
+	xfree(jobs);
+	xfree(keys.keys);
+	if (!text) {
+		error("%s: reservations: %s", plugin_type, err);
+		return SLURM_ERROR;
+	}
+	rc = statefile_write("reservations", state_path, text, err, err_len);
+	free(text);
+	return rc;
 }
 
 static int _save(void)
 {
-	json_t *root = json_object(), *list = json_array(), *keys = json_array();
-	char *text, err[sizeof(last_save_error)] = "";
-	int i, rc;
+	char err[sizeof(last_save_error)] = "";
+	int rc = SLURM_SUCCESS;
 
 #ifdef FLEXCO_TEST_HOOKS
 	if (test_fail_saves && (test_fail_saves = _test_fail_file())) {
-		json_decref(root);
-		json_decref(list);
-		json_decref(keys);
 		snprintf(err, sizeof(err), "test hook: saves fail");
 		error("%s: reservations: state not saved: %s", plugin_type, err);
 		rc = SLURM_ERROR;
-		goto done;
 	}
 #endif
-	for (i = 0; i < rv_cnt; i++) {
-		json_t *o = _rv_json(&rvs[i]);
-
-		if (o && rvs[i].sub_key)
-			json_object_set_new(o, "submitting", json_pack(
-				"{s:s, s:I, s:I, s:I, s:s, s:s}",
-				"key", rvs[i].sub_key,
-				"uid", (json_int_t) rvs[i].sub_uid,
-				"part_index", (json_int_t) rvs[i].sub_part,
-				"since", (json_int_t) rvs[i].sub_since,
-				"target", rvs[i].sub_target ? rvs[i].sub_target : "",
-				"body_sha256", rvs[i].sub_digest ?
-					       rvs[i].sub_digest : ""));
-		/* a record that cannot be written fails the save: left out,
-		 * its reservation would be an orphan at the next start */
-		if (!o || json_array_append_new(list, o)) {
-			json_decref(root);
-			json_decref(list);
-			json_decref(keys);
-			snprintf(err, sizeof(err),
-				 "cannot encode the record of %s%" PRIu64,
-				 NAME_PREFIX, rvs[i].id);
-			error("%s: reservations: %s", plugin_type, err);
-			rc = SLURM_ERROR;
-			goto done;
-		}
-	}
-	(void) flexco_idem_each(idem, time(NULL), _key_json, keys);
-	json_object_set_new(root, "version", json_integer(1));
-	json_object_set_new(root, "next_id", json_integer(next_id));
-	json_object_set_new(root, "reservations", list);
-	json_object_set_new(root, "requests", keys);
-	text = _dump(root);
-	if (!text) {
-		snprintf(err, sizeof(err), "cannot encode the state");
-		error("%s: reservations: %s", plugin_type, err);
-		rc = SLURM_ERROR;
-	} else {
-		rc = statefile_write("reservations", state_path, text, err,
-				     sizeof(err));
-		free(text);
-	}
-done:
+	if (rc == SLURM_SUCCESS)
+		rc = _write_state(err, sizeof(err));
 	if (rc != SLURM_SUCCESS) {
 		save_errors++;
 		save_failing = true;
@@ -1157,11 +1169,8 @@ static void _adopt_submissions(void)
 			      plugin_type, got, NAME_PREFIX, r->id, r->sub_part);
 		}
 		if (got && r->sub_key[0]) {
-			char *name = _name_of(r->id);
-			char *resp = _dump(json_pack("{s:I, s:s, s:I, s:i, s:s}",
-				"job_id", (json_int_t) got, "reservation", name,
-				"reservation_id", (json_int_t) r->id,
-				"part_index", r->sub_part, "state", "PENDING"));
+			char *resp = flexco_encode_part_job_submitted(
+				got, (int64_t) r->id, r->sub_part);
 
 			if (resp)
 				(void) flexco_idem_store(idem, r->sub_key,
@@ -1170,7 +1179,6 @@ static void _adopt_submissions(void)
 							 r->sub_digest, 201,
 							 resp, time(NULL));
 			free(resp);
-			xfree(name);
 		} else if (!got) {
 			info("%s: reservations: a part-job submission into %s%" PRIu64 " was interrupted by a restart before Slurm had the job; forgotten",
 			     plugin_type, NAME_PREFIX, r->id);
@@ -1396,7 +1404,7 @@ extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
 	} else {
 		r->node_list = node_list;
 		_set_state(r, ST_TENTATIVE, NULL);
-		*json_out = _dump(_rv_json(r));
+		*json_out = _rv_text(r);
 		status = 201;
 		info("%s: reservation %s" "%" PRIu64 " for %s: %u nodes (%s) from %" PRId64 " to %" PRId64 ", tentative until %" PRId64,
 		     plugin_type, NAME_PREFIX, r->id, r->user, r->nodes,
@@ -1465,7 +1473,7 @@ extern int flexco_resv_confirm(uid_t uid, const flexco_idem_req_t *rq,
 		     NAME_PREFIX, r->id);
 	}
 	if (r->state == ST_CONFIRMED) {
-		*json_out = _dump(_rv_json(r));
+		*json_out = _rv_text(r);
 	} else {
 		*json_out = _err("gone", "reservation %" PRIu64 " is %s", r->id,
 				 st_names[r->state]);
@@ -1562,7 +1570,7 @@ extern int flexco_resv_modify(uid_t uid, const flexco_idem_req_t *rq,
 	info("%s: reservation %s%" PRIu64 " now %u nodes (%s) from %" PRId64 " to %" PRId64,
 	     plugin_type, NAME_PREFIX, r->id, r->nodes, r->node_list,
 	     r->start, r->end);
-	*json_out = _dump(_rv_json(r));
+	*json_out = _rv_text(r);
 store:
 	_idem_keep(rq, uid, status, *json_out);
 	status = _saved(status, json_out);
@@ -1604,7 +1612,7 @@ extern int flexco_resv_delete(uid_t uid, const flexco_idem_req_t *rq,
 		info("%s: reservation %s%" PRIu64 " deleted", plugin_type,
 		     NAME_PREFIX, r->id);
 	}
-	*json_out = _dump(_rv_json(r));
+	*json_out = _rv_text(r);
 store:
 	_idem_keep(rq, uid, status, *json_out);
 	status = _saved(status, json_out);
@@ -1620,24 +1628,31 @@ extern int flexco_resv_get(uid_t uid, const char *id, char **json_out)
 
 	slurm_mutex_lock(&resv_lock);
 	if ((r = _lookup(uid, id, false, json_out, &status)))
-		*json_out = _dump(_rv_json(r));
+		*json_out = _rv_text(r);
 	slurm_mutex_unlock(&resv_lock);
 	return status;
 }
 
 extern int flexco_resv_list(uid_t uid, char **json_out)
 {
-	json_t *list = json_array();
 	bool all = _is_daemon(uid);
-	int i;
+	flexco_state_resv_t *views;
+	flexco_state_job_t *jobs;
+	int i, n = 0;
 
 	slurm_mutex_lock(&resv_lock);
+	views = xcalloc(rv_cnt + 1, sizeof(*views));
+	jobs = xcalloc((size_t) (rv_cnt + 1) * MAX_JOBS, sizeof(*jobs));
 	for (i = 0; i < rv_cnt; i++)
-		if (all || (rvs[i].uid == uid))
-			json_array_append_new(list, _rv_json(&rvs[i]));
+		if (all || (rvs[i].uid == uid)) {
+			_rv_view(&rvs[i], &views[n], &jobs[n * MAX_JOBS]);
+			n++;
+		}
+	*json_out = flexco_encode_resv_list(views, n);
 	slurm_mutex_unlock(&resv_lock);
-	*json_out = _dump(json_pack("{s:o}", "reservations", list));
-	return 200;
+	xfree(views);
+	xfree(jobs);
+	return *json_out ? 200 : 500;
 }
 
 /*
@@ -1759,12 +1774,8 @@ extern int flexco_resv_job_submit(uid_t uid, const flexco_idem_req_t *rq,
 	info("%s: part job %u (part %" PRId64 ") of %s: %" PRId64 " nodes, %" PRId64 " min",
 	     plugin_type, job_id, (int64_t) r->jobs[r->job_cnt - 1].part_index,
 	     name, nodes, minutes);
-	*json_out = _dump(json_pack("{s:I, s:s, s:I, s:i, s:s}",
-				    "job_id", (json_int_t) job_id,
-				    "reservation", name,
-				    "reservation_id", (json_int_t) r->id,
-				    "part_index", r->jobs[r->job_cnt - 1].part_index,
-				    "state", "PENDING"));
+	*json_out = flexco_encode_part_job_submitted(
+		job_id, (int64_t) r->id, r->jobs[r->job_cnt - 1].part_index);
 store:
 	_idem_keep(rq, uid, status, *json_out);
 	status = _saved(status, json_out);
@@ -1776,6 +1787,32 @@ out:
 	return status;
 }
 
+/*
+ * The answer about a part job (GET .../jobs/{job}, POST .../release): its
+ * state as Slurm has it (jobs.c; UNKNOWN once slurmctld purged it) and
+ * what the reservation knows of it; released: whether a release moved it
+ * out (NULL: not a release).  No lock held.
+ */
+static char *_job_answer(uint64_t jid, const char *name, int part_index,
+			 int64_t submitted, const bool *released)
+{
+	json_t *o;
+
+	if (!(o = flexco_job_state((uint32_t) jid)))	/* purged from slurmctld */
+		o = json_pack("{s:I, s:s, s:n, s:n, s:n, s:n, s:n, s:n, s:n}",
+			      "job_id", (json_int_t) jid, "state", "UNKNOWN",
+			      "reason", "start_time", "end_time", "nodes",
+			      "reservation", "exit_code", "signal");
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "flexco_reservation", json_string(name));
+	json_object_set_new(o, "part_index", json_integer(part_index));
+	json_object_set_new(o, "submitted", json_integer(submitted));
+	if (released)
+		json_object_set_new(o, "released", json_boolean(*released));
+	return _dump(o);
+}
+
 /* GET /v1/reservations/{id}/jobs/{jobid}: the job's state from slurmctld. */
 extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_s,
 			       char **json_out)
@@ -1785,7 +1822,6 @@ extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_s,
 	int part_index = 0, status = 200, i;
 	bool found = false;
 	char *name = NULL;
-	json_t *o;
 	rv_t *r;
 
 	slurm_mutex_lock(&resv_lock);
@@ -1813,15 +1849,7 @@ extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_s,
 		return 404;
 	}
 
-	if (!(o = flexco_job_state(jid)))	/* purged from slurmctld */
-		o = json_pack("{s:I, s:s, s:n, s:n, s:n, s:n, s:n, s:n, s:n}",
-			      "job_id", (json_int_t) jid, "state", "UNKNOWN",
-			      "reason", "start_time", "end_time", "nodes",
-			      "reservation", "exit_code", "signal");
-	json_object_set_new(o, "flexco_reservation", json_string(name));
-	json_object_set_new(o, "part_index", json_integer(part_index));
-	json_object_set_new(o, "submitted", json_integer(submitted));
-	*json_out = _dump(o);
+	*json_out = _job_answer(jid, name, part_index, submitted, NULL);
 	xfree(name);
 	return 200;
 }
@@ -1841,7 +1869,6 @@ extern int flexco_resv_job_release(uid_t uid, const char *id,
 	int part_index = 0, status = 200, i, rc;
 	bool found = false, released = false;
 	char *name = NULL;
-	json_t *o;
 	rv_t *r;
 
 	slurm_mutex_lock(&resv_lock);
@@ -1874,16 +1901,7 @@ extern int flexco_resv_job_release(uid_t uid, const char *id,
 	}
 	/* FLEXCO_RELEASE_OTHER: moved out of the reservation by hand; shown
 	 * as it is, like a job that ended or is gone */
-	if (!(o = flexco_job_state(jid)))	/* purged from slurmctld */
-		o = json_pack("{s:I, s:s, s:n, s:n, s:n, s:n, s:n, s:n, s:n}",
-			      "job_id", (json_int_t) jid, "state", "UNKNOWN",
-			      "reason", "start_time", "end_time", "nodes",
-			      "reservation", "exit_code", "signal");
-	json_object_set_new(o, "flexco_reservation", json_string(name));
-	json_object_set_new(o, "part_index", json_integer(part_index));
-	json_object_set_new(o, "submitted", json_integer(submitted));
-	json_object_set_new(o, "released", json_boolean(released));
-	*json_out = _dump(o);
+	*json_out = _job_answer(jid, name, part_index, submitted, &released);
 out:
 	slurm_mutex_unlock(&resv_lock);
 	xfree(name);

@@ -715,6 +715,150 @@ extern "C" int flexco_decode_resv_state(const char* text, size_t len, size_t max
 }
 
 // ---------------------------------------------------------------------------
+// the reservation record, written
+
+namespace {
+
+json_t* str_or_null(const char* s) { return s ? json_string(s) : json_null(); }
+
+// nullptr if a value cannot be encoded (a string that is not UTF-8)
+json_t* resv_json(const flexco_state_resv_t* r, bool with_submitting) {
+  char name[40];
+  std::snprintf(name, sizeof name, "flexco_%" PRId64, r->id);
+  const bool tentative = r->state && !std::strcmp(r->state, "tentative");
+  json_t* jobs = json_array();
+  for (size_t i = 0; jobs && i < r->job_cnt; i++) {
+    const flexco_state_job_t& j = r->jobs[i];
+    if (json_array_append_new(jobs, json_pack("{s:I, s:i, s:I, s:b, s:b}", "job_id",
+                                              static_cast<json_int_t>(j.job_id), "part_index",
+                                              j.part_index, "submitted",
+                                              static_cast<json_int_t>(j.submitted), "started",
+                                              j.started, "ended", j.ended))) {
+      json_decref(jobs);
+      return nullptr;
+    }
+  }
+  // json_pack takes ownership of the "o" values even when it fails
+  json_t* o = json_pack(
+      "{s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+      static_cast<json_int_t>(r->id), "name", name, "user", r->user ? r->user : "", "uid",
+      static_cast<json_int_t>(r->uid), "nodes", static_cast<json_int_t>(r->nodes), "start",
+      static_cast<json_int_t>(r->start), "end", static_cast<json_int_t>(r->end), "state",
+      r->state ? r->state : "", "created", static_cast<json_int_t>(r->created), "changed",
+      static_cast<json_int_t>(r->changed), "partition", str_or_null(r->partition), "node_list",
+      str_or_null(r->node_list), "confirm_by",
+      tentative ? json_integer(static_cast<json_int_t>(r->confirm_by)) : json_null(), "reason",
+      str_or_null(r->reason), "owner", str_or_null(r->owner), "jobs", jobs);
+  if (!o) return nullptr;
+  if (with_submitting && r->submit_key) {
+    json_t* sub = json_pack("{s:s, s:I, s:I, s:I, s:s, s:s}", "key", r->submit_key, "uid",
+                            static_cast<json_int_t>(r->submit_uid), "part_index",
+                            static_cast<json_int_t>(r->submit_part), "since",
+                            static_cast<json_int_t>(r->submit_since), "target",
+                            r->submit_target ? r->submit_target : "", "body_sha256",
+                            r->submit_digest ? r->submit_digest : "");
+    if (!sub || json_object_set_new(o, "submitting", sub)) {
+      json_decref(o);
+      return nullptr;
+    }
+  }
+  return o;
+}
+
+char* dump_sorted(json_t* o) {
+  char* s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : nullptr;
+  json_decref(o);
+  return s;
+}
+
+}  // namespace
+
+extern "C" char* flexco_encode_resv_record(const flexco_state_resv_t* r) {
+  try {
+    return dump_sorted(resv_json(r, false));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+extern "C" char* flexco_encode_resv_list(const flexco_state_resv_t* rs, size_t n) {
+  try {
+    json_t* list = json_array();
+    for (size_t i = 0; list && i < n; i++) {
+      if (json_array_append_new(list, resv_json(&rs[i], false))) {
+        json_decref(list);
+        return nullptr;
+      }
+    }
+    return list ? dump_sorted(json_pack("{s:o}", "reservations", list)) : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+extern "C" char* flexco_encode_resv_state(const flexco_resv_state_t* st, char* why,
+                                          size_t why_len) {
+  try {
+    json_t *list = json_array(), *keys = json_array();
+    if (!list || !keys) {
+      json_decref(list);
+      json_decref(keys);
+      state_fail(why, why_len, "out of memory");
+      return nullptr;
+    }
+    for (size_t i = 0; i < st->resv_cnt; i++) {
+      // a record that cannot be written fails the save: left out, its
+      // reservation would be an orphan at the next start
+      if (json_array_append_new(list, resv_json(&st->resvs[i], true))) {
+        json_decref(list);
+        json_decref(keys);
+        state_fail(why, why_len, "cannot encode the record of flexco_%" PRId64, st->resvs[i].id);
+        return nullptr;
+      }
+    }
+    for (size_t i = 0; i < st->key_cnt; i++) {
+      const flexco_state_key_t& k = st->keys[i];
+      json_t* o = json_pack("{s:s, s:I, s:i, s:s, s:I}", "key", k.key ? k.key : "", "uid",
+                            static_cast<json_int_t>(k.uid), "status", k.status, "response",
+                            k.response ? k.response : "{}", "when",
+                            static_cast<json_int_t>(k.when));
+      if (o && k.method &&
+          (json_object_set_new(o, "method", json_string(k.method)) ||
+           json_object_set_new(o, "target", str_or_null(k.target)) ||
+           json_object_set_new(o, "body_sha256", str_or_null(k.digest)))) {
+        json_decref(o);
+        o = nullptr;
+      }
+      // a key that cannot be written is left out: its retry is carried
+      // out again, as after its time
+      if (o) json_array_append_new(keys, o);
+    }
+    char* text = dump_sorted(json_pack("{s:i, s:I, s:o, s:o}", "version", 1, "next_id",
+                                       static_cast<json_int_t>(st->next_id), "reservations", list,
+                                       "requests", keys));
+    if (!text) state_fail(why, why_len, "cannot encode the state");
+    return text;
+  } catch (...) {
+    state_fail(why, why_len, "out of memory");
+    return nullptr;
+  }
+}
+
+extern "C" char* flexco_encode_part_job_submitted(uint32_t job_id, int64_t resv_id,
+                                                  int part_index) {
+  try {
+    char name[40];
+    std::snprintf(name, sizeof name, "flexco_%" PRId64, resv_id);
+    return dump_sorted(json_pack("{s:I, s:s, s:I, s:i, s:s}", "job_id",
+                                 static_cast<json_int_t>(job_id), "reservation", name,
+                                 "reservation_id", static_cast<json_int_t>(resv_id), "part_index",
+                                 part_index, "state", "PENDING"));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // query parameters
 
 extern "C" int flexco_decode_query_args(const flexco_query_arg_t* args, size_t n,

@@ -233,6 +233,28 @@ int flexco_decode_resv_state(const char *text, size_t len, size_t max_records,
 void flexco_resv_state_free(flexco_resv_state_t *st);
 
 /*
+ * The writer's side, the one codec of a reservation record: the record as
+ * the API answers it (GET, POST, PATCH, DELETE /v1/reservations...) and as
+ * the state file keeps it, with the state file's "submitting" member only
+ * in the file.  Strings and arrays are borrowed; NULL strings are written
+ * as null, but user as "" (an adopted reservation without Users=); name is
+ * flexco_<id>; confirm_by is null unless the record is tentative.  Compact
+ * JSON, keys sorted; malloc'd, NULL if out of memory or a value cannot be
+ * encoded (why says which record, for the state).
+ */
+char *flexco_encode_resv_record(const flexco_state_resv_t *r);
+char *flexco_encode_resv_list(const flexco_state_resv_t *rs, size_t n);
+char *flexco_encode_resv_state(const flexco_resv_state_t *st, char *why,
+			       size_t why_len);
+
+/* The answer to POST /v1/reservations/{id}/jobs (201), as the submission
+ * gives it and as a restart that adopted the job keeps it for a retry:
+ * {"job_id","part_index","reservation":"flexco_<id>","reservation_id",
+ *  "state":"PENDING"}.  malloc'd; NULL if out of memory. */
+char *flexco_encode_part_job_submitted(uint32_t job_id, int64_t resv_id,
+				       int part_index);
+
+/*
  * A request's query parameters as microhttpd hands them over (decoded,
  * in order; value NULL for "?k" without "=").  Checked against allowed
  * (NULL-terminated; empty: the endpoint takes none): an unknown parameter

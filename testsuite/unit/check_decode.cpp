@@ -877,6 +877,84 @@ START_TEST(events_state_refused) {
 }
 END_TEST
 
+// The one codec of a reservation record, written: the API's answer, the
+// state file (decoded back to the same records and written again to the
+// same bytes), what a record that cannot be written does to a save, and
+// the answer to a part-job submission.
+START_TEST(resv_state_written) {
+  flexco_resv_state_t st, back;
+  char why[256] = "";
+  ck_assert_int_eq(flexco_decode_resv_state(kGoodState, std::strlen(kGoodState), 4096, 64, &st,
+                                            why, sizeof why),
+                   0);
+  char* one = flexco_encode_resv_record(&st.resvs[0]);
+  ck_assert_str_eq(one,
+                   "{\"changed\":60,\"confirm_by\":null,\"created\":50,\"end\":200,\"id\":3,"
+                   "\"jobs\":[{\"ended\":false,\"job_id\":7,\"part_index\":1,\"started\":true,"
+                   "\"submitted\":70}],\"name\":\"flexco_3\",\"node_list\":\"n[1-2]\",\"nodes\":2,"
+                   "\"owner\":\"flexcod-ab\",\"partition\":null,\"reason\":null,\"start\":100,"
+                   "\"state\":\"confirmed\",\"uid\":1000,\"user\":\"alice\"}");
+  std::free(one);
+  // confirm_by only while tentative; a submission under way only in the file
+  st.resvs[1].submit_key = strdup("key-1");
+  st.resvs[1].submit_target = strdup("/v1/reservations/12/jobs");
+  st.resvs[1].submit_digest = strdup("");
+  st.resvs[1].submit_uid = 1001;
+  st.resvs[1].submit_part = 2;
+  st.resvs[1].submit_since = 80;
+  one = flexco_encode_resv_record(&st.resvs[1]);
+  ck_assert_ptr_nonnull(std::strstr(one, "\"confirm_by\":90"));
+  ck_assert_ptr_null(std::strstr(one, "submitting"));
+  std::free(one);
+  char* text = flexco_encode_resv_state(&st, why, sizeof why);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_ptr_nonnull(std::strstr(text, "\"submitting\":{\"body_sha256\":\"\",\"key\":\"key-1\""));
+  ck_assert_int_eq(flexco_decode_resv_state(text, std::strlen(text), 4096, 64, &back, why,
+                                            sizeof why),
+                   0);
+  ck_assert_uint_eq(back.resv_cnt, 2);
+  ck_assert_uint_eq(back.key_cnt, 2);
+  ck_assert_int_eq(back.next_id, 9);
+  ck_assert_str_eq(back.resvs[1].submit_key, "key-1");
+  ck_assert_int_eq(back.resvs[1].submit_part, 2);
+  ck_assert_str_eq(back.resvs[0].owner, "flexcod-ab");
+  ck_assert_ptr_null(back.resvs[1].owner);  // absent in the old record: null now
+  ck_assert_str_eq(back.keys[1].digest,
+                   "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  ck_assert_ptr_null(back.keys[0].method);  // unbound stays unbound
+  char* again = flexco_encode_resv_state(&back, why, sizeof why);
+  ck_assert_str_eq(again, text);  // a fixpoint
+  std::free(again);
+  std::free(text);
+  // the list answer
+  text = flexco_encode_resv_list(st.resvs, 2);
+  ck_assert(std::strncmp(text, "{\"reservations\":[{\"changed\":60,", 31) == 0);
+  std::free(text);
+  text = flexco_encode_resv_list(nullptr, 0);
+  ck_assert_str_eq(text, "{\"reservations\":[]}");
+  std::free(text);
+  // an adopted reservation without Users=: user "" (defect 8 of issue 37)
+  std::free(st.resvs[0].user);
+  st.resvs[0].user = nullptr;
+  one = flexco_encode_resv_record(&st.resvs[0]);
+  ck_assert_ptr_nonnull(std::strstr(one, "\"user\":\"\""));
+  std::free(one);
+  // a value that cannot be written (not UTF-8) fails the whole save
+  std::free(st.resvs[1].reason);
+  st.resvs[1].reason = strdup("bad \xff reason");
+  ck_assert_ptr_null(flexco_encode_resv_record(&st.resvs[1]));
+  ck_assert_ptr_null(flexco_encode_resv_state(&st, why, sizeof why));
+  ck_assert_str_eq(why, "cannot encode the record of flexco_12");
+  flexco_resv_state_free(&st);
+  flexco_resv_state_free(&back);
+  text = flexco_encode_part_job_submitted(77, 12, 1);
+  ck_assert_str_eq(text,
+                   "{\"job_id\":77,\"part_index\":1,\"reservation\":\"flexco_12\","
+                   "\"reservation_id\":12,\"state\":\"PENDING\"}");
+  std::free(text);
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("decode");
   TCase* r = tcase_create("reservations");
@@ -887,6 +965,7 @@ Suite* make_suite() {
   tcase_add_test(r, owner_rule);
   tcase_add_test(r, resv_state_ok);
   tcase_add_test(r, resv_state_refused);
+  tcase_add_test(r, resv_state_written);
   suite_add_tcase(s, r);
   TCase* j = tcase_create("jobs");
   tcase_add_test(j, jobspec_ok);
