@@ -881,10 +881,8 @@ typedef struct {
 	uint64_t lat[EP_COUNT][N_LAT];
 	uint64_t lat_sum[EP_COUNT];
 	snapshot_lock_stats_t ls;
-	uint64_t lp_waiting, lp_total, lp_refused;
-	uint64_t defer_waiting, defer_released, defer_timed_out, defer_wait_usec;
-	uint64_t conn_open, conn_total, cut_headers, cut_body, evicted;
-	uint64_t body_refused;
+	flexco_parking_stats_t ps;	/* long polls, BackfillDefer */
+	flexco_http_guard_stats_t gs;	/* connections */
 	uint64_t rate_refused[FLEXCO_RL_CNT];
 	json_t *events, *resv;
 } metrics_copy_t;
@@ -897,29 +895,8 @@ static void _metrics_gather(metrics_copy_t *m)
 	memcpy(m->lat_sum, stat_lat_sum, sizeof(m->lat_sum));
 	slurm_mutex_unlock(&stats_lock);
 	snapshot_get_lock_stats(&m->ls);
-	{
-		flexco_parking_stats_t ps;
-
-		flexco_parking_stats(parking, &ps);
-		m->lp_waiting = ps.waiting;
-		m->lp_total = ps.total;
-		m->lp_refused = ps.refused;
-		m->defer_waiting = ps.deferred;
-		m->defer_released = ps.defer_released;
-		m->defer_timed_out = ps.defer_timed_out;
-		m->defer_wait_usec = ps.defer_wait_usec;
-	}
-	{
-		flexco_http_guard_stats_t gs;
-
-		flexco_http_guard_stats(guard, &gs);
-		m->conn_open = gs.open;
-		m->conn_total = gs.total;
-		m->cut_headers = gs.cut_headers;
-		m->cut_body = gs.cut_body;
-		m->evicted = gs.evicted;
-		m->body_refused = gs.memory_refused;
-	}
+	flexco_parking_stats(parking, &m->ps);
+	flexco_http_guard_stats(guard, &m->gs);
 	flexco_rate_refused(rate, m->rate_refused);
 	m->events = events_stats_json();		/* ring_lock, hook_lock */
 	m->resv = flexco_resv_stats_json();	/* resv_lock */
@@ -1042,50 +1019,50 @@ static char *_metrics_text(const metrics_copy_t *m)
 	flexco_metrics_family(&b, "flexco_long_polls_waiting", "gauge",
 			      "GET /v1/events long polls waiting now.");
 	flexco_metrics_sample(&b, "flexco_long_polls_waiting", NULL,
-			      (double) m->lp_waiting);
+			      (double) m->ps.waiting);
 	flexco_metrics_family(&b, "flexco_long_polls_refused_total", "counter",
 			      "Long polls refused (MaxLongPolls, MaxLongPollsPerUser).");
 	flexco_metrics_sample(&b, "flexco_long_polls_refused_total", NULL,
-			      (double) m->lp_refused);
+			      (double) m->ps.refused);
 	flexco_metrics_family(&b, "flexco_backfill_deferred_waiting", "gauge",
 			      "Probes and profiles held now while backfill's cycle runs (BackfillDefer).");
 	flexco_metrics_sample(&b, "flexco_backfill_deferred_waiting", NULL,
-			      (double) m->defer_waiting);
+			      (double) m->ps.deferred);
 	flexco_metrics_family(&b, "flexco_backfill_deferred_total", "counter",
 			      "Probes and profiles held while backfill's cycle ran, by how they were let go.");
 	flexco_metrics_sample(&b, "flexco_backfill_deferred_total",
 			      (const char *const[]) { "released", "cycle_end", NULL },
-			      (double) m->defer_released);
+			      (double) m->ps.defer_released);
 	flexco_metrics_sample(&b, "flexco_backfill_deferred_total",
 			      (const char *const[]) { "released", "timeout", NULL },
-			      (double) m->defer_timed_out);
+			      (double) m->ps.defer_timed_out);
 	flexco_metrics_family(&b, "flexco_backfill_deferred_seconds_total", "counter",
 			      "Time requests were held while backfill's cycle ran.");
 	flexco_metrics_sample(&b, "flexco_backfill_deferred_seconds_total", NULL,
-			      (double) m->defer_wait_usec / 1e6);
+			      (double) m->ps.defer_wait_usec / 1e6);
 	flexco_metrics_family(&b, "flexco_connections_open", "gauge",
 			      "HTTP connections open now.");
 	flexco_metrics_sample(&b, "flexco_connections_open", NULL,
-			      (double) m->conn_open);
+			      (double) m->gs.open);
 	flexco_metrics_family(&b, "flexco_connections_total", "counter",
 			      "HTTP connections accepted.");
 	flexco_metrics_sample(&b, "flexco_connections_total", NULL,
-			      (double) m->conn_total);
+			      (double) m->gs.total);
 	flexco_metrics_family(&b, "flexco_connections_closed_total", "counter",
 			      "Connections closed by FlexCo, by reason.");
 	flexco_metrics_sample(&b, "flexco_connections_closed_total",
 			      (const char *const[]) { "reason", "header_timeout",
-						      NULL }, (double) m->cut_headers);
+						      NULL }, (double) m->gs.cut_headers);
 	flexco_metrics_sample(&b, "flexco_connections_closed_total",
 			      (const char *const[]) { "reason", "body_timeout",
-						      NULL }, (double) m->cut_body);
+						      NULL }, (double) m->gs.cut_body);
 	flexco_metrics_sample(&b, "flexco_connections_closed_total",
 			      (const char *const[]) { "reason", "make_room", NULL },
-			      (double) m->evicted);
+			      (double) m->gs.evicted);
 	flexco_metrics_family(&b, "flexco_request_memory_refused_total", "counter",
 			      "Requests refused for MaxRequestMemory.");
 	flexco_metrics_sample(&b, "flexco_request_memory_refused_total", NULL,
-			      (double) m->body_refused);
+			      (double) m->gs.memory_refused);
 	flexco_metrics_family(&b, "flexco_rate_limited_total", "counter",
 			      "Requests refused by the per-uid rate limits, by endpoint.");
 	for (i = 0; i < FLEXCO_RL_CNT; i++)
