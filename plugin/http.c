@@ -555,7 +555,6 @@ static enum MHD_Result _get_profile(struct MHD_Connection *c, req_t *req)
  * before it asks for its locks and clears after it gave them back; it is
  * read without a lock, like sdiag's other counters. */
 
-
 #ifdef FLEXCO_TEST_HOOKS
 /* Testing only: while this file exists, the deferral takes backfill to be
  * in a cycle (FLEXCO_TEST_BACKFILL_ACTIVE_FILE in slurmctld's environment;
