@@ -68,6 +68,7 @@
 #include "statefile.h"
 #include "core/capi_decode.h"
 #include "service/capi_events.h"
+#include "service/capi_tracker.h"
 
 extern const char plugin_type[];
 
@@ -142,30 +143,6 @@ typedef struct {
 	time_t end;
 } reported_t;
 
-/* who may use a reservation (its Users=), for PrivateData=reservations */
-typedef struct {
-	uid_t *users;		/* xmalloc'd */
-	uint32_t user_cnt;
-	bool users_not;
-} resv_users_t;
-
-typedef struct {
-	char *name;
-	time_t start, end;
-	char *nodes;
-	uint32_t node_cnt;
-	resv_users_t u;
-	bool activated, ended, seen;
-} resv_track_t;
-
-typedef struct {
-	char *name;
-	time_t start, end;
-	char *nodes;
-	uint32_t node_cnt;
-	resv_users_t u;
-} resv_copy_t;
-
 typedef struct {
 	uint32_t job_id, user_id, state, node_cnt;
 	time_t start, end, planned;
@@ -175,8 +152,9 @@ typedef struct {
 
 static reported_t *reported = NULL;
 static uint32_t reported_cnt = 0, reported_cap = 0;
-static resv_track_t *resvs = NULL;
-static uint32_t resv_cnt = 0, resv_cap = 0;
+/* the reservations seen, and which of their events were published
+ * (service/capi_tracker.h); made by the first events_start() and kept */
+static flexco_tracker_t *tracker = NULL;
 static bool resv_baseline = false;	/* first look: record, no events */
 static time_t job_floor = 0;		/* jobs ending before: not ours */
 static time_t job_scan_time = 0;
@@ -582,12 +560,13 @@ static void _scan_jobs(json_t *batch, bool full)
 /* ---------------------------------------------------------------------- */
 /* reservations */
 
-static json_t *_resv_event(const char *type, const resv_track_t *t,
+static json_t *_resv_event(const char *type, const flexco_evstate_resv_t *t,
 			   time_t now)
 {
-	flexco_acl_t acl = { .resv = true, .users = t->u.users,
-			     .user_cnt = t->u.user_cnt,
-			     .users_not = t->u.users_not };
+	_Static_assert(sizeof(uid_t) == sizeof(uint32_t), "32-bit uids");
+	flexco_acl_t acl = { .resv = true, .users = (uid_t *) t->users,
+			     .user_cnt = (uint32_t) t->user_cnt,
+			     .users_not = t->users_not };
 
 	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:s?, s:I, s:o}",
 			 "type", type,
@@ -600,54 +579,33 @@ static json_t *_resv_event(const char *type, const resv_track_t *t,
 			 ACL_KEY, _acl_json(&acl));
 }
 
-static void _emit_resv(json_t *batch, const char *type,
-		       const resv_track_t *t, time_t now)
+/* the batch the tracker's changes go into, and their time */
+typedef struct {
+	json_t *batch;
+	time_t now;
+} emit_arg_t;
+
+/* flexco_tracker_emit_t: one reservation event into the batch */
+static void _emit_resv(int what, const flexco_evstate_resv_t *r, void *arg)
 {
-	json_t *ev = _resv_event(type, t, now);
+	emit_arg_t *e = arg;
+	json_t *ev = _resv_event((what == FLEXCO_RESV_ACTIVATED) ?
+				 EVENT_RESV_ACTIVATED :
+				 (what == FLEXCO_RESV_ENDED) ?
+				 EVENT_RESV_ENDED : EVENT_RESV_DELETED,
+				 r, e->now);
 
 	if (ev)
-		json_array_append_new(batch, ev);
+		json_array_append_new(e->batch, ev);
 	dirty = true;
 }
 
-static resv_track_t *_find_resv(const char *name)
-{
-	uint32_t i;
-
-	for (i = 0; i < resv_cnt; i++)
-		if (!xstrcmp(resvs[i].name, name))
-			return &resvs[i];
-	return NULL;
-}
-
-static resv_track_t *_add_resv(const char *name)
-{
-	resv_track_t *t;
-
-	if (resv_cnt == resv_cap) {
-		resv_cap = resv_cap ? resv_cap * 2 : 16;
-		xrealloc(resvs, sizeof(resv_track_t) * resv_cap);
-	}
-	t = &resvs[resv_cnt++];
-	memset(t, 0, sizeof(*t));
-	t->name = xstrdup(name);
-	dirty = true;
-	return t;
-}
-
-static void _free_resv(resv_track_t *t)
-{
-	xfree(t->name);
-	xfree(t->nodes);
-	xfree(t->u.users);
-	t->u.user_cnt = 0;
-}
-
-/* Copy resv_list under the node read lock (which protects it). */
-static resv_copy_t *_copy_resvs(uint32_t *cnt)
+/* Copy resv_list under the node read lock (which protects it); the
+ * copies' strings and users are xmalloc'd. */
+static flexco_evstate_resv_t *_copy_resvs(uint32_t *cnt)
 {
 	slurmctld_lock_t node_read = { .node = READ_LOCK };
-	resv_copy_t *v = NULL;
+	flexco_evstate_resv_t *v = NULL;
 	slurmctld_resv_t *r;
 	flexco_list_itr_t it;
 	uint32_t n = 0, cap;
@@ -666,14 +624,14 @@ static resv_copy_t *_copy_resvs(uint32_t *cnt)
 			v[n].nodes = xstrdup(r->node_list);
 			v[n].node_cnt = r->node_cnt;
 			if ((r->user_cnt > 0) && r->user_list) {
-				v[n].u.users = xcalloc(r->user_cnt,
-						       sizeof(uid_t));
-				memcpy(v[n].u.users, r->user_list,
-				       sizeof(uid_t) * r->user_cnt);
-				v[n].u.user_cnt = r->user_cnt;
+				v[n].users = xcalloc(r->user_cnt,
+						     sizeof(uint32_t));
+				memcpy(v[n].users, r->user_list,
+				       sizeof(uint32_t) * r->user_cnt);
+				v[n].user_cnt = r->user_cnt;
 			}
-			v[n].u.users_not = (r->ctld_flags &
-					    RESV_CTLD_USER_NOT);
+			v[n].users_not = (r->ctld_flags &
+					  RESV_CTLD_USER_NOT);
 			n++;
 		}
 		list_iterator_destroy(it);
@@ -683,77 +641,25 @@ static resv_copy_t *_copy_resvs(uint32_t *cnt)
 	return v;
 }
 
-/* A reservation vanished: deleted before its end, or purged after it. */
-static void _vanished(json_t *batch, resv_track_t *t, time_t now)
-{
-	if (t->ended)
-		return;
-	if (t->end <= now) {
-		if (!t->activated)
-			_emit_resv(batch, EVENT_RESV_ACTIVATED, t, now);
-		_emit_resv(batch, EVENT_RESV_ENDED, t, now);
-	} else {
-		_emit_resv(batch, EVENT_RESV_DELETED, t, now);
-	}
-}
-
+/* Compare a copy of resv_list with what was seen (service/resv_tracker.hpp
+ * has the rules), with no lock held. */
 static void _refresh_resvs(json_t *batch)
 {
-	resv_copy_t *cur;
-	uint32_t n, i, k;
-	time_t now;
+	emit_arg_t e = { .batch = batch };
+	flexco_evstate_resv_t *cur;
+	uint32_t n, i;
 
 	cur = _copy_resvs(&n);
-	now = time(NULL);
-
-	for (i = 0; i < resv_cnt; i++)
-		resvs[i].seen = false;
+	e.now = time(NULL);
+	if (flexco_tracker_refresh(tracker, cur, n, e.now, resv_baseline,
+				   _emit_resv, &e))
+		dirty = true;
 	for (i = 0; i < n; i++) {
-		resv_track_t *t = _find_resv(cur[i].name);
-
-		if (!t) {
-			t = _add_resv(cur[i].name);
-			if (resv_baseline) {
-				t->activated = (cur[i].start <= now);
-				t->ended = (cur[i].end <= now);
-			}
-		} else {
-			if ((cur[i].start != t->start) &&
-			    (cur[i].start > now)) {
-				/* moved, or a recurring one's next round */
-				t->activated = false;
-				t->ended = false;
-			}
-			if ((cur[i].end != t->end) && (cur[i].end > now))
-				t->ended = false;
-			if ((cur[i].start != t->start) ||
-			    (cur[i].end != t->end))
-				dirty = true;
-		}
-		t->start = cur[i].start;
-		t->end = cur[i].end;
-		xfree(t->nodes);
-		t->nodes = cur[i].nodes;
-		cur[i].nodes = NULL;
-		t->node_cnt = cur[i].node_cnt;
-		xfree(t->u.users);
-		t->u = cur[i].u;
-		cur[i].u.users = NULL;
-		t->seen = true;
 		xfree(cur[i].name);
+		xfree(cur[i].nodes);
+		xfree(cur[i].users);
 	}
 	xfree(cur);
-
-	for (i = 0, k = 0; i < resv_cnt; i++) {
-		if (!resvs[i].seen) {
-			_vanished(batch, &resvs[i], now);
-			_free_resv(&resvs[i]);
-			dirty = true;
-		} else {
-			resvs[k++] = resvs[i];
-		}
-	}
-	resv_cnt = k;
 	resv_baseline = false;
 
 	slurm_mutex_lock(&ring_lock);
@@ -764,20 +670,10 @@ static void _refresh_resvs(json_t *batch)
 /* Starts and ends happen by the clock, with or without a list change. */
 static void _check_resv_times(json_t *batch, time_t now)
 {
-	uint32_t i;
+	emit_arg_t e = { .batch = batch, .now = now };
 
-	for (i = 0; i < resv_cnt; i++) {
-		resv_track_t *t = &resvs[i];
-
-		if (!t->activated && (t->start <= now)) {
-			_emit_resv(batch, EVENT_RESV_ACTIVATED, t, now);
-			t->activated = true;
-		}
-		if (!t->ended && (t->end <= now)) {
-			_emit_resv(batch, EVENT_RESV_ENDED, t, now);
-			t->ended = true;
-		}
-	}
+	if (flexco_tracker_tick(tracker, now, _emit_resv, &e))
+		dirty = true;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -877,23 +773,8 @@ static int _save_state(uint64_t reserved, bool clean)
 		st.jobs[i].start = reported[i].start;
 		st.jobs[i].end = reported[i].end;
 	}
-	st.resv_cnt = resv_cnt;
-	if (resv_cnt)
-		st.resvs = xcalloc(resv_cnt, sizeof(*st.resvs));
-	for (i = 0; i < resv_cnt; i++) {
-		flexco_evstate_resv_t *r = &st.resvs[i];
-
-		r->name = resvs[i].name;
-		r->start = resvs[i].start;
-		r->end = resvs[i].end;
-		r->nodes = resvs[i].nodes;
-		r->node_cnt = resvs[i].node_cnt;
-		r->users = (uint32_t *) resvs[i].u.users;
-		r->user_cnt = resvs[i].u.user_cnt;
-		r->users_not = resvs[i].u.users_not;
-		r->activated = resvs[i].activated;
-		r->ended = resvs[i].ended;
-	}
+	/* the tracked reservations, borrowed (malloc'd array of views) */
+	st.resv_cnt = flexco_tracker_view(tracker, &st.resvs);
 	/* the retained events and who may see each (PrivateData): the
 	 * ring's texts, valid while this thread does not change it */
 	flexco_ring_stats(ring, &rs);
@@ -915,7 +796,7 @@ static int _save_state(uint64_t reserved, bool clean)
 		rc = 0;
 out:
 	xfree(st.jobs);
-	xfree(st.resvs);
+	free(st.resvs);
 	xfree(fill.events);
 	slurm_mutex_lock(&ring_lock);
 	if (rc) {
@@ -961,12 +842,8 @@ static void _ring_append(uint64_t seq, char *json, flexco_acl_t *acl)
 
 static void _reset_tracking(void)
 {
-	uint32_t i;
-
 	flexco_ring_clear(ring);
-	for (i = 0; i < resv_cnt; i++)
-		_free_resv(&resvs[i]);
-	resv_cnt = 0;
+	flexco_tracker_clear(tracker);
 	reported_cnt = 0;
 }
 
@@ -983,7 +860,7 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 	flexco_events_state_t st;
 	flexco_acl_t acl;
 	uint64_t latest;
-	size_t i, k;
+	size_t i;
 
 	(void) arg;
 	if (flexco_decode_events_state(text, len, &lim, &st, why, why_len))
@@ -1003,26 +880,10 @@ static int _parse_state(const char *text, size_t len, void *arg, char *why,
 	for (i = 0; i < st.job_cnt; i++)
 		_add_reported(st.jobs[i].job_id, (time_t) st.jobs[i].start,
 			      (time_t) st.jobs[i].end);
-	for (i = 0; i < st.resv_cnt; i++) {
-		const flexco_evstate_resv_t *r = &st.resvs[i];
-		resv_track_t *t = _add_resv(r->name);
-
-		/* a state file older than "users": nobody but operators
-		 * may see the reservation until it is seen again */
-		if (r->user_cnt) {
-			t->u.users = xcalloc(r->user_cnt, sizeof(uid_t));
-			for (k = 0; k < r->user_cnt; k++)
-				t->u.users[k] = (uid_t) r->users[k];
-			t->u.user_cnt = r->user_cnt;
-		}
-		t->u.users_not = r->users_not;
-		t->start = r->start;
-		t->end = r->end;
-		t->nodes = xstrdup(r->nodes);
-		t->node_cnt = r->node_cnt;
-		t->activated = r->activated;
-		t->ended = r->ended;
-	}
+	/* a state file older than "users": nobody but operators may see a
+	 * reservation until it is seen again */
+	for (i = 0; i < st.resv_cnt; i++)
+		flexco_tracker_put(tracker, &st.resvs[i]);
 	flexco_ring_marks(ring, &latest, &loaded.lost_upto);
 	flexco_events_state_free(&st);
 	return 0;
@@ -1288,7 +1149,11 @@ extern int events_start(const flexco_conf_t *conf)
 		ring = flexco_ring_create(conf->event_buffer_size, _free_tag);
 	else
 		flexco_ring_reset(ring, conf->event_buffer_size);
-	if (!ring) {
+	if (!tracker)
+		tracker = flexco_tracker_create();
+	else
+		flexco_tracker_clear(tracker);
+	if (!ring || !tracker) {
 		error("%s: events: out of memory", plugin_type);
 		return SLURM_ERROR;
 	}
@@ -1357,8 +1222,6 @@ extern void events_stop(void)
 	slurm_mutex_lock(&ring_lock);
 	listener = NULL;
 	slurm_mutex_unlock(&ring_lock);
-	xfree(resvs);
-	resv_cap = 0;
 	xfree(reported);
 	reported_cap = 0;
 	xfree(state_path);
