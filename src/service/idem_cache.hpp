@@ -6,7 +6,7 @@
 // same key on another request is refused (422).  Bounded: one uid holds
 // at most `per_uid` live keys (it loses its own oldest), so one client
 // cannot evict another's; only when every slot is live does the oldest of
-// all go.  No Slurm headers: plugin/resv.c calls it under its lock and
+// all go.  No Slurm headers: resv_service calls it under its lock and
 // saves its live entries with the reservations, so retries are answered
 // across a crash and a takeover (testsuite/unit/check_idem_cache).
 

@@ -3,7 +3,7 @@
 // (doc/reservations.md): their states and the transitions allowed between
 // them, and what one pass of the agent does with each record and with
 // each of Slurm's flexco_* reservations (expire, end, notice a deletion
-// outside FlexCo, delete an orphan).  No Slurm headers: plugin/resv.c
+// outside FlexCo, delete an orphan).  No Slurm headers: resv_service
 // gives it a view of its records and of Slurm's list and carries out the
 // plan; testsuite/unit/check_resv_rules checks the plan on fake records,
 // takeover and hand-back included, without slurmctld.
@@ -18,7 +18,7 @@
 
 namespace flexco::service {
 
-// In this order in the state file's names and in plugin/resv.c's st_t.
+// In this order (the stats and the state file name them).
 enum class ResvState { kCreating, kTentative, kConfirmed, kEnded, kDeleted, kExpired };
 constexpr int kResvStates = 6;
 
@@ -57,7 +57,7 @@ struct TickPlan {
 // (ids no live record knows) are deleted only while `unaccounted` is
 // false: after a lost state every flexco_* reservation that could not be
 // adopted is left to the admin.  Only the controller in charge, with its
-// state loaded, may carry out a plan (plugin/resv.c checks).
+// state loaded, may carry out a plan (resv_service checks).
 TickPlan plan_tick(const std::vector<RecordView>& records,
                    const std::vector<std::uint64_t>& slurm_ids, bool unaccounted,
                    std::int64_t now);

@@ -3,14 +3,13 @@
 // retries replayed and other requests under the same key refused, only
 // final answers kept, one uid's share, the oldest going when every slot is
 // live, and retries answered across a crash or a takeover (the entries
-// saved and loaded into a new cache, as plugin/resv.c does with its state
+// saved and loaded into a new cache, as resv_service does with its state
 // file) -- without slurmctld.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "service/capi_idem.h"
 #include "service/idem_cache.hpp"
 
 #include <check.h>
@@ -116,48 +115,6 @@ START_TEST(retries_across_a_crash) {
 }
 END_TEST
 
-namespace {
-int collect(const flexco_idem_entry_t* e, void* arg) {
-  static_cast<std::vector<std::string>*>(arg)->push_back(e->key);
-  return 0;
-}
-}  // namespace
-
-START_TEST(c_interface) {
-  flexco_idem_t* c = flexco_idem_create(8, 4, kDay);
-  ck_assert_ptr_nonnull(c);
-  ck_assert(flexco_idem_final(201) && !flexco_idem_final(409));
-  ck_assert(flexco_idem_store(c, "k", 0, "POST", "/t", "d", 201, "{\"a\":1}", kNow));
-  ck_assert(!flexco_idem_store(c, nullptr, 0, "POST", "/t", "d", 201, "{}", kNow));
-  flexco_idem_entry_t e;
-  bool same = false;
-  ck_assert_int_eq(flexco_idem_answer(c, "k", 0, "POST", "/t", "d", kNow, &e, &same),
-                   FLEXCO_IDEM_REPLAY);
-  ck_assert_str_eq(e.response, "{\"a\":1}");
-  ck_assert_int_eq(e.status, 201);
-  ck_assert_int_eq(flexco_idem_answer(c, "k", 0, "POST", "/t", "x", kNow, &e, &same),
-                   FLEXCO_IDEM_REUSED);
-  ck_assert(same);
-  ck_assert_str_eq(e.method, "POST");
-  ck_assert_int_eq(flexco_idem_answer(c, nullptr, 0, "POST", "/t", "d", kNow, &e, &same),
-                   FLEXCO_IDEM_NEW);
-  flexco_idem_entry_t unbound = {"u", 0, 200, "{}", kNow, nullptr, nullptr, nullptr};
-  flexco_idem_put(c, &unbound, kNow);
-  std::vector<std::string> keys;
-  ck_assert_int_eq(flexco_idem_each(c, kNow, collect, &keys), 0);
-  ck_assert_uint_eq(keys.size(), 2);
-  flexco_idem_stats_t st;
-  flexco_idem_stats(c, kNow, &st);
-  ck_assert_uint_eq(st.keys, 2);
-  ck_assert_uint_eq(st.capacity, 8);
-  ck_assert_uint_eq(st.per_uid, 4);
-  flexco_idem_clear(c);
-  flexco_idem_stats(c, kNow, &st);
-  ck_assert_uint_eq(st.keys, 0);
-  flexco_idem_destroy(c);
-}
-END_TEST
-
 Suite* make_suite() {
   Suite* s = suite_create("idem_cache");
   TCase* tc = tcase_create("cache");
@@ -165,7 +122,6 @@ Suite* make_suite() {
   tcase_add_test(tc, only_final_answers);
   tcase_add_test(tc, one_uid_share_and_full_cache);
   tcase_add_test(tc, retries_across_a_crash);
-  tcase_add_test(tc, c_interface);
   suite_add_tcase(s, tc);
   return s;
 }

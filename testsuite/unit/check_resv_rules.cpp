@@ -9,7 +9,6 @@
 #include <set>
 #include <vector>
 
-#include "service/capi_resv.h"
 #include "service/resv_rules.hpp"
 
 #include <check.h>
@@ -25,11 +24,9 @@ START_TEST(names_round_trip) {
     ResvState s;
     ck_assert(svc::state_from_name(svc::state_name(static_cast<ResvState>(i)), &s));
     ck_assert_int_eq(static_cast<int>(s), i);
-    ck_assert_str_eq(flexco_resv_state_name(i), svc::state_name(s));
   }
   ResvState s;
   ck_assert(!svc::state_from_name("pending", &s));
-  ck_assert_str_eq(flexco_resv_state_name(17), "?");
 }
 END_TEST
 
@@ -46,13 +43,11 @@ START_TEST(transition_table) {
       const bool want = ok.count({static_cast<S>(f), static_cast<S>(t)}) != 0;
       ck_assert_msg(svc::allowed(static_cast<S>(f), static_cast<S>(t)) == want,
                     "%s -> %s", svc::state_name(static_cast<S>(f)), svc::state_name(static_cast<S>(t)));
-      ck_assert(flexco_resv_allowed(f, t) == want);
     }
   }
   // a confirmed reservation never goes back to tentative, nor expires
   ck_assert(!svc::allowed(S::kConfirmed, S::kTentative));
   ck_assert(!svc::allowed(S::kConfirmed, S::kExpired));
-  ck_assert(!flexco_resv_allowed(-1, 0) && !flexco_resv_allowed(0, 6));
   ck_assert(svc::live(S::kCreating) && svc::live(S::kTentative) && svc::live(S::kConfirmed));
   ck_assert(!svc::live(S::kEnded) && !svc::live(S::kDeleted) && !svc::live(S::kExpired));
 }
@@ -137,20 +132,6 @@ START_TEST(boundaries) {
 }
 END_TEST
 
-START_TEST(c_interface) {
-  flexco_resv_view_t v[2] = {{1, FLEXCO_RESV_CONFIRMED, 0, kNow + 10},
-                             {2, FLEXCO_RESV_TENTATIVE, kNow - 1, kNow + 10}};
-  uint64_t ids[3] = {1, 2, 7};
-  int action[2] = {-1, -1};
-  bool del[3] = {true, true, false};
-  ck_assert(flexco_resv_plan_tick(v, 2, ids, 3, false, kNow, action, del));
-  ck_assert_int_eq(action[0], FLEXCO_TICK_KEEP);
-  ck_assert_int_eq(action[1], FLEXCO_TICK_EXPIRE_UNCONFIRMED);
-  ck_assert(!del[0] && del[1] && del[2]);
-  ck_assert(flexco_resv_plan_tick(nullptr, 0, nullptr, 0, false, kNow, nullptr, nullptr));
-}
-END_TEST
-
 Suite* make_suite() {
   Suite* s = suite_create("resv_rules");
   TCase* tc = tcase_create("rules");
@@ -160,7 +141,6 @@ Suite* make_suite() {
   tcase_add_test(tc, stale_state_would_delete_what_it_does_not_know);
   tcase_add_test(tc, unaccounted_deletes_no_orphan);
   tcase_add_test(tc, boundaries);
-  tcase_add_test(tc, c_interface);
   suite_add_tcase(s, tc);
   return s;
 }
