@@ -60,7 +60,7 @@
 #include "http.h"
 #include "resv.h"
 #include "snapshot.h"
-#include "statefile.h"
+#include "service/statefile.h"
 
 extern const char plugin_type[];
 

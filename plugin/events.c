@@ -65,7 +65,7 @@
 #include "compat.h"
 #include "events.h"
 #include "privacy.h"
-#include "statefile.h"
+#include "service/statefile.h"
 #include "core/capi_decode.h"
 #include "service/capi_events.h"
 #include "service/capi_tracker.h"

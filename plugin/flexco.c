@@ -36,6 +36,7 @@
 #include "compat.h"
 #include "events.h"
 #include "flexco_conf.h"
+#include "service/statefile.h"
 
 /* Built with -fvisibility=hidden: only these entry points are exported. */
 #define FLEXCO_EXPORT __attribute__((visibility("default")))
@@ -61,6 +62,15 @@ static bool at_exit_registered = false;
  * from a fatal() with slurmctld's locks held, where a thread of ours may
  * never get past them: the wait is bounded (EXIT_WAIT_SEC).
  */
+/* service/statefile.h's log lines, as the plugin's own */
+static void _statefile_log(bool is_error, const char *msg)
+{
+	if (is_error)
+		error("%s: %s", plugin_type, msg);
+	else
+		info("%s: %s", plugin_type, msg);
+}
+
 static void _at_exit(void)
 {
 	flexco_agent_stop();
@@ -77,6 +87,7 @@ static void _at_exit(void)
  */
 FLEXCO_EXPORT extern int flexco_ctld_init(void)
 {
+	statefile_set_log(_statefile_log);
 	if (FLEXCO_TEST_CONFIG) {
 		/* slurmctld -t (no lock held, nothing runs): check the file,
 		 * start nothing; a bad one fails the test, as it should */

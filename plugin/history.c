@@ -38,7 +38,7 @@
 
 #include "compat.h"
 #include "history.h"
-#include "statefile.h"
+#include "service/statefile.h"
 
 extern const char plugin_type[];
 

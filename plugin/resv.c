@@ -53,7 +53,7 @@
 #include "jobs.h"
 #include "resv.h"
 #include "snapshot.h"
-#include "statefile.h"
+#include "service/statefile.h"
 
 extern const char plugin_type[];
 

@@ -45,7 +45,7 @@ enum {
 					 * reservation */
 };
 
-/* Where the loaded state came from (plugin/statefile.h's order). */
+/* Where the loaded state came from (service/statefile.h's order). */
 enum {
 	FLEXCO_RSVC_LOADED_NONE = 0,	/* no copy: a first start */
 	FLEXCO_RSVC_LOADED_CURRENT = 1,
@@ -84,7 +84,7 @@ typedef struct {
 typedef void (*flexco_rsvc_id_cb)(void *sink, uint64_t id);
 typedef void (*flexco_rsvc_resv_cb)(void *sink,
 				    const flexco_rsvc_slurm_resv_t *r);
-/* plugin/statefile.h's statefile_parse_t */
+/* service/statefile.h's statefile_parse_t */
 typedef int (*flexco_rsvc_parse_cb)(const char *text, size_t len, void *arg,
 				    char *why, size_t why_len);
 

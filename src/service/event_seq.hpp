@@ -31,7 +31,7 @@ class SeqMarks {
   explicit SeqMarks(std::uint64_t next = 1, std::uint64_t reserved = 0)
       : next_(next), reserved_(reserved) {}
 
-  // Where the state came from (as plugin/statefile.h says).
+  // Where the state came from (as service/statefile.h says).
   enum class Source { kNone, kCurrent, kPrevious, kLost };
 
   // What a load found: the saved mark, the highest number published, the

@@ -209,7 +209,7 @@ void ResvService::idem_keep(const flexco_rsvc_idem_t* rq, std::uint32_t uid, int
 // The stored answer if (uid, key) was used for this very request, 422
 // idempotency_key_reused if for another one.  False: carry it out.
 bool ResvService::idem_answer(const flexco_rsvc_idem_t* rq, std::uint32_t uid, char** json_out,
-                              int* status) const {
+                              int* status) {
   if (rq == nullptr || rq->key == nullptr) return false;
   const auto a = idem_.answer(rq->key, uid, str(rq->method), str(rq->target), str(rq->digest),
                               now());
@@ -222,6 +222,15 @@ bool ResvService::idem_answer(const flexco_rsvc_idem_t* rq, std::uint32_t uid, c
                     a.entry->bound ? a.entry->target.c_str() : "",
                     a.same_target ? " with another body" : "");
     *status = 422;
+    return true;
+  }
+  // the stored answer only once the state it reports is on disk: after a
+  // "done, but not saved" a crash would lose what the answer says
+  if (save_failing_ && save() != 0) {
+    *json_out = err("state_not_saved",
+                    "done, but the reservation state cannot be saved (%s); retry with the same Idempotency-Key",
+                    last_save_error_.c_str());
+    *status = 503;
     return true;
   }
   *json_out = strdup(a.entry->response.empty() ? "{}" : a.entry->response.c_str());
@@ -303,8 +312,11 @@ bool ResvService::mutable_now(char** json_out, int* status) {
     *status = 503;
     return false;
   }
+  // no file at all while Slurm has flexco_* reservations is a lost state
+  // too (the first pass adopts them): nothing may be made before that
   if (!reconciled_ && (loaded_from_ == FLEXCO_RSVC_LOADED_PREV ||
-                       loaded_from_ == FLEXCO_RSVC_LOADED_LOST || subs_pending())) {
+                       loaded_from_ == FLEXCO_RSVC_LOADED_LOST || subs_pending() ||
+                       (loaded_from_ == FLEXCO_RSVC_LOADED_NONE && !slurm_ids().empty()))) {
     *json_out = flexco_error_json("recovering",
                                   "the reservation state is being recovered; retry in a few seconds");
     *status = 503;
@@ -1145,6 +1157,12 @@ int ResvService::job_release(std::uint32_t uid, const char* id, const char* job_
   std::int64_t submitted = 0;
   int part_index = 0, status = 200;
   bool found = false, released = false;
+  if (is_daemon(uid) && !in_charge()) {
+    *json_out = flexco_error_json(
+        "not_in_charge",
+        "this slurmctld is not the controller in charge (a standby, or stopping or handing control to another controller); ask the controller in charge");
+    return 503;
+  }
   Record* r = lookup(uid, id, true, json_out, &status);
   if (r == nullptr) return status;
   if (!parse_id(job_s, &jid) || jid > UINT32_MAX) {

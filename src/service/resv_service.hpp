@@ -8,9 +8,8 @@
 // header here.  testsuite/unit/check_resv_service runs it on a fake host.
 //
 // Crash safety: the next id and a "creating" record are saved before the
-// host creates the Slurm reservation; on restart a "creating" record whose
-// reservation exists becomes expired and is deleted, one whose reservation
-// does not exist is dropped.  A part-job submission is saved (as the
+// host creates the Slurm reservation; on restart a "creating" record
+// becomes expired, and its reservation, if Slurm has it, is deleted.  A part-job submission is saved (as the
 // record's "submitting" member) before the host submits the job; the first
 // pass of a term adopts a job Slurm has for it, or forgets it.  With the
 // current copy of the state, Slurm reservations named flexco_* that no
@@ -110,7 +109,7 @@ class ResvService {
   void idem_keep(const flexco_rsvc_idem_t* rq, std::uint32_t uid, int status,
                  const char* response);
   bool idem_answer(const flexco_rsvc_idem_t* rq, std::uint32_t uid, char** json_out,
-                   int* status) const;
+                   int* status);
   int write_state(char* err, std::size_t err_len);
   int save();
   bool subs_pending() const;

@@ -2,33 +2,75 @@
 /*****************************************************************************\
  *  statefile.c - the plugin's state files under StateSaveLocation
  *****************************************************************************
+ *  Plain POSIX, no Slurm header: the plugin names its log (statefile_set_log)
+ *  and testsuite/unit/check_statefile runs it with failing writes, fsyncs
+ *  and renames (ENOSPC, EIO) wrapped in at link time.
  *  Part of FlexCo for Slurm.  Licensed under the GNU GPL version 2 or later.
 \*****************************************************************************/
 
 #ifndef _GNU_SOURCE
 #  define _GNU_SOURCE 1	/* F_OFD_SETLK */
 #endif
-#include "src/common/slurm_xlator.h"	/* must be first */
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "src/common/log.h"
-#include "src/common/macros.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
+#include "service/statefile.h"
 
-#include "statefile.h"
+static statefile_log_t log_fn = NULL;
 
-extern const char plugin_type[];
+extern void statefile_set_log(statefile_log_t fn)
+{
+	log_fn = fn;
+}
+
+static void _log(bool is_error, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void _log(bool is_error, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (log_fn)
+		log_fn(is_error, msg);
+}
+
+/* malloc'd printf; aborts when out of memory, as Slurm's xmalloc does */
+static char *_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *_printf(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	return s;
+}
+
+static char *_strdup(const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		abort();
+	return d;
+}
 
 struct statefile_writer {
 	char *what;
@@ -51,10 +93,10 @@ static char *_tmp_name(const char *path, const char *suffix)
 {
 	uint64_t n;
 
-	slurm_mutex_lock(&tmp_lock);
+	pthread_mutex_lock(&tmp_lock);
 	n = ++tmp_count;
-	slurm_mutex_unlock(&tmp_lock);
-	return xstrdup_printf("%s%s.%ld.%" PRIu64, path, suffix,
+	pthread_mutex_unlock(&tmp_lock);
+	return _printf("%s%s.%ld.%" PRIu64, path, suffix,
 			      (long) getpid(), n);
 }
 
@@ -78,10 +120,10 @@ extern const char *statefile_src_name(statefile_src_t src)
 
 static void _writer_free(statefile_writer_t *w)
 {
-	xfree(w->what);
-	xfree(w->path);
-	xfree(w->tmp);
-	xfree(w);
+	free(w->what);
+	free(w->path);
+	free(w->tmp);
+	free(w);
 }
 
 static int _fail(const char *what, char *err, size_t err_len,
@@ -95,19 +137,22 @@ static int _fail(const char *what, char *err, size_t err_len,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	error("%s: %s: state not saved: %s", plugin_type, what, msg);
+	_log(true, "%s: state not saved: %s", what, msg);
 	if (err && err_len)
 		snprintf(err, err_len, "%s", msg);
-	return SLURM_ERROR;
+	return -1;
 }
 
 extern statefile_writer_t *statefile_begin(const char *what, const char *path,
 					   char *err, size_t err_len)
 {
-	statefile_writer_t *w = xmalloc(sizeof(*w));
+	statefile_writer_t *w = calloc(1, sizeof(*w));
 
-	w->what = xstrdup(what);
-	w->path = xstrdup(path);
+	if (!w)
+		abort();
+
+	w->what = _strdup(what);
+	w->path = _strdup(path);
 	w->tmp = _tmp_name(path, ".new");
 	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
@@ -151,25 +196,25 @@ extern void statefile_abort(statefile_writer_t *w)
 /* Keep the copy about to be replaced as <path>.prev: link, then rename. */
 static void _rotate(const char *what, const char *path)
 {
-	char *prev = xstrdup_printf("%s.prev", path);
+	char *prev = _printf("%s.prev", path);
 	char *prev_tmp = _tmp_name(path, ".prev.new");
 
 	if (link(path, prev_tmp)) {
 		if (errno != ENOENT)	/* no current copy: nothing to keep */
-			error("%s: %s: cannot keep %s as %s: %m", plugin_type,
-			      what, path, prev);
+			_log(true, "%s: cannot keep %s as %s: %s", what, path,
+			     prev, strerror(errno));
 	} else if (rename(prev_tmp, prev)) {
-		error("%s: %s: cannot keep %s as %s: %m", plugin_type, what,
-		      path, prev);
+		_log(true, "%s: cannot keep %s as %s: %s", what, path, prev,
+		     strerror(errno));
 		(void) unlink(prev_tmp);
 	}
-	xfree(prev);
-	xfree(prev_tmp);
+	free(prev);
+	free(prev_tmp);
 }
 
 static int _fsync_dir(const char *path)
 {
-	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	char *dir = _strdup(path), *slash = strrchr(dir, '/');
 	int fd, rc = 0;
 
 	if (slash)
@@ -181,13 +226,13 @@ static int _fsync_dir(const char *path)
 		rc = errno;
 	if (fd >= 0)
 		close(fd);
-	xfree(dir);
+	free(dir);
 	return rc;
 }
 
 extern int statefile_commit(statefile_writer_t *w, char *err, size_t err_len)
 {
-	int rc = SLURM_SUCCESS, e;
+	int rc = 0, e;
 
 	if (w->err) {
 		rc = _fail(w->what, err, err_len, "cannot write %s: %s",
@@ -198,10 +243,10 @@ extern int statefile_commit(statefile_writer_t *w, char *err, size_t err_len)
 	}
 	e = close(w->fd) ? errno : 0;
 	w->fd = -1;
-	if ((rc == SLURM_SUCCESS) && e)
+	if ((rc == 0) && e)
 		rc = _fail(w->what, err, err_len, "close %s: %s", w->tmp,
 			   strerror(e));
-	if (rc != SLURM_SUCCESS) {
+	if (rc != 0) {
 		statefile_abort(w);
 		return rc;
 	}
@@ -226,7 +271,7 @@ extern int statefile_write(const char *what, const char *path,
 	statefile_writer_t *w = statefile_begin(what, path, err, err_len);
 
 	if (!w)
-		return SLURM_ERROR;
+		return -1;
 	statefile_append(w, text, strlen(text));
 	return statefile_commit(w, err, err_len);
 }
@@ -234,7 +279,7 @@ extern int statefile_write(const char *what, const char *path,
 /* ---------------------------------------------------------------------- */
 /* loading */
 
-/* The whole file, xmalloc'd and NUL-terminated; NULL with errno set. */
+/* The whole file, malloc'd and NUL-terminated; NULL with errno set. */
 static char *_read(const char *path, size_t max, size_t *len)
 {
 	struct stat st;
@@ -259,7 +304,8 @@ static char *_read(const char *path, size_t max, size_t *len)
 		errno = e;
 		return NULL;
 	}
-	buf = xmalloc(st.st_size + 1);
+	if (!(buf = calloc(1, st.st_size + 1)))
+		abort();
 	while (off < (size_t) st.st_size) {
 		ssize_t n = read(fd, buf + off, st.st_size - off);
 
@@ -269,7 +315,7 @@ static char *_read(const char *path, size_t max, size_t *len)
 			int e = errno;
 
 			close(fd);
-			xfree(buf);
+			free(buf);
 			errno = e;
 			return NULL;
 		}
@@ -305,12 +351,12 @@ static int _try(const char *what, const char *copy, size_t max,
 		rc = -1;
 	} else {
 		rc = parse(text, len, arg, reason, sizeof(reason)) ? -1 : 1;
-		xfree(text);
+		free(text);
 	}
 	if (rc == 1)
 		return 1;
 
-	bad = xstrdup_printf("%s.bad.%ld", copy, (long) time(NULL));
+	bad = _printf("%s.bad.%ld", copy, (long) time(NULL));
 	if (rename(copy, bad)) {
 		snprintf(why, why_len, "%s rejected (%s), could not rename it: %s",
 			 copy, reason, strerror(errno));
@@ -318,8 +364,8 @@ static int _try(const char *what, const char *copy, size_t max,
 		snprintf(why, why_len, "%s rejected (%s), kept as %s", copy,
 			 reason, bad);
 	}
-	error("%s: %s: %s", plugin_type, what, why);
-	xfree(bad);
+	_log(true, "%s: %s", what, why);
+	free(bad);
 	return -1;
 }
 
@@ -330,44 +376,44 @@ static int _try(const char *what, const char *copy, size_t max,
  */
 static void _sweep(const char *what, const char *path)
 {
-	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	char *dir = _strdup(path), *slash = strrchr(dir, '/');
 	const char *base = slash ? slash + 1 : path;
-	char *p_new = xstrdup_printf("%s.new.", base);
-	char *p_prev = xstrdup_printf("%s.prev.new.", base);
+	char *p_new = _printf("%s.new.", base);
+	char *p_prev = _printf("%s.prev.new.", base);
 	struct dirent *de;
 	DIR *d;
 
 	if (slash)
 		slash[slash == dir] = '\0';
 	if (!(d = opendir(slash ? dir : "."))) {
-		xfree(dir);
-		xfree(p_new);
-		xfree(p_prev);
+		free(dir);
+		free(p_new);
+		free(p_prev);
 		return;
 	}
 	while ((de = readdir(d))) {
 		char *full;
 
-		if (xstrncmp(de->d_name, p_new, strlen(p_new)) &&
-		    xstrncmp(de->d_name, p_prev, strlen(p_prev)))
+		if (strncmp(de->d_name, p_new, strlen(p_new)) &&
+		    strncmp(de->d_name, p_prev, strlen(p_prev)))
 			continue;
-		full = xstrdup_printf("%s/%s", slash ? dir : ".", de->d_name);
+		full = _printf("%s/%s", slash ? dir : ".", de->d_name);
 		if (!unlink(full))
-			info("%s: %s: removed %s, left by an interrupted save",
-			     plugin_type, what, full);
-		xfree(full);
+			_log(false, "%s: removed %s, left by an interrupted save",
+			     what, full);
+		free(full);
 	}
 	closedir(d);
-	xfree(dir);
-	xfree(p_new);
-	xfree(p_prev);
+	free(dir);
+	free(p_new);
+	free(p_prev);
 }
 
 extern statefile_src_t statefile_load(const char *what, const char *path,
 				      size_t max, statefile_parse_t parse,
 				      void *arg)
 {
-	char *prev = xstrdup_printf("%s.prev", path);
+	char *prev = _printf("%s.prev", path);
 	char why_cur[1024] = "", why_prev[1024] = "";
 	statefile_src_t src;
 	int cur, old = 0;
@@ -375,25 +421,25 @@ extern statefile_src_t statefile_load(const char *what, const char *path,
 	_sweep(what, path);
 	cur = _try(what, path, max, parse, arg, why_cur, sizeof(why_cur));
 	if (cur == 1) {
-		info("%s: %s: loaded %s", plugin_type, what, path);
+		_log(false, "%s: loaded %s", what, path);
 		src = STATEFILE_CURRENT;
 		goto out;
 	}
 	old = _try(what, prev, max, parse, arg, why_prev, sizeof(why_prev));
 	if (old == 1) {
-		error("%s: %s: loaded the previous copy %s because %s",
-		      plugin_type, what, prev, why_cur);
+		_log(true, "%s: loaded the previous copy %s because %s", what,
+		     prev, why_cur);
 		src = STATEFILE_PREV;
 	} else if ((cur == 0) && (old == 0)) {
-		info("%s: %s: no %s yet", plugin_type, what, path);
+		_log(false, "%s: no %s yet", what, path);
 		src = STATEFILE_NONE;
 	} else {
-		error("%s: %s: NO VALID STATE: %s; %s", plugin_type, what,
-		      why_cur, why_prev);
+		_log(true, "%s: NO VALID STATE: %s; %s", what, why_cur,
+		     why_prev);
 		src = STATEFILE_LOST;
 	}
 out:
-	xfree(prev);
+	free(prev);
 	return src;
 }
 
@@ -415,8 +461,8 @@ extern int statefile_lock_try(const char *path, bool *held_elsewhere)
 	*held_elsewhere = false;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		error("%s: cannot open the state lock %s: %m", plugin_type,
-		      path);
+		_log(true, "cannot open the state lock %s: %s", path,
+		     strerror(errno));
 		return -1;
 	}
 	if (fcntl(fd, F_OFD_SETLK, &fl)) {
@@ -426,9 +472,8 @@ extern int statefile_lock_try(const char *path, bool *held_elsewhere)
 		if ((e == EAGAIN) || (e == EACCES)) {
 			*held_elsewhere = true;
 		} else {
-			errno = e;
-			error("%s: cannot lock the state lock %s: %m",
-			      plugin_type, path);
+			_log(true, "cannot lock the state lock %s: %s", path,
+			     strerror(e));
 		}
 		return -1;
 	}

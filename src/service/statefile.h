@@ -21,6 +21,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Where the module's log lines go (the plugin: Slurm's log, prefixed with
+ * its name); error or not, msg without a trailing newline.  None: silent.
+ */
+typedef void (*statefile_log_t)(bool is_error, const char *msg);
+extern void statefile_set_log(statefile_log_t fn);
+
 typedef enum {
 	STATEFILE_NONE,		/* no copy at all: a first start */
 	STATEFILE_CURRENT,	/* <path> */
@@ -58,7 +69,7 @@ extern void statefile_append(statefile_writer_t *w, const void *buf,
 			     size_t len);
 /*
  * fsync, rotate <path> to <path>.prev, rename over <path>, fsync the
- * directory; frees w.  SLURM_SUCCESS, or SLURM_ERROR logged with the
+ * directory; frees w.  0, or -1 logged with the
  * reason (also in err), <path> untouched.
  */
 extern int statefile_commit(statefile_writer_t *w, char *err, size_t err_len);
@@ -79,5 +90,9 @@ extern void statefile_unlock(int fd);
 /* begin + append(text) + commit. */
 extern int statefile_write(const char *what, const char *path,
 			   const char *text, char *err, size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
