@@ -65,6 +65,12 @@ char* dump(json_t* o) {
 
 const char* name_of_state(ResvState s) { return state_name(s); }
 
+char* not_in_charge() {
+  return flexco_error_json(
+      "not_in_charge",
+      "this slurmctld is not the controller in charge (a standby, or stopping or handing control to another controller); ask the controller in charge");
+}
+
 }  // namespace
 
 ResvService::ResvService() : idem_(kIdemMax, kIdemPerUid, kIdemKeep) {}
@@ -227,9 +233,7 @@ bool ResvService::idem_answer(const flexco_rsvc_idem_t* rq, std::uint32_t uid, c
   // the stored answer only once the state it reports is on disk: after a
   // "done, but not saved" a crash would lose what the answer says
   if (save_failing_ && save() != 0) {
-    *json_out = err("state_not_saved",
-                    "done, but the reservation state cannot be saved (%s); retry with the same Idempotency-Key",
-                    last_save_error_.c_str());
+    *json_out = not_saved(true, "retry with the same Idempotency-Key");
     *status = 503;
     return true;
   }
@@ -240,6 +244,13 @@ bool ResvService::idem_answer(const flexco_rsvc_idem_t* rq, std::uint32_t uid, c
 
 // ---------------------------------------------------------------------------
 // state file
+
+// 503 state_not_saved: "[done, but ]the reservation state cannot be saved
+// (why); then"
+char* ResvService::not_saved(bool done, const char* then) const {
+  return err("state_not_saved", "%sthe reservation state cannot be saved (%s); %s",
+             done ? "done, but " : "", last_save_error_.c_str(), then);
+}
 
 int ResvService::write_state(char* why, std::size_t why_len) {
   flexco_resv_state_t st{};
@@ -306,9 +317,7 @@ bool ResvService::subs_pending() const {
 // be saved (a save is tried first): 503.
 bool ResvService::mutable_now(char** json_out, int* status) {
   if (!in_charge()) {
-    *json_out = flexco_error_json(
-        "not_in_charge",
-        "this slurmctld is not the controller in charge (a standby, or stopping or handing control to another controller); ask the controller in charge");
+    *json_out = not_in_charge();
     *status = 503;
     return false;
   }
@@ -323,9 +332,7 @@ bool ResvService::mutable_now(char** json_out, int* status) {
     return false;
   }
   if (save_failing_ && save() != 0) {
-    *json_out = err("state_not_saved",
-                    "the reservation state cannot be saved (%s); nothing is changed until it can",
-                    last_save_error_.c_str());
+    *json_out = not_saved(false, "nothing is changed until it can");
     *status = 503;
     return false;
   }
@@ -338,9 +345,7 @@ bool ResvService::mutable_now(char** json_out, int* status) {
 int ResvService::saved(int status, char** json_out) {
   if (save() == 0) return status;
   std::free(*json_out);
-  *json_out = err("state_not_saved",
-                  "done, but the reservation state cannot be saved (%s); retry with the same Idempotency-Key",
-                  last_save_error_.c_str());
+  *json_out = not_saved(true, "retry with the same Idempotency-Key");
   return 503;
 }
 
@@ -687,9 +692,7 @@ int ResvService::create(std::uint32_t uid, const flexco_rsvc_idem_t* rq, const c
     }
     if ((status = idem_key_refused(rq, json_out)) != 0) return status;
     if (!open_) {
-      *json_out = flexco_error_json(
-          "not_in_charge",
-          "this slurmctld is not the controller in charge (a standby, or stopping or handing control to another controller); ask the controller in charge");
+      *json_out = not_in_charge();
       return 503;
     }
     if (idem_answer(rq, uid, json_out, &status)) return status;
@@ -756,9 +759,7 @@ int ResvService::create(std::uint32_t uid, const flexco_rsvc_idem_t* rq, const c
   set_state(*r, ResvState::kCreating, nullptr);
   if (save() != 0) {
     rvs_.pop_back();
-    *json_out = err("state_not_saved",
-                    "the reservation state cannot be saved (%s); nothing was made",
-                    last_save_error_.c_str());
+    *json_out = not_saved(false, "nothing was made");
     return 503;
   }
 
@@ -1059,9 +1060,7 @@ int ResvService::job_submit(std::uint32_t uid, const flexco_rsvc_idem_t* rq, con
     r->sub.since = t;
     if (save() != 0) {
       r->sub = Submission();
-      *json_out = err("state_not_saved",
-                      "the reservation state cannot be saved (%s); nothing was submitted",
-                      last_save_error_.c_str());
+      *json_out = not_saved(false, "nothing was submitted");
       return 503;
     }
     std::uint32_t job_id = 0;
@@ -1158,9 +1157,7 @@ int ResvService::job_release(std::uint32_t uid, const char* id, const char* job_
   int part_index = 0, status = 200;
   bool found = false, released = false;
   if (is_daemon(uid) && !in_charge()) {
-    *json_out = flexco_error_json(
-        "not_in_charge",
-        "this slurmctld is not the controller in charge (a standby, or stopping or handing control to another controller); ask the controller in charge");
+    *json_out = not_in_charge();
     return 503;
   }
   Record* r = lookup(uid, id, true, json_out, &status);

@@ -110,6 +110,7 @@ class ResvService {
                  const char* response);
   bool idem_answer(const flexco_rsvc_idem_t* rq, std::uint32_t uid, char** json_out,
                    int* status);
+  char* not_saved(bool done, const char* then) const;
   int write_state(char* err, std::size_t err_len);
   int save();
   bool subs_pending() const;
