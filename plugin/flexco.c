@@ -51,6 +51,15 @@ static bool at_exit_registered = false;
 /* How long the exit handler waits for the plugin's threads to stop. */
 #define EXIT_WAIT_SEC 10
 
+/* service/statefile.h's log lines, as the plugin's own */
+static void _statefile_log(bool is_error, const char *msg)
+{
+	if (is_error)
+		error("%s: %s", plugin_type, msg);
+	else
+		info("%s: %s", plugin_type, msg);
+}
+
 /*
  * slurmctld calls the PrEp plugins' fini() only in builds made for memory
  * leak debugging, so a normal shutdown would end the process with our
@@ -62,15 +71,6 @@ static bool at_exit_registered = false;
  * from a fatal() with slurmctld's locks held, where a thread of ours may
  * never get past them: the wait is bounded (EXIT_WAIT_SEC).
  */
-/* service/statefile.h's log lines, as the plugin's own */
-static void _statefile_log(bool is_error, const char *msg)
-{
-	if (is_error)
-		error("%s: %s", plugin_type, msg);
-	else
-		info("%s: %s", plugin_type, msg);
-}
-
 static void _at_exit(void)
 {
 	flexco_agent_stop();

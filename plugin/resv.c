@@ -70,7 +70,7 @@ static char *state_path = NULL;			/* this term's */
 static uint16_t published_share = 100;
 static double min_fit = 0.0;
 
-/* _slurm_delete() under slurmctld's write locks (del_lock) */
+/* _h_remove() under slurmctld's write locks (del_lock) */
 static pthread_mutex_t del_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t del_count = 0, del_examined_total = 0;
 static uint64_t del_usec_last = 0, del_usec_max = 0;
