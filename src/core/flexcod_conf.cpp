@@ -370,6 +370,22 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "planhorizon") {
         if (!need_int(60, 31622400)) return range(60, 31622400);
         c.plan_horizon = n;
+      } else if (k == "purgefinishedafter") {
+        // slurmdbd.conf's Purge*After form: N, Nhours, Ndays or Nmonths
+        std::string num = v, unit = "months";
+        for (const char* u : {"hours", "days", "months"}) {
+          const std::size_t ul = std::strlen(u);
+          if (lower(v).size() > ul && lower(v).compare(lower(v).size() - ul, ul, u) == 0) {
+            num = v.substr(0, v.size() - ul);
+            unit = u;
+          }
+        }
+        const long long per = unit == "hours" ? 3600 : unit == "days" ? 86400 : 30 * 86400;
+        if (!parse_int(num, 0, 120LL * 30 * 86400 / per, &n)) {
+          return parser.err(line, "PurgeFinishedAfter: '" + v +
+                                      "' is not N, Nhours, Ndays or Nmonths (at most 120 months)");
+        }
+        c.purge_finished_after = n * per;
       } else if (k == "maxconnections") {
         if (!need_int(1, 65536)) return range(1, 65536);
         c.max_connections = static_cast<int>(n);

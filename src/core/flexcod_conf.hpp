@@ -108,6 +108,10 @@ struct FlexcodConf {
   int ui_token_lifetime = 28800;  // s, 0 (no tokens) .. 604800
   bool ui_read_all = false;     // a UI token reads every co-allocation
   std::int64_t plan_horizon = 7 * 86400;  // s, 60 .. 31622400
+  // s, 0 = never: final co-allocations older than this are deleted
+  // (PurgeFinishedAfter=N[hours|days|months], slurmdbd.conf's form; a bare
+  // N is months, a month is 30 days).
+  std::int64_t purge_finished_after = 30 * 86400;
   // flexcod's HTTP server: the same limits as the plugin's (doc/flexcod.conf.5)
   int max_connections = 128;             // 1 .. 65536
   // 1 .. 65536; 0: as MaxConnections (a login node's users share its address)

@@ -247,6 +247,8 @@ class Engine {
   // reaper's loop: a running co-allocation with a part that has not
   // started PartStartSkew seconds after its first part did.
   void watch_part_starts();
+  // PurgeFinishedAfter: at most once an hour (reaper only).
+  void purge_finished();
   void publish_loop(std::size_t ci);
   bool wait_stop(int ms);
 
@@ -334,6 +336,7 @@ class Engine {
   std::mutex resched_mutex_;
   std::map<std::size_t, Trigger> resched_pending_;  // by cluster index
   std::set<std::int64_t> late_warned_;  // PartStartPolicy=warn: said once (reaper only)
+  std::int64_t last_purge_ = 0;         // when purge_finished() last ran (reaper only)
   // Co-allocations whose finish_if_done found the lock taken: the reaper
   // checks them again (an event's transition is never dropped).
   std::mutex recheck_mutex_;

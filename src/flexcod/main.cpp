@@ -225,6 +225,16 @@ int main(int argc, char** argv) {
 
   auto store = flexcod::Store::open(conf.state_file, &why);
   if (!store) return fail("StateFile " + why);
+  // Fail-stop (doc/flexcod.md, "When the database fails"): whatever was
+  // not written is acted on by nobody, and the restart (systemd's
+  // Restart=on-failure) recovers from what the database holds, by the path
+  // every crash takes.  _Exit: no destructor may run while other threads
+  // still act.
+  store->set_failure_handler([path = conf.state_file](const std::string& what) {
+    fc_error("fatal: StateFile %s: %s; flexcod stops, and recovers from the database when it "
+             "is started again", path.c_str(), what.c_str());
+    std::_Exit(EXIT_FAILURE);
+  });
 
   flexco::auth::SignerConfig sc;
   sc.socket_path = conf.munge_socket;

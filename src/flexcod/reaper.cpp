@@ -279,6 +279,27 @@ void Engine::watch_part_starts() {
   }
 }
 
+void Engine::purge_finished() {
+  const std::int64_t now = now_seconds();
+  if (last_purge_ != 0 && now - last_purge_ < 3600) return;
+  last_purge_ = now;
+  std::int64_t after;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    after = conf_.purge_finished_after;
+  }
+  if (after <= 0) return;
+  std::string err;
+  const std::int64_t n = store_.purge_finished(now - after, &err);
+  if (n < 0) {
+    fc_error("purging co-allocations that ended before %s: %s", slurm_time(now - after).c_str(),
+             err.c_str());
+  } else if (n > 0) {
+    fc_info("purged %ld co-allocations that ended before %s (PurgeFinishedAfter)", (long)n,
+            slurm_time(now - after).c_str());
+  }
+}
+
 void Engine::reap_loop() {
   while (!wait_stop(2000)) {
     std::set<std::int64_t> again;
@@ -288,6 +309,7 @@ void Engine::reap_loop() {
     }
     for (std::int64_t id : again) finish_if_done(id, true);
     watch_part_starts();
+    purge_finished();
     retry_pending();
     // A part whose cluster does not answer is tried again with a backoff
     // (2 s doubling to 5 min), its reason saying so (shown by sreserve

@@ -72,10 +72,18 @@ const char* kSchema =
     " co_id INTEGER NOT NULL, created INTEGER NOT NULL, PRIMARY KEY(uid, key));";
 
 // Prepared statement with RAII and positional binds.
+// A statement that cannot be prepared, or whose step ends in anything but
+// a row or done (SQLITE_FULL, SQLITE_BUSY past the busy timeout,
+// SQLITE_IOERR, SQLITE_CORRUPT, ...), is reported to `fail` (Store's
+// failure handler, store.hpp): a read that stops early would look like a
+// shorter list, and a write that did not happen like one that did.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK) st_ = nullptr;
+  Stmt(sqlite3* db, const Store::Failure& fail, const char* sql) : db_(db), fail_(fail), sql_(sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK) {
+      st_ = nullptr;
+      report("prepare");
+    }
   }
   ~Stmt() { sqlite3_finalize(st_); }
   Stmt(const Stmt&) = delete;
@@ -94,7 +102,12 @@ class Stmt {
     sqlite3_bind_text(st_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
-  int step() { return st_ ? sqlite3_step(st_) : SQLITE_ERROR; }
+  int step() {
+    if (!st_) return SQLITE_ERROR;  // reported when prepared
+    const int rc = sqlite3_step(st_);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) report("step");
+    return rc;
+  }
   std::int64_t i64(int col) { return sqlite3_column_int64(st_, col); }
   double dbl(int col) { return sqlite3_column_double(st_, col); }
   std::string str(int col) {
@@ -106,7 +119,24 @@ class Stmt {
   std::string errmsg() const { return sqlite3_errmsg(db_); }
 
  private:
+  void report(const char* what) {
+    if (fail_) fail_(std::string(what) + " \"" + first_words(sql_) + "\": " + sqlite3_errmsg(db_));
+  }
+  // The statement's first three words ("SELECT co_id, attempt,"), enough
+  // to tell which one failed without logging a whole query.
+  static std::string first_words(const char* sql) {
+    std::string out;
+    int words = 0;
+    for (const char* p = sql; *p && words < 3; ++p) {
+      if (*p == ' ') ++words;
+      if (words < 3) out += *p;
+    }
+    return out;
+  }
+
   sqlite3* db_;
+  const Store::Failure& fail_;
+  const char* sql_;
   sqlite3_stmt* st_ = nullptr;
   int n_ = 0;
 };
@@ -198,10 +228,12 @@ std::string in_list(const std::vector<std::string>& states) {
 }
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() was called.
+// A BEGIN or COMMIT that fails is reported to `fail` as a Stmt's is.
 class Txn {
  public:
-  explicit Txn(sqlite3* db) : db_(db) {
+  Txn(sqlite3* db, const Store::Failure& fail) : db_(db), fail_(fail) {
     ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+    if (!ok_ && fail_) fail_(std::string("begin: ") + sqlite3_errmsg(db_));
   }
   ~Txn() {
     if (ok_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -209,7 +241,9 @@ class Txn {
   bool ok() const { return ok_; }
   bool commit(std::string* error) {
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      if (error) *error = std::string("commit: ") + sqlite3_errmsg(db_);
+      const std::string why = std::string("commit: ") + sqlite3_errmsg(db_);
+      if (error) *error = why;
+      if (fail_) fail_(why);
       return false;
     }
     done_ = true;
@@ -218,6 +252,7 @@ class Txn {
 
  private:
   sqlite3* db_;
+  const Store::Failure& fail_;
   bool ok_ = false;
   bool done_ = false;
 };
@@ -276,7 +311,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
     return nullptr;
   }
   {
-    Stmt q(db, "SELECT value FROM meta WHERE key='instance'");
+    Stmt q(db, s->fail_, "SELECT value FROM meta WHERE key='instance'");
     if (q.step() == SQLITE_ROW) s->instance_ = q.str(0);
   }
   // instance: made with the database; run: made at every open (store.hpp)
@@ -290,7 +325,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
     return nullptr;
   }
   if (fresh) {
-    Stmt ins(db, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '2')");
+    Stmt ins(db, s->fail_, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '2')");
     ins.bind(s->instance_);
     if (ins.step() != SQLITE_DONE) {
       *error = path + ": " + ins.errmsg();
@@ -309,7 +344,7 @@ Store::~Store() { sqlite3_close(db_); }
 bool Store::migrate(std::string* error) {
   bool has = false;
   {
-    Stmt q(db_, "SELECT 1 FROM pragma_table_info('parts') WHERE name='slurm_partition'");
+    Stmt q(db_, fail_, "SELECT 1 FROM pragma_table_info('parts') WHERE name='slurm_partition'");
     has = q.step() == SQLITE_ROW;
   }
   if (has) return true;
@@ -335,7 +370,7 @@ bool Store::exec(const char* sql, std::string* error) {
 
 bool Store::add_transition(std::int64_t co_id, const std::string& what, const std::string& from,
                            const std::string& to, const std::string& reason, std::string* error) {
-  Stmt s(db_,
+  Stmt s(db_, fail_,
          "INSERT INTO transitions(co_id, time, what, from_state, to_state, reason)"
          " VALUES(?,?,?,?,?,?)");
   s.bind(co_id).bind(now_seconds()).bind(what).bind(from).bind(to).bind(reason);
@@ -347,7 +382,7 @@ bool Store::add_transition(std::int64_t co_id, const std::string& what, const st
 }
 
 bool Store::put_co(const CoRecord& c, std::string* error) {
-  Stmt s(db_,
+  Stmt s(db_, fail_,
          "UPDATE coallocations SET uid=?, user=?, state=?, reason=?, policy=?, nodes=?, duration=?,"
          " run_time=?, overhead=?, ready=?, deadline=?, clusters=?, max_parts=?, request=?,"
          " submitted=?, changed=?, planned_start=?, planned_end=?, moves=?, attempt=? WHERE id=?");
@@ -364,7 +399,7 @@ bool Store::put_co(const CoRecord& c, std::string* error) {
 }
 
 bool Store::put_part(const PartRecord& p, std::string* error) {
-  Stmt s(db_,
+  Stmt s(db_, fail_,
          "INSERT OR REPLACE INTO parts(co_id, attempt, idx, cluster, nodes, state, reason, resv_key,"
          " reservation_id, reservation, node_list, job_key, job_id, job_state, planned_start,"
          " planned_end, actual_start, actual_end, exit_code, current, slurm_partition,"
@@ -383,14 +418,14 @@ bool Store::put_part(const PartRecord& p, std::string* error) {
 }
 
 std::optional<CoRecord> Store::get_co_locked(std::int64_t id) {
-  Stmt s(db_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE id=?").c_str());
+  Stmt s(db_, fail_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE id=?").c_str());
   s.bind(id);
   if (s.step() != SQLITE_ROW) return std::nullopt;
   return read_co(s);
 }
 
 std::optional<PartRecord> Store::get_part_locked(std::int64_t co, int attempt, int idx) {
-  Stmt s(db_, (std::string("SELECT ") + kPartCols +
+  Stmt s(db_, fail_, (std::string("SELECT ") + kPartCols +
                " FROM parts WHERE co_id=? AND attempt=? AND idx=?").c_str());
   s.bind(co).bind(attempt).bind(idx);
   if (s.step() != SQLITE_ROW) return std::nullopt;
@@ -399,7 +434,7 @@ std::optional<PartRecord> Store::get_part_locked(std::int64_t co, int attempt, i
 
 std::optional<SubmitKey> Store::find_key_locked(std::int64_t uid, const std::string& key,
                                                 std::int64_t now) {
-  Stmt s(db_, "SELECT digest, co_id, created FROM submit_keys WHERE uid=? AND key=? AND created>?");
+  Stmt s(db_, fail_, "SELECT digest, co_id, created FROM submit_keys WHERE uid=? AND key=? AND created>?");
   s.bind(uid).bind(key).bind(now - kSubmitKeyKeep);
   if (s.step() != SQLITE_ROW) return std::nullopt;
   SubmitKey k;
@@ -418,7 +453,7 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
                            const std::string& key, const std::string& digest,
                            std::optional<SubmitKey>* taken) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Txn t(db_);
+  Txn t(db_, fail_);
   if (!t.ok()) {
     *error = std::string("begin: ") + sqlite3_errmsg(db_);
     return false;
@@ -431,14 +466,14 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
       *taken = std::move(k);
       return true;
     }
-    Stmt del(db_, "DELETE FROM submit_keys WHERE created<=?");
+    Stmt del(db_, fail_, "DELETE FROM submit_keys WHERE created<=?");
     del.bind(now - kSubmitKeyKeep);
     if (del.step() != SQLITE_DONE) {
       *error = "submit_keys: " + del.errmsg();
       return false;
     }
   }
-  Stmt s(db_,
+  Stmt s(db_, fail_,
          "INSERT INTO coallocations(uid, user, state, reason, policy, nodes, duration, run_time,"
          " overhead, ready, deadline, clusters, max_parts, request, submitted, changed)"
          " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -453,7 +488,7 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
   c->submitted = c->changed = now;
   if (!add_transition(c->id, "coallocation", "", c->state, reason, error)) return false;
   if (!key.empty()) {
-    Stmt k(db_, "INSERT OR REPLACE INTO submit_keys(uid, key, digest, co_id, created) VALUES(?,?,?,?,?)");
+    Stmt k(db_, fail_, "INSERT OR REPLACE INTO submit_keys(uid, key, digest, co_id, created) VALUES(?,?,?,?,?)");
     k.bind(c->uid).bind(key).bind(digest).bind(c->id).bind(now);
     if (k.step() != SQLITE_DONE) {
       *error = "submit_keys: " + k.errmsg();
@@ -470,7 +505,7 @@ bool Store::update_coalloc(const CoRecord& c, const std::string& reason, std::st
 bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
                   const std::string& reason, std::string* error, const MoveRecord* move) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Txn t(db_);
+  Txn t(db_, fail_);
   if (!t.ok()) {
     *error = std::string("begin: ") + sqlite3_errmsg(db_);
     return false;
@@ -506,7 +541,7 @@ bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
 
 bool Store::update_part(const PartRecord& p, const std::string& reason, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Txn t(db_);
+  Txn t(db_, fail_);
   if (!t.ok()) {
     *error = std::string("begin: ") + sqlite3_errmsg(db_);
     return false;
@@ -538,7 +573,7 @@ std::vector<CoRecord> Store::list_coallocs(std::int64_t uid, const std::string& 
     sql += " AND state=?";
   }
   sql += " ORDER BY id DESC LIMIT ?";
-  Stmt s(db_, sql.c_str());
+  Stmt s(db_, fail_, sql.c_str());
   if (uid >= 0) s.bind(uid);
   if (!state.empty() && state != "active") s.bind(state);
   s.bind(limit);
@@ -549,7 +584,7 @@ std::vector<CoRecord> Store::list_coallocs(std::int64_t uid, const std::string& 
 
 std::vector<CoRecord> Store::in_states(const std::vector<std::string>& states) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE state IN " +
+  Stmt s(db_, fail_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE state IN " +
                in_list(states) + " ORDER BY id").c_str());
   for (const auto& st : states) s.bind(st);
   std::vector<CoRecord> out;
@@ -559,7 +594,7 @@ std::vector<CoRecord> Store::in_states(const std::vector<std::string>& states) {
 
 std::vector<PartRecord> Store::parts(std::int64_t co_id, bool current_only) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, (std::string("SELECT ") + kPartCols + " FROM parts WHERE co_id=?" +
+  Stmt s(db_, fail_, (std::string("SELECT ") + kPartCols + " FROM parts WHERE co_id=?" +
                (current_only ? " AND current=1" : "") + " ORDER BY attempt, idx").c_str());
   s.bind(co_id);
   std::vector<PartRecord> out;
@@ -591,14 +626,14 @@ Store::Snapshot Store::snapshot(const std::vector<std::string>& states) {
   Snapshot snap;
   snap.mark = writes_;
   {
-    Stmt s(db_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE state IN " +
+    Stmt s(db_, fail_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE state IN " +
                  in_list(states) + " ORDER BY id").c_str());
     for (const auto& st : states) s.bind(st);
     while (s.step() == SQLITE_ROW) snap.cos.push_back(read_co(s));
   }
   std::string cols;
   for (const std::string& c : split(kPartCols)) cols += (cols.empty() ? "p." : ", p.") + c.substr(c.find_first_not_of(' '));
-  Stmt s(db_, ("SELECT " + cols + " FROM parts p JOIN coallocations c ON c.id = p.co_id"
+  Stmt s(db_, fail_, ("SELECT " + cols + " FROM parts p JOIN coallocations c ON c.id = p.co_id"
                " WHERE p.current=1 AND c.state IN " + in_list(states) +
                " ORDER BY p.co_id, p.attempt, p.idx").c_str());
   for (const auto& st : states) s.bind(st);
@@ -611,7 +646,7 @@ Store::Snapshot Store::snapshot(const std::vector<std::string>& states) {
 
 std::vector<PartRecord> Store::parts_in_states(const std::vector<std::string>& states) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, (std::string("SELECT ") + kPartCols + " FROM parts WHERE state IN " +
+  Stmt s(db_, fail_, (std::string("SELECT ") + kPartCols + " FROM parts WHERE state IN " +
                in_list(states) + " ORDER BY co_id, attempt, idx").c_str());
   for (const auto& st : states) s.bind(st);
   std::vector<PartRecord> out;
@@ -622,7 +657,7 @@ std::vector<PartRecord> Store::parts_in_states(const std::vector<std::string>& s
 std::vector<std::int64_t> Store::with_part_on(const std::string& cluster,
                                              const std::vector<std::string>& states) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, (std::string("SELECT DISTINCT p.co_id FROM parts p JOIN coallocations c"
+  Stmt s(db_, fail_, (std::string("SELECT DISTINCT p.co_id FROM parts p JOIN coallocations c"
                            " ON c.id = p.co_id WHERE p.current=1 AND p.cluster=? AND c.state IN ") +
                in_list(states) + " ORDER BY p.co_id").c_str());
   s.bind(cluster);
@@ -634,7 +669,7 @@ std::vector<std::int64_t> Store::with_part_on(const std::string& cluster,
 
 std::vector<Transition> Store::transitions(std::int64_t co_id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_,
+  Stmt s(db_, fail_,
          "SELECT time, what, from_state, to_state, reason FROM transitions WHERE co_id=? ORDER BY id");
   s.bind(co_id);
   std::vector<Transition> out;
@@ -650,7 +685,7 @@ bool Store::add_move(std::int64_t co_id, const MoveRecord& m, std::string* error
 }
 
 bool Store::insert_move(std::int64_t co_id, const MoveRecord& m, std::string* error) {
-  Stmt s(db_,
+  Stmt s(db_, fail_,
          "INSERT INTO moves(co_id, time, kind, from_start, to_start, from_end, to_end, from_parts,"
          " to_parts, reason) VALUES(?,?,?,?,?,?,?,?,?,?)");
   s.bind(co_id).bind(m.time).bind(m.kind).bind(m.from_start).bind(m.to_start).bind(m.from_end)
@@ -664,13 +699,13 @@ bool Store::insert_move(std::int64_t co_id, const MoveRecord& m, std::string* er
 
 std::int64_t Store::count_moves() {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, "SELECT COUNT(*) FROM moves");
+  Stmt s(db_, fail_, "SELECT COUNT(*) FROM moves");
   return s.step() == SQLITE_ROW ? s.i64(0) : 0;
 }
 
 std::vector<MoveRecord> Store::moves(std::int64_t co_id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_,
+  Stmt s(db_, fail_,
          "SELECT time, kind, from_start, to_start, from_end, to_end, from_parts, to_parts, reason"
          " FROM moves WHERE co_id=? ORDER BY id");
   s.bind(co_id);
@@ -693,22 +728,53 @@ std::vector<MoveRecord> Store::moves(std::int64_t co_id) {
 
 std::map<std::string, std::int64_t> Store::count_by_state() {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, "SELECT state, COUNT(*) FROM coallocations GROUP BY state");
+  Stmt s(db_, fail_, "SELECT state, COUNT(*) FROM coallocations GROUP BY state");
   std::map<std::string, std::int64_t> out;
   while (s.step() == SQLITE_ROW) out[s.str(0)] = s.i64(1);
   return out;
 }
 
+std::int64_t Store::purge_finished(std::int64_t before, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Txn t(db_, fail_);
+  if (!t.ok()) {
+    *error = std::string("begin: ") + sqlite3_errmsg(db_);
+    return -1;
+  }
+  static const char* const kFinished =
+      "SELECT id FROM coallocations WHERE state IN ('completed','failed','cancelled') AND changed<?";
+  static const char* const kTables[] = {"parts", "transitions", "moves", "submit_keys"};
+  for (const char* table : kTables) {
+    const std::string sql = std::string("DELETE FROM ") + table + " WHERE co_id IN (" + kFinished + ")";
+    Stmt d(db_, fail_, sql.c_str());
+    d.bind(before);
+    if (d.step() != SQLITE_DONE) {
+      *error = std::string(table) + ": " + d.errmsg();
+      return -1;
+    }
+  }
+  Stmt d(db_, fail_,
+         "DELETE FROM coallocations WHERE state IN ('completed','failed','cancelled') AND changed<?");
+  d.bind(before);
+  if (d.step() != SQLITE_DONE) {
+    *error = "coallocations: " + d.errmsg();
+    return -1;
+  }
+  const std::int64_t n = sqlite3_changes(db_);
+  if (!t.commit(error)) return -1;
+  return n;
+}
+
 std::int64_t Store::event_seq(const std::string& cluster) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, "SELECT seq FROM cluster_seq WHERE name=?");
+  Stmt s(db_, fail_, "SELECT seq FROM cluster_seq WHERE name=?");
   s.bind(cluster);
   return s.step() == SQLITE_ROW ? s.i64(0) : 0;
 }
 
 bool Store::set_event_seq(const std::string& cluster, std::int64_t seq, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, "INSERT OR REPLACE INTO cluster_seq(name, seq) VALUES(?, ?)");
+  Stmt s(db_, fail_, "INSERT OR REPLACE INTO cluster_seq(name, seq) VALUES(?, ?)");
   s.bind(cluster).bind(seq);
   if (s.step() != SQLITE_DONE) {
     *error = "cluster_seq: " + s.errmsg();

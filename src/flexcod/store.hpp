@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -113,6 +114,21 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
+  // What a read or write that fails (store.cpp's Stmt and Txn: a
+  // statement that cannot be prepared, a step, BEGIN or COMMIT ending in
+  // an error such as SQLITE_FULL, SQLITE_IOERR or SQLITE_BUSY past the
+  // 5 s busy timeout) is told to, with what failed and SQLite's message.
+  // flexcod's handler stops the daemon (main.cpp, doc/flexcod.md "When the
+  // database fails"): a read that ends early looks like a shorter list and
+  // a write that did not happen like one that did, so nothing may act on
+  // either.  None set (the default): the call only returns false or what
+  // it read.  Set it before other threads use the store.
+  using Failure = std::function<void(const std::string&)>;
+  void set_failure_handler(Failure f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fail_ = std::move(f);
+  }
+
   // A random id made when the database was created: part of every
   // Idempotency-Key, so a fresh database never collides with old keys.
   const std::string& instance() const { return instance_; }
@@ -158,6 +174,13 @@ class Store {
   std::int64_t count_moves();  // every co-allocation's
   std::map<std::string, std::int64_t> count_by_state();
 
+  // Deletes the co-allocations that ended (completed, failed, cancelled)
+  // before `before` (their last change), with their parts, transitions,
+  // moves and Idempotency-Keys, in one transaction; how many, or -1.
+  // PurgeFinishedAfter (flexcod.conf(5)): the requests hold job scripts and
+  // environments, which would otherwise be kept for ever.
+  std::int64_t purge_finished(std::int64_t before, std::string* error);
+
   std::int64_t event_seq(const std::string& cluster);
   bool set_event_seq(const std::string& cluster, std::int64_t seq, std::string* error);
 
@@ -196,6 +219,7 @@ class Store {
   void note_write_locked(std::int64_t co_id);
 
   std::mutex mutex_;
+  Failure fail_;
   // Writes to co-allocations and parts (written_since): their count, the
   // last one of each co-allocation written since floor_, at most
   // kWrittenKeep entries (then forgotten: floor_ moves up to writes_).

@@ -65,14 +65,26 @@ class Flexcod:
         removed), cwd and output file; wait until it answers (or until
         `ready()` is true, when given)."""
         pid = self.pid
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            argv = [a.decode() for a in f.read().split(b"\0") if a]
-        penv = t.proc_environ(pid)
-        cwd = t.proc_cwd(pid) or "/"
-        out_path = os.readlink("/proc/%d/fd/1" % pid)
+        launch = self.launch_info()
         os.kill(pid, signal.SIGKILL if kill9 else signal.SIGTERM)
         if not t.wait_for(lambda: not t.pid_alive(pid), 30, "flexcod %d to exit" % pid):
             raise t.GridError("flexcod %d did not stop" % pid)
+        return self.launch(launch, env=env, while_down=while_down, ready=ready)
+
+    def launch_info(self):
+        """How the running flexcod was started (argv, environment, cwd,
+        output file), for launch() after it is gone."""
+        pid = self.pid
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = [a.decode() for a in f.read().split(b"\0") if a]
+        return {"argv": argv, "env": t.proc_environ(pid), "cwd": t.proc_cwd(pid) or "/",
+                "out": os.readlink("/proc/%d/fd/1" % pid)}
+
+    def launch(self, info, env=None, while_down=None, ready=None):
+        """Start flexcod as launch_info() found it (the environment updated
+        with `env`; None values removed), as systemd's restart would after
+        it stopped; wait until it answers (or `ready()`)."""
+        argv, penv, cwd, out_path = info["argv"], dict(info["env"]), info["cwd"], info["out"]
         for k, v in (env or {}).items():
             if v is None:
                 penv.pop(k, None)

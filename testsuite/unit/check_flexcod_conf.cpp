@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/flexcod_conf.hpp"
 
@@ -126,6 +128,14 @@ START_TEST(defaults_and_case) {
   auto pw = conf::parse("Cluster=a URL=http://h:1\nPassProfileWait=0\n", "t");
   ck_assert(pw.ok() && pw.value().pass_profile_wait == 0);
   ck_assert(!conf::parse("Cluster=a URL=http://h:1\nPassProfileWait=60001\n", "t").ok());
+  // PurgeFinishedAfter: slurmdbd.conf's form, a bare number is months
+  ck_assert_int_eq(c.purge_finished_after, 30 * 86400);
+  for (const auto& [text, secs] : std::vector<std::pair<const char*, long long>>{
+           {"0", 0}, {"2", 60LL * 86400}, {"12hours", 12 * 3600}, {"7days", 7 * 86400},
+           {"3Months", 90LL * 86400}, {"120months", 3600LL * 86400}}) {
+    auto pf = conf::parse(std::string("Cluster=a URL=http://h:1\nPurgeFinishedAfter=") + text + "\n", "t");
+    ck_assert_msg(pf.ok() && pf.value().purge_finished_after == secs, "%s", text);
+  }
   // the web view: UiDir, UiTokenLifetime, UiReadAll
   ck_assert(c.ui_dir == conf::kDefaultUiDir && c.ui_dir.size() > 1 && c.ui_dir[0] == '/');
   ck_assert_int_eq(c.ui_token_lifetime, 28800);
@@ -177,6 +187,9 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1\nUiTokenLifetime=604801\n", 2, "0..604800"},
     {"Cluster=a URL=http://h:1\nUiTokenLifetime=-1\n", 2, "UiTokenLifetime"},
     {"Cluster=a URL=http://h:1\nUiReadAll=all\n", 2, "UiReadAll"},
+    {"Cluster=a URL=http://h:1\nPurgeFinishedAfter=121months\n", 2, "PurgeFinishedAfter"},
+    {"Cluster=a URL=http://h:1\nPurgeFinishedAfter=days\n", 2, "PurgeFinishedAfter"},
+    {"Cluster=a URL=http://h:1\nPurgeFinishedAfter=3weeks\n", 2, "Nhours, Ndays or Nmonths"},
     {"Cluster=a URL=http://h:1\nListenPort\n", 2, "expected Key=Value"},
     {"Cluster=a URL=http://h:1\n=5\n", 2, "missing key"},
     {"Cluster=a URL=http://h:1\nLogFile=\"/x\n", 2, "unterminated"},

@@ -21,6 +21,7 @@
 #include <check.h>
 
 using flexcod::CoRecord;
+using flexcod::MoveRecord;
 using flexcod::PartRecord;
 using flexcod::Store;
 using flexcod::SubmitKey;
@@ -427,6 +428,80 @@ START_TEST(unknown_coalloc_write_fails) {
 }
 END_TEST
 
+// A write that cannot be made (another connection holds the database's
+// write lock past the 5 s busy timeout: SQLITE_BUSY, as a backup tool or an
+// admin's sqlite3 shell would) is told to the failure handler, which
+// flexcod's main() makes a fail-stop; the part is unchanged.  Without a
+// handler the call only returns false.
+START_TEST(failed_write_reaches_the_handler) {
+  std::string err;
+  const std::string path = fresh_path("busy.db");
+  auto s = Store::open(path, &err);
+  ck_assert(s != nullptr);
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "submitted", &err));
+  PartRecord p = sample_part(c.id, 1, 0, "alpha", "running");
+  ck_assert(s->write(c, {p}, "placed", &err));
+  std::vector<std::string> told;
+  s->set_failure_handler([&told](const std::string& what) { told.push_back(what); });
+
+  sqlite3* other = nullptr;
+  ck_assert_int_eq(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  PartRecord ended = p;
+  ended.state = "completed";
+  ck_assert(!s->update_part(ended, "part_job_ended", &err));
+  ck_assert_msg(told.size() == 1, "told %zu times", told.size());
+  ck_assert_msg(told[0].find("locked") != std::string::npos, "%s", told[0].c_str());
+  // reads still work in WAL mode while a writer holds the lock, and see
+  // the part as it was
+  ck_assert_str_eq(s->parts(c.id, true).at(0).state.c_str(), "running");
+  ck_assert_int_eq(told.size(), 1);
+  ck_assert_int_eq(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  ck_assert(s->update_part(ended, "part_job_ended", &err));
+  ck_assert_int_eq(told.size(), 1);
+  ck_assert_str_eq(s->parts(c.id, true).at(0).state.c_str(), "completed");
+}
+END_TEST
+
+// PurgeFinishedAfter: co-allocations that ended before the given time go,
+// with every row that names them; live ones and younger ones stay.
+START_TEST(purge_finished_keeps_live_and_young) {
+  std::string err;
+  auto s = Store::open(fresh_path("purge.db"), &err);
+  std::vector<std::int64_t> ids;
+  for (const char* state : {"completed", "failed", "cancelled", "running", "scheduled"}) {
+    CoRecord c = sample_co();
+    ck_assert(s->insert_coalloc(&c, "submitted", &err, std::string("key-") + state, "d"));
+    c.state = state;
+    PartRecord p = sample_part(c.id, 1, 0, "alpha", state);
+    MoveRecord m;
+    m.time = 1;
+    m.kind = "shift";
+    ck_assert(s->write(c, {p}, "to " + std::string(state), &err, &m));
+    ids.push_back(c.id);
+  }
+  const std::int64_t now = flexcod::now_seconds();
+  // nothing ended an hour before now
+  ck_assert_int_eq(s->purge_finished(now - 3600, &err), 0);
+  ck_assert_int_eq(s->list_coallocs(-1, "", 100).size(), 5);
+  // every final one ended before now + 10
+  ck_assert_int_eq(s->purge_finished(now + 10, &err), 3);
+  for (int i = 0; i < 5; i++) {
+    const bool live = i >= 3;
+    ck_assert_int_eq(s->get_coalloc(ids[i]).has_value(), live);
+    ck_assert_int_eq(s->parts(ids[i], false).size(), live ? 1 : 0);
+    ck_assert_int_eq(s->transitions(ids[i]).empty(), !live);
+    ck_assert_int_eq(s->moves(ids[i]).size(), live ? 1 : 0);
+  }
+  ck_assert(!s->find_key(1000, "key-completed").has_value());
+  ck_assert(s->find_key(1000, "key-running").has_value());
+  ck_assert_int_eq(s->count_moves(), 2);
+  ck_assert_int_eq(s->purge_finished(now + 10, &err), 0);
+}
+END_TEST
+
 // A rescheduling pass's snapshot: the co-allocations in the states asked
 // for with their current parts only, read at one write mark; written_since
 // names exactly the co-allocations written after it (a part's own write
@@ -490,6 +565,8 @@ Suite* make_suite() {
   tcase_add_test(tc, switch_with_move_is_one_transaction);
   tcase_add_test(tc, unknown_coalloc_write_fails);
   tcase_add_test(tc, snapshot_and_written_since);
+  tcase_add_test(tc, failed_write_reaches_the_handler);
+  tcase_add_test(tc, purge_finished_keeps_live_and_young);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
   return s;
