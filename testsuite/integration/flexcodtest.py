@@ -51,6 +51,15 @@ class Flexcod:
         r = self.client(uid).get("/v1/coallocations/%s" % coid)
         return r.status, r.json
 
+    def wait_parts(self, coid, count, state="running", timeout=90):
+        """The co-allocation's document once it has `count` parts, all in
+        `state`; {} if that does not happen within `timeout` seconds."""
+        def there():
+            d = self.get(coid)[1] or {}
+            parts = d.get("parts", [])
+            return len(parts) == count and all(p.get("state") == state for p in parts) and d
+        return t.wait_for(there, timeout, "%d parts of co-%s to be %s" % (count, coid, state)) or {}
+
     def listening(self):
         """It answers, and has reconciled every cluster with its database."""
         try:

@@ -42,11 +42,7 @@ def main():
              "a 6-node co-allocation over two clusters is scheduled", "%s %r" % (s, doc))
         coid = doc.get("id")
 
-        def running():
-            d = fc.get(coid)[1] or {}
-            parts = d.get("parts", [])
-            return (len(parts) == 2 and all(p.get("state") == "running" for p in parts)) and d
-        d = t.wait_for(running, 90, "both part jobs to run") or {}
+        d = fc.wait_parts(coid, 2)
         t.ok(bool(d), "both part jobs run", "%r" % (fc.get(coid)[1],))
         parts = [(p["cluster"], p["job_id"], p["nodes"]) for p in d.get("parts", [])]
         # The cluster with free nodes beside its part runs the local jobs.
