@@ -289,6 +289,10 @@ extern "C" int flexco_decode_resv_create(const char* body, size_t len, int64_t n
   } else if (!(s = json_string_value(json_object_get(o, "user"))) || !*s || std::strlen(s) > 64 ||
              std::strlen(s) != json_string_length(json_object_get(o, "user"))) {
     rc = fail(json_out, "bad_request", "'user' must be a user name");
+  } else if (std::strspn(s, "0123456789") == std::strlen(s)) {
+    // A number would be resolved as a uid (uid_from_string), and uids
+    // differ between sites: only names travel (issue 38 §2.3).
+    rc = fail(json_out, "bad_request", "'user' must be a user name, not a number");
   } else if (!(req->user = strdup(s))) {
     rc = fail(json_out, "bad_request", "out of memory");
   } else if (json_object_get(o, "partition") &&

@@ -277,6 +277,9 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
         if (k == "logfile") c.log_file = v;
         if (k == "pidfile") c.pid_file = v;
         if (k == "mungesocket") c.munge_socket = v;
+      } else if (k == "usermapfile") {
+        if (!valid_path(v)) return parser.err(line, p.shown + ": '" + v + "' is not an absolute path");
+        c.user_map_file = v;
       } else if (k == "adminusers") {
         c.admin_users.clear();
         std::stringstream ss(v);
@@ -434,7 +437,10 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
   return c;
 }
 
-Result<FlexcodConf> read_file(const std::string& path) {
+namespace {
+
+// A file's text, at most 1 MiB.
+Result<std::string> slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Error{0, path + ": cannot open: " + std::string(std::strerror(errno))};
@@ -446,7 +452,78 @@ Result<FlexcodConf> read_file(const std::string& path) {
     if (text.size() > (std::size_t{1} << 20)) return Error{0, path + ": larger than 1 MiB"};
   }
   if (in.bad()) return Error{0, path + ": read error"};
-  return parse(text, path);
+  return text;
+}
+
+bool user_name_ok(const std::string& s) {
+  if (s.empty() || s.size() > 64 || s[0] == '-') return false;
+  bool digits = true;
+  for (unsigned char ch : s) {
+    if (!std::isalnum(ch) && ch != '.' && ch != '_' && ch != '-') return false;
+    digits &= std::isdigit(ch) != 0;
+  }
+  return !digits;
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::map<std::string, std::string>>> parse_user_map(
+    std::string_view text, const FlexcodConf& conf, std::string_view source) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  const std::string src(source);
+  int line = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t nl = std::min(text.find('\n', pos), text.size());
+    std::string l(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    ++line;
+    if (const std::size_t hash = l.find('#'); hash != std::string::npos) l.resize(hash);
+    std::istringstream words(l);
+    std::string local, w;
+    if (!(words >> local)) continue;
+    auto bad = [&](const std::string& why) {
+      return Error{line, src + ":" + std::to_string(line) + ": " + why};
+    };
+    if (!user_name_ok(local)) return bad("'" + local + "' is not a user name");
+    if (out.count(local)) return bad("user '" + local + "' given twice");
+    auto& at = out[local];
+    while (words >> w) {
+      const std::size_t eq = w.find('=');
+      if (eq == std::string::npos) return bad("'" + w + "' is not Cluster=Name");
+      const std::string cl = w.substr(0, eq), name = w.substr(eq + 1);
+      bool known = false;
+      for (const auto& c : conf.clusters) known |= c.name == cl;
+      if (!known) return bad("'" + cl + "' is not a cluster of flexcod.conf");
+      if (!user_name_ok(name)) return bad("'" + name + "' is not a user name (" + cl + ")");
+      if (at.count(cl)) return bad("cluster '" + cl + "' given twice for " + local);
+      at[cl] = name;
+    }
+    if (at.empty()) return bad("user '" + local + "' names no Cluster=Name");
+  }
+  return out;
+}
+
+const std::string& name_at(const FlexcodConf& conf, const std::string& user,
+                           const std::string& cluster) {
+  auto u = conf.user_map.find(user);
+  if (u == conf.user_map.end()) return user;
+  auto c = u->second.find(cluster);
+  return c == u->second.end() ? user : c->second;
+}
+
+Result<FlexcodConf> read_file(const std::string& path) {
+  auto text = slurp(path);
+  if (!text.ok()) return text.error();
+  auto conf = parse(text.value(), path);
+  if (!conf.ok() || conf.value().user_map_file.empty()) return conf;
+  FlexcodConf c = std::move(conf.value());
+  auto map_text = slurp(c.user_map_file);
+  if (!map_text.ok()) return Error{0, "UserMapFile " + map_text.error().message};
+  auto map = parse_user_map(map_text.value(), c, c.user_map_file);
+  if (!map.ok()) return Error{map.error().line, "UserMapFile " + map.error().message};
+  c.user_map = std::move(map.value());
+  return c;
 }
 
 }  // namespace flexco::conf

@@ -44,6 +44,7 @@
 #define FLEXCO_CORE_FLEXCOD_CONF_HPP
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,13 +123,30 @@ struct FlexcodConf {
   long long max_request_size = 1 << 20;  // bytes, 1024 .. 64 MiB
   long long max_request_memory = 16 << 20;  // bytes of all bodies, >= MaxRequestSize
   int debug_level = 3;          // 0 quiet .. 3 info .. 9 debug5
+  // UserMapFile (flexcod.conf(5)): "" none.  The name a user's part jobs
+  // run under at a cluster, when it is not the user's name at flexcod's
+  // host: user_map[local][cluster] (read by read_file() with the conf).
+  std::string user_map_file;
+  std::map<std::string, std::map<std::string, std::string>> user_map;
   std::vector<ClusterConf> clusters;  // in file order, at least one
 };
 
 // Parse the text of a flexcod.conf; `source` names it in messages.
 Result<FlexcodConf> parse(std::string_view text, std::string_view source = "flexcod.conf");
 
-// Read and parse the file at `path` (at most 1 MiB).
+// Parse the text of a UserMapFile for the clusters of `conf` (each line
+// "LocalName Cluster=Name [Cluster=Name ...]", # comments; doc/flexcod.conf.5):
+// every name a user name (letters, digits, . _ -, not starting with -, not
+// all digits: a number would be taken for a uid), every cluster one of
+// conf's, a local name and a cluster once each.
+Result<std::map<std::string, std::map<std::string, std::string>>> parse_user_map(
+    std::string_view text, const FlexcodConf& conf, std::string_view source);
+
+// The name `user` runs under at `cluster`: its UserMapFile entry, or itself.
+const std::string& name_at(const FlexcodConf& conf, const std::string& user,
+                           const std::string& cluster);
+
+// Read and parse the file at `path` (at most 1 MiB), and its UserMapFile.
 Result<FlexcodConf> read_file(const std::string& path);
 
 // The path to use: `cli` (from -f) if not empty, else `env` (the value of

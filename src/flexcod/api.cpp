@@ -379,8 +379,20 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
   if (taken) return replay_submit(who, *taken, digest);
   fc_info("co-%ld: submitted by %s: %ld nodes for %ld s, policy %s", (long)co.id, who.user.c_str(),
           (long)co.nodes, (long)co.duration, co.policy.c_str());
+  test_hold("inserted");
   auto m = co_mutex(co.id);
   std::lock_guard<std::mutex> lock(*m);
+  // Read again under the lock: its owner may have cancelled it (DELETE)
+  // since the insert, and placing this copy would bring it back to life
+  // (the store refuses such a write too: may_overwrite).
+  {
+    auto now = store_.get_coalloc(co.id);
+    if (!now || now->state != "planning") {
+      fc_info("co-%ld: %s before it was placed; not placed", (long)co.id,
+              now ? now->state.c_str() : "gone");
+      return Answer{201, co_json(now ? *now : co, true)};
+    }
+  }
   const auto t0 = std::chrono::steady_clock::now();
   if (!place(co, s, &why)) {
     return api_error(409, "unplaceable", "co-" + std::to_string(co.id) + ": " + why);

@@ -44,7 +44,11 @@ http::ReservationRequest Engine::reserve_request(const CoRecord& co, const PartR
                                                  std::int64_t confirm_within) {
   Cluster* c = cluster(p.cluster);
   http::ReservationRequest q;
-  q.user = co.user;
+  {
+    // the part job runs under this name at that cluster (UserMapFile)
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    q.user = flexco::conf::name_at(conf_, co.user, p.cluster);
+  }
   q.nodes = p.nodes;
   q.start = p.planned_start;
   q.duration = p.planned_end - p.planned_start;

@@ -36,12 +36,15 @@ bool parse_id(const std::string& s, std::int64_t* out) {
   return *out >= 1;
 }
 
+// The uid's name at flexcod's host, "" if it has none: part jobs run by
+// name (issue 38 §2.3), and a uid's number sent as a name could be
+// another user's at a cluster.
 std::string user_name(uid_t uid) {
   passwd pw;
   passwd* res = nullptr;
   char buf[4096];
   if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res != nullptr) return pw.pw_name;
-  return std::to_string(uid);
+  return "";
 }
 
 // Query string of a target as (name, value) pairs, percent-decoding values.
@@ -450,6 +453,15 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
     who.uid = id.value().uid;
     who.user = user_name(id.value().uid);
     who.admin = is_admin(id.value().uid);
+  }
+  if (who.user.empty()) {
+    // Part jobs run by name, and a number is no name (issue 38 §2.3).
+    fc_verbose("%s %s: uid %ld has no name here: refused", method.c_str(), r.target.c_str(),
+               (long)who.uid);
+    return error(c, 403, "unknown_user",
+                 "uid " + std::to_string(who.uid) +
+                     " has no user name at flexcod's host, and flexcod runs part jobs by name "
+                     "(doc/admin.md, \"Users across sites\")");
   }
 
   std::vector<std::pair<std::string, std::string>> query;

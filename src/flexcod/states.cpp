@@ -200,6 +200,51 @@ bool set_state(PartRecord& p, PartState to) {
   return false;
 }
 
+namespace {
+
+// Whether `to` follows `from` by one or more changes of `table`.
+template <typename S, std::size_t N>
+bool reachable(const std::pair<S, S> (&table)[N], S from, S to) {
+  std::vector<S> todo = {from}, seen = {from};
+  while (!todo.empty()) {
+    const S at = todo.back();
+    todo.pop_back();
+    for (const auto& [a, b] : table) {
+      if (a != at || std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
+      if (b == to) return true;
+      seen.push_back(b);
+      todo.push_back(b);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool may_overwrite(const CoRecord& stored, const CoRecord& next) {
+  if (stored.state == next.state) return true;
+  const auto from = co_state_from_string(stored.state);
+  const auto to = co_state_from_string(next.state);
+  if (from && to && reachable(kCoTable, *from, *to)) return true;
+  g_illegal++;
+  fc_error("flexcod: co-allocation %ld: the database has it %s; a write of %s from an older copy "
+           "was refused", (long)next.id, stored.state.c_str(), next.state.c_str());
+  return false;
+}
+
+bool may_overwrite(const PartRecord& stored, const PartRecord& next) {
+  if (stored.state == next.state) return true;
+  const auto from = part_state_from_string(stored.state);
+  const auto to = part_state_from_string(next.state);
+  if (from && to && reachable(kPartTable, *from, *to)) return true;
+  g_illegal++;
+  fc_error("flexcod: co-allocation %ld: part %d (attempt %d, %s): the database has it %s; a write "
+           "of %s from an older copy was refused",
+           (long)next.co_id, next.idx, next.attempt, next.cluster.c_str(), stored.state.c_str(),
+           next.state.c_str());
+  return false;
+}
+
 std::int64_t illegal_transitions() { return g_illegal.load(); }
 
 }  // namespace flexcod

@@ -73,6 +73,18 @@ bool is_final(PartState s);
 bool set_state(CoRecord& co, CoState to);
 bool set_state(PartRecord& p, PartState to);
 
+// The store's check before it writes a record over the one it holds
+// (store.cpp, Store::write and update_part): the stored state may become
+// the written one only by one or more changes of the table (the table has
+// no cycle), so a writer holding an older copy -- a submission that took
+// its lock after the owner's DELETE, a pass that read before a cancel --
+// can never bring a cancelled or failed co-allocation, or a released
+// part, back to life.  Same state: true.  Otherwise logs "flexcod:
+// co-allocation N: the database has it X; a write of Y from an older copy
+// was refused", counts it as an illegal change and returns false.
+bool may_overwrite(const CoRecord& stored, const CoRecord& next);
+bool may_overwrite(const PartRecord& stored, const PartRecord& next);
+
 // Illegal changes refused since the process started.
 std::int64_t illegal_transitions();
 

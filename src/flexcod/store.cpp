@@ -4,6 +4,7 @@
 #include "flexcod/store.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "core/strings.hpp"
+#include "flexcod/states.hpp"
 
 namespace flexcod {
 
@@ -294,6 +296,24 @@ bool make_private(const std::string& path, std::string* error) {
 
 std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) {
   if (!make_private(path, error)) return nullptr;
+  // One flexcod per database (issue 38 §2.5): two would share the owner
+  // tag, fail each other's commits and sweep each other's reservations as
+  // orphans.  flock() on a descriptor of the database file itself, kept
+  // for the store's life: independent of SQLite's POSIX locks on Linux, and
+  // released by nothing but this store's end or the process's.
+  const int lock_fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (lock_fd < 0) {
+    *error = path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    *error = path + ": " +
+             (e == EWOULDBLOCK ? std::string("in use by another flexcod (it holds the database's lock)")
+                               : std::string("cannot lock it: ") + std::strerror(e));
+    ::close(lock_fd);
+    return nullptr;
+  }
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
@@ -301,9 +321,10 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
   if (rc != SQLITE_OK) {
     *error = path + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
+    ::close(lock_fd);
     return nullptr;
   }
-  auto s = std::make_unique<Store>(Token{}, db);
+  auto s = std::make_unique<Store>(Token{}, db, lock_fd);
   sqlite3_busy_timeout(db, 5000);
   if (!s->exec("PRAGMA journal_mode=WAL", error) || !s->exec("PRAGMA synchronous=FULL", error) ||
       !s->exec("PRAGMA foreign_keys=ON", error) || !s->exec(kSchema, error)) {
@@ -335,7 +356,10 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
   return s;
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  sqlite3_close(db_);
+  ::close(lock_fd_);  // after SQLite's own descriptors: its locks are gone
+}
 
 // Schema 2 (issue 17) added the parts' Slurm partition, account and QOS.
 // A database made before has none of the three columns: they are added,
@@ -515,6 +539,19 @@ bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
     *error = "no co-allocation " + std::to_string(c.id);
     return false;
   }
+  if (!may_overwrite(*old, c)) {
+    *error = "co-" + std::to_string(c.id) + " is " + old->state + " in the database: not written " +
+             c.state + " over it";
+    return false;
+  }
+  for (const auto& p : parts) {
+    auto before = get_part_locked(p.co_id, p.attempt, p.idx);
+    if (before && !may_overwrite(*before, p)) {
+      *error = "co-" + std::to_string(p.co_id) + " part " + std::to_string(p.idx) + " is " +
+               before->state + " in the database: not written " + p.state + " over it";
+      return false;
+    }
+  }
   note_write_locked(c.id);
   for (const auto& p : parts) {
     if (p.co_id != c.id) note_write_locked(p.co_id);
@@ -547,6 +584,11 @@ bool Store::update_part(const PartRecord& p, const std::string& reason, std::str
     return false;
   }
   auto before = get_part_locked(p.co_id, p.attempt, p.idx);
+  if (before && !may_overwrite(*before, p)) {
+    *error = "co-" + std::to_string(p.co_id) + " part " + std::to_string(p.idx) + " is " +
+             before->state + " in the database: not written " + p.state + " over it";
+    return false;
+  }
   note_write_locked(p.co_id);
   if (!put_part(p, error)) return false;
   if ((!before || before->state != p.state) &&

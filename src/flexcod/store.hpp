@@ -203,7 +203,7 @@ class Store {
   struct Token {};
 
  public:
-  Store(Token, sqlite3* db) : db_(db) {}
+  Store(Token, sqlite3* db, int lock_fd) : db_(db), lock_fd_(lock_fd) {}
 
  private:
   bool exec(const char* sql, std::string* error);
@@ -228,6 +228,7 @@ class Store {
   std::uint64_t floor_ = 0;
   std::map<std::int64_t, std::uint64_t> written_;
   sqlite3* db_;
+  int lock_fd_;  // flock()ed: one flexcod per database (store.cpp)
   std::string instance_;
   std::string run_;
 };

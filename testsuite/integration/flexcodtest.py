@@ -128,16 +128,17 @@ class Flexcod:
         return t.wait_for(lambda: self.log_tail(10000).count("Reconfigure signal") > n, 30,
                           "flexcod to reload")
 
-    def conf_copy(self, directory, port):
+    def conf_copy(self, directory, port, same_db=False):
         """A flexcod.conf for another flexcod beside this one: the same
-        clusters, its own ListenPort, database and pid file (in
-        directory); returns its path."""
+        clusters, its own ListenPort, pid file and (unless same_db)
+        database, in directory; returns its path."""
         with open(self.info["conf"]) as f:
             text = f.read()
+        if not same_db:
+            text = text.replace("StateFile=" + self.info["state_file"], "StateFile=%s/db" % directory)
         path = os.path.join(directory, "flexcod.conf")
         with open(path, "w") as f:
             f.write(text.replace("ListenPort=%d" % self.info["port"], "ListenPort=%d" % port)
-                    .replace("StateFile=" + self.info["state_file"], "StateFile=%s/db" % directory)
                     .replace("PidFile=", "PidFile=%s/pid\n#" % directory))
         return path
 

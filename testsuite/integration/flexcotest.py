@@ -141,28 +141,29 @@ TEST_USER = "flexcotest"
 TEST_UID = 64001
 
 
-def test_user():
+def test_user(name=TEST_USER, uid=TEST_UID):
     """(uid, name) of an unprivileged account for tests that act as a user
     other than root: "flexcotest", uid and gid 64001 (above the plugin's
-    MinUserUid), created with its group where it is missing.  Not nobody:
-    Slurm 25.11 and later refuse a reservation for nobody, whom they treat
-    as no user at all (doc/decisions.md, Tests)."""
+    MinUserUid), created with its group where it is missing (a second one
+    by name and uid, e.g. "flexcotest2", 64002).  Not nobody: Slurm 25.11
+    and later refuse a reservation for nobody, whom they treat as no user
+    at all (doc/decisions.md, Tests)."""
     import grp
     import pwd
     try:
-        return pwd.getpwnam(TEST_USER).pw_uid, TEST_USER
+        return pwd.getpwnam(name).pw_uid, name
     except KeyError:
         pass
     try:
-        grp.getgrgid(TEST_UID)
+        grp.getgrgid(uid)
     except KeyError:
-        subprocess.run(["groupadd", "-g", str(TEST_UID), TEST_USER],
+        subprocess.run(["groupadd", "-g", str(uid), name],
                        check=True, capture_output=True, timeout=60)
-    subprocess.run(["useradd", "-M", "-N", "-g", str(TEST_UID), "-u",
-                    str(TEST_UID), "-d", "/nonexistent", "-s",
+    subprocess.run(["useradd", "-M", "-N", "-g", str(uid), "-u",
+                    str(uid), "-d", "/nonexistent", "-s",
                     "/usr/sbin/nologin", "-c", "FlexCo for Slurm tests",
-                    TEST_USER], check=True, capture_output=True, timeout=60)
-    return pwd.getpwnam(TEST_USER).pw_uid, TEST_USER
+                    name], check=True, capture_output=True, timeout=60)
+    return pwd.getpwnam(name).pw_uid, name
 
 
 def slurm_version():

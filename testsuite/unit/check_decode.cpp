@@ -64,6 +64,21 @@ START_TEST(resv_create_ok) {
 }
 END_TEST
 
+// A user is a name: a number would be resolved as a uid, and uids differ
+// between sites (issue 38 §2.3).  A name with digits in it is a name.
+START_TEST(resv_create_user_not_a_number) {
+  flexco_resv_create_t r;
+  std::string code;
+  const std::string tail = ",\"nodes\":2,\"start\":" + std::to_string(kNow + 600) + ",\"duration\":600}";
+  ck_assert_int_eq(create("{\"user\":\"64001\"" + tail, &r, &code), 400);
+  ck_assert_str_eq(code.c_str(), "bad_request");
+  ck_assert_int_eq(create("{\"user\":\"0\"" + tail, &r, &code), 400);
+  ck_assert_int_eq(create("{\"user\":\"u64001\"" + tail, &r, &code), 0);
+  ck_assert_str_eq(r.user, "u64001");
+  flexco_resv_create_free(&r);
+}
+END_TEST
+
 START_TEST(resv_create_window) {
   flexco_resv_create_t r;
   std::string code;
@@ -959,6 +974,7 @@ Suite* make_suite() {
   Suite* s = suite_create("decode");
   TCase* r = tcase_create("reservations");
   tcase_add_test(r, resv_create_ok);
+  tcase_add_test(r, resv_create_user_not_a_number);
   tcase_add_test(r, resv_create_window);
   tcase_add_test(r, resv_create_refused);
   tcase_add_test(r, resv_modify);

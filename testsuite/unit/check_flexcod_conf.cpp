@@ -266,6 +266,67 @@ START_TEST(read_file_and_path_choice) {
 }
 END_TEST
 
+// UserMapFile (issue 38 §2.3): a user's name at a cluster, checked against
+// the clusters of flexcod.conf; read with the conf, and an error in it is
+// an error of the conf.
+START_TEST(user_map) {
+  auto c = conf::parse("Cluster=alpha URL=http://h:1\nCluster=beta URL=http://h:2\n", "t").value();
+  auto m = conf::parse_user_map("# local  cluster=name\nalice beta=asmith  # at beta\n\n"
+                                "bob alpha=bob2 beta=b.o_b-3\n", c, "map");
+  ck_assert_msg(m.ok(), "%s", m.ok() ? "" : m.error().message.c_str());
+  c.user_map = m.value();
+  ck_assert_str_eq(conf::name_at(c, "alice", "beta").c_str(), "asmith");
+  ck_assert_str_eq(conf::name_at(c, "alice", "alpha").c_str(), "alice");
+  ck_assert_str_eq(conf::name_at(c, "bob", "alpha").c_str(), "bob2");
+  ck_assert_str_eq(conf::name_at(c, "bob", "beta").c_str(), "b.o_b-3");
+  ck_assert_str_eq(conf::name_at(c, "carol", "beta").c_str(), "carol");
+  const Bad bad[] = {
+      {"alice gamma=al\n", 1, "'gamma' is not a cluster"},
+      {"alice beta=1234\n", 1, "'1234' is not a user name"},
+      {"1234 beta=al\n", 1, "'1234' is not a user name"},
+      {"alice beta\n", 1, "not Cluster=Name"},
+      {"alice\n", 1, "names no Cluster=Name"},
+      {"alice beta=a\nalice alpha=b\n", 2, "given twice"},
+      {"alice beta=a beta=b\n", 1, "'beta' given twice"},
+      {"alice beta=a/b\n", 1, "not a user name"},
+      {"alice beta=-x\n", 1, "not a user name"},
+  };
+  for (const auto& b : bad) {
+    auto r = conf::parse_user_map(b.text, c, "map");
+    ck_assert_msg(!r.ok(), "accepted: %s", b.text);
+    ck_assert_msg(r.error().line == b.line && r.error().message.find(b.word) != std::string::npos,
+                  "%s: line %d: %s", b.text, r.error().line, r.error().message.c_str());
+  }
+
+  char dir[] = "/tmp/check_flexcod_usermap.XXXXXX";
+  ck_assert(mkdtemp(dir) != nullptr);
+  const std::string conf_path = std::string(dir) + "/flexcod.conf", map_path = std::string(dir) + "/map";
+  {
+    std::ofstream f(conf_path);
+    f << "Cluster=alpha URL=http://h:1\nUserMapFile=" << map_path << "\n";
+  }
+  auto none = conf::read_file(conf_path);
+  ck_assert(!none.ok() && none.error().message.find("UserMapFile") != std::string::npos);
+  {
+    std::ofstream f(map_path);
+    f << "alice alpha=asmith\n";
+  }
+  auto r = conf::read_file(conf_path);
+  ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+  ck_assert_str_eq(conf::name_at(r.value(), "alice", "alpha").c_str(), "asmith");
+  {
+    std::ofstream f(map_path);
+    f << "alice beta=asmith\n";
+  }
+  auto wrong = conf::read_file(conf_path);
+  ck_assert(!wrong.ok() && wrong.error().message.find("'beta' is not a cluster") != std::string::npos);
+  std::remove(map_path.c_str());
+  std::remove(conf_path.c_str());
+  rmdir(dir);
+  ck_assert(!conf::parse("Cluster=alpha URL=http://h:1\nUserMapFile=map\n", "t").ok());
+}
+END_TEST
+
 // The example shipped in contrib/ must parse (FLEXCO_SRCDIR from make check).
 START_TEST(contrib_example_parses) {
   const char* src = std::getenv("FLEXCO_SRCDIR");
@@ -296,6 +357,7 @@ Suite* make_suite() {
   tcase_add_loop_test(tc, bad_inputs, 0, static_cast<int>(sizeof(kBad) / sizeof(kBad[0])));
   tcase_add_test(tc, read_file_and_path_choice);
   tcase_add_test(tc, contrib_example_parses);
+  tcase_add_test(tc, user_map);
   tcase_add_test(tc, debug_levels);
   suite_add_tcase(s, tc);
   return s;

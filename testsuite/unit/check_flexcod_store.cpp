@@ -9,6 +9,7 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "flexcod/states.hpp"
 #include "flexcod/store.hpp"
 
 #include <check.h>
@@ -368,14 +370,25 @@ END_TEST
 START_TEST(committed_changes_survive_for_another_connection) {
   const std::string path = fresh_path("f.db");
   std::string err;
-  auto s = Store::open(path, &err);
-  CoRecord c = sample_co();
-  ck_assert(s->insert_coalloc(&c, "x", &err));
-  c.state = "committing";
-  ck_assert(s->write(c, {sample_part(c.id, 1, 0, "alpha", "reserving")}, "attempt 1", &err));
-  // Without closing the first (as after a crash), a second opening sees it.
+  // A child writes and dies without closing the store (a crash: _exit,
+  // no destructor); the database it leaves opens, with its lock gone.
+  const pid_t child = fork();
+  ck_assert(child >= 0);
+  if (child == 0) {
+    auto s = Store::open(path, &err);
+    CoRecord c = sample_co();
+    bool ok = s && s->insert_coalloc(&c, "x", &err);
+    c.state = "committing";
+    ok = ok && s->write(c, {sample_part(c.id, 1, 0, "alpha", "reserving")}, "attempt 1", &err);
+    _exit(ok && c.id == 1 ? 0 : 1);
+  }
+  int status = 0;
+  ck_assert(waitpid(child, &status, 0) == child);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's writes failed");
   auto other = Store::open(path, &err);
   ck_assert_msg(other != nullptr, "%s", err.c_str());
+  CoRecord c;
+  c.id = 1;
   auto got = other->get_coalloc(c.id);
   ck_assert(got && got->state == "committing");
   auto ps = other->parts_in_states({"reserving"});
@@ -462,6 +475,67 @@ START_TEST(failed_write_reaches_the_handler) {
   ck_assert(s->update_part(ended, "part_job_ended", &err));
   ck_assert_int_eq(told.size(), 1);
   ck_assert_str_eq(s->parts(c.id, true).at(0).state.c_str(), "completed");
+}
+END_TEST
+
+// One store per database file (issue 38 §2.5): a second open while the
+// first is open is refused with the reason; once it is closed, it opens.
+START_TEST(one_store_per_database) {
+  std::string err;
+  const std::string path = fresh_path("one.db");
+  {
+    auto s = Store::open(path, &err);
+    ck_assert(s != nullptr);
+    auto again = Store::open(path, &err);
+    ck_assert(again == nullptr);
+    ck_assert_msg(err.find("in use by another flexcod") != std::string::npos, "%s", err.c_str());
+    // the first one still writes
+    CoRecord c = sample_co();
+    ck_assert(s->insert_coalloc(&c, "submitted", &err));
+  }
+  auto s = Store::open(path, &err);
+  ck_assert_msg(s != nullptr, "%s", err.c_str());
+}
+END_TEST
+
+// A writer holding an older copy cannot write a state that does not follow
+// the stored one (may_overwrite): a cancelled co-allocation is not brought
+// back to life, a released part not made tentative again; a write that
+// goes on by more than one change of the table (planning to scheduled) and
+// one of the same state are written.
+START_TEST(older_copy_cannot_overwrite) {
+  std::string err;
+  auto s = Store::open(fresh_path("stale.db"), &err);
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "submitted", &err));
+  CoRecord stale = c;  // planning
+  CoRecord now = c;
+  now.state = "cancelling";
+  ck_assert(s->write(now, {}, "cancelled by alice", &err));
+  now.state = "cancelled";
+  ck_assert(s->write(now, {}, "everything released", &err));
+  const auto before = flexcod::illegal_transitions();
+  stale.state = "committing";
+  PartRecord p = sample_part(c.id, 1, 0, "alpha", "reserving");
+  ck_assert(!s->write(stale, {p}, "attempt 1", &err));
+  ck_assert_msg(err.find("cancelled in the database") != std::string::npos, "%s", err.c_str());
+  ck_assert_str_eq(s->get_coalloc(c.id)->state.c_str(), "cancelled");
+  ck_assert_int_eq(s->parts(c.id, false).size(), 0);  // nothing of the write
+  ck_assert_int_eq(flexcod::illegal_transitions(), before + 1);
+  // the same final state again (a reason) is written
+  ck_assert(s->write(now, {}, "said again", &err));
+
+  CoRecord d = sample_co();
+  ck_assert(s->insert_coalloc(&d, "submitted", &err));
+  d.state = "scheduled";  // planning -> committing -> scheduled
+  PartRecord q = sample_part(d.id, 1, 0, "alpha", "released");
+  ck_assert(s->write(d, {q}, "placed", &err));
+  PartRecord old_q = q;
+  old_q.state = "tentative";
+  ck_assert(!s->update_part(old_q, "late answer", &err));
+  ck_assert_str_eq(s->parts(d.id, true).at(0).state.c_str(), "released");
+  ck_assert(!s->write(d, {old_q}, "late answer", &err));
+  ck_assert_int_eq(flexcod::illegal_transitions(), before + 3);
 }
 END_TEST
 
@@ -567,6 +641,8 @@ Suite* make_suite() {
   tcase_add_test(tc, snapshot_and_written_since);
   tcase_add_test(tc, failed_write_reaches_the_handler);
   tcase_add_test(tc, purge_finished_keeps_live_and_young);
+  tcase_add_test(tc, one_store_per_database);
+  tcase_add_test(tc, older_copy_cannot_overwrite);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
   return s;

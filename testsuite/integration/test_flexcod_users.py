@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Identities across sites (issue 38 §2.3): only names travel, and a site
+may name a user differently.
+
+(1) A uid that has no name at flexcod's host is refused (403
+unknown_user); before, flexcod took its number for a name and the plugins
+resolved that number to whoever had that uid at their site.  (2) The
+plugin refuses a reservation whose user is a number (400), even from a
+DaemonUser; before, it resolved it as a uid.  (3) With UserMapFile naming
+flexcotest "flexcotest2" at beta, a co-allocation of flexcotest over alpha
+and beta has its reservation and part job at beta under flexcotest2 and at
+alpha under flexcotest; the API still shows its owner as flexcotest."""
+
+import os
+import pwd
+import time
+
+import flexcotest as t
+from flexcodtest import Flexcod, nothing_left, script
+from flexcohttp import plugin_client
+
+NODES = [4, 4]
+
+
+def unnamed_uid():
+    for uid in range(64900, 65000):
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+    raise t.GridError("no free uid in 64900..64999")
+
+
+def scontrol_field(grid, cluster, what, name, key):
+    r = grid.run(cluster, ["scontrol", "show", what, str(name), "-o"])
+    for w in r.stdout.split():
+        if w.startswith(key + "="):
+            return w.split("=", 1)[1]
+    return None
+
+
+def main():
+    t.require_grid_tools()
+    uid, user = t.test_user()
+    uid2, user2 = t.test_user("flexcotest2", 64002)
+    with t.Grid(nodes=NODES) as grid:
+        fc = Flexcod(grid)
+        st = grid.status()
+        tmp = t.scratch_dir("flexcod-users-")
+        os.chmod(tmp, 0o777)
+        body = {"nodes": 6, "duration": 120, "script": script(tmp, "sleep 30"),
+                "std_out": "/dev/null"}
+
+        # -- 1. a uid without a name --------------------------------------
+        nobody = unnamed_uid()
+        s, doc = fc.submit(body, uid=nobody)
+        t.ok(s == 403 and (doc or {}).get("error", {}).get("code") == "unknown_user",
+             "a submission from uid %d, which has no name here, is refused (403 unknown_user)"
+             % nobody, "%s %r" % (s, doc))
+        r = fc.client(uid=nobody).get("/v1/coallocations")
+        t.ok(r.status == 403, "so is its listing", "%s %r" % (r.status, r.json))
+        t.ok(nothing_left(grid), "nothing was made for it")
+
+        # -- 2. the plugin never resolves a number ------------------------
+        alpha = {c["name"]: c for c in st["clusters"]}["alpha"]
+        pc = plugin_client(alpha, st["munge_socket"])
+        r = pc.request("POST", "/v1/reservations",
+                       body={"user": str(uid), "nodes": 1, "start": int(time.time()) + 600,
+                             "duration": 600})
+        t.ok(r.status == 400 and "not a number" in str(r.json),
+             "the plugin refuses a reservation for user \"%d\" (a number), even from a "
+             "DaemonUser" % uid, "%s %r" % (r.status, r.json))
+
+        # -- 3. UserMapFile -----------------------------------------------
+        mp = os.path.join(tmp, "usermap")
+        with open(mp, "w") as f:
+            f.write("# local  cluster=name\n%s beta=%s\n" % (user, user2))
+        t.ok(fc.reconfigure(UserMapFile=mp), "flexcod reloads with a UserMapFile")
+        s, doc = fc.submit(body, uid=uid)
+        parts = {p["cluster"]: p for p in (doc or {}).get("parts", [])}
+        t.ok(s == 201 and sorted(parts) == ["alpha", "beta"] and doc.get("user") == user,
+             "flexcotest's co-allocation is placed on alpha and beta, owned by %s" % user,
+             "%s %r" % (s, doc))
+        users = {c: scontrol_field(grid, c, "reservation", p.get("reservation"), "Users")
+                 for c, p in parts.items()}
+        t.ok(users == {"alpha": user, "beta": user2},
+             "its reservations are for %s at alpha and %s at beta" % (user, user2), "%r" % users)
+        d = fc.wait_parts(doc.get("id"), 2) if s == 201 else {}
+        jobs = {p["cluster"]: p["job_id"] for p in d.get("parts", [])}
+        owners = {c: scontrol_field(grid, c, "job", j, "UserId") for c, j in jobs.items()}
+        t.ok(bool(jobs) and owners.get("alpha", "").startswith(user + "(")
+             and owners.get("beta", "").startswith(user2 + "("),
+             "its part jobs run as %s at alpha and %s at beta" % (user, user2), "%r" % owners)
+        r = fc.client(uid=uid).request("DELETE", "/v1/coallocations/%s" % doc.get("id"))
+        t.ok(r.status == 200, "its owner cancels it", "%s %r" % (r.status, r.json))
+        t.ok(t.wait_for(lambda: nothing_left(grid), 60, "everything to be released"),
+             "nothing is left on either cluster")
+        fc.no_illegal_transitions()
+
+
+if __name__ == "__main__":
+    t.run_main(main)
