@@ -336,6 +336,9 @@ class Engine {
   std::mutex resched_mutex_;
   std::map<std::size_t, Trigger> resched_pending_;  // by cluster index
   std::set<std::int64_t> late_warned_;  // PartStartPolicy=warn: said once (reaper only)
+  // watch_part_starts: when a late part's cluster, which did not answer,
+  // may be asked again (reaper only)
+  std::map<std::int64_t, std::int64_t> late_asked_;
   std::int64_t last_purge_ = 0;         // when purge_finished() last ran (reaper only)
   // Co-allocations whose finish_if_done found the lock taken: the reaper
   // checks them again (an event's transition is never dropped).

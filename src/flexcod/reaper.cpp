@@ -233,47 +233,112 @@ void Engine::watch_part_starts() {
     skew = conf_.part_start_skew;
     policy = conf_.part_start_policy;
   }
-  // The first late part of a running co-allocation, or "".
-  auto late_part = [&](const std::vector<PartRecord>& parts, std::int64_t now) -> std::string {
+  // The first late part of a running co-allocation (its index in parts)
+  // and why it is late, or nullopt.
+  struct Late {
+    std::size_t i;
+    std::string why;
+  };
+  auto late_part = [&](const std::vector<PartRecord>& parts, std::int64_t now) -> std::optional<Late> {
     std::int64_t first = 0;
     for (const auto& p : parts) {
       if (p.actual_start > 0) first = first == 0 ? p.actual_start : std::min(first, p.actual_start);
     }
-    if (first == 0 || now < first + skew) return "";
-    for (const auto& p : parts) {
+    if (first == 0 || now < first + skew) return std::nullopt;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const auto& p = parts[i];
       if (p.actual_start == 0 && (p.state == "submitted" || p.state == "submitting")) {
-        return "part " + std::to_string(p.idx) + " on " + p.cluster + " (job " +
-               std::to_string(p.job_id) + ") did not start within " + std::to_string(skew) +
-               " s of the first part (started " + slurm_time(first) + ")";
+        return Late{i, "part " + std::to_string(p.idx) + " on " + p.cluster + " (job " +
+                           std::to_string(p.job_id) + ") did not start within " +
+                           std::to_string(skew) + " s of the first part (started " +
+                           slurm_time(first) + ")"};
       }
     }
-    return "";
+    return std::nullopt;
   };
   for (const auto& candidate : store_.in_states({"running"})) {
     if (stopping_) return;
     if (late_warned_.count(candidate.id)) continue;
-    if (late_part(store_.parts(candidate.id, true), now_seconds()).empty()) continue;
+    const auto listed = store_.parts(candidate.id, true);
+    const auto seen_late = late_part(listed, now_seconds());
+    if (!seen_late) continue;
+    // No start event is no start: the event may be held up on a link that
+    // stalls.  Ask the late part's cluster (no lock held) before acting,
+    // and act only on its answer (issue 38 §2.1).
+    const PartRecord& lp = listed[seen_late->i];
+    {
+      auto a = late_asked_.find(candidate.id);
+      if (a != late_asked_.end() && now_seconds() < a->second) continue;  // asked lately
+    }
+    Cluster* cl = cluster(lp.cluster);
+    std::optional<http::PartJob> job;
+    std::string unasked;
+    if (cl == nullptr || !cl->client) {
+      unasked = "no such cluster in flexcod.conf";
+    } else if (lp.job_id == 0) {
+      unasked = "its job id is not known yet";
+    } else {
+      bump("messages.get");
+      auto j = cl->client->get_job(lp.reservation_id, lp.job_id);
+      if (j.ok()) {
+        job = j.value();
+      } else if (j.error().code == http::Errc::kHttp && j.error().http_status == 404) {
+        job = http::PartJob{};
+        job->state = "UNKNOWN";  // gone: it cannot start any more
+      } else {
+        if (!answered(j.error())) cl->note_error(j.error());
+        unasked = j.error().message;
+      }
+    }
+    if (!job) {
+      // It may have started: failing now would cancel the parts that run
+      // and leave this one alone.  Wait until its cluster answers.
+      late_asked_[candidate.id] = now_seconds() + 10;
+      bump("late_parts_unasked");
+      fc_error("co-%ld: %s, and %s cannot be asked whether it did (%s); waiting for its answer",
+               (long)candidate.id, seen_late->why.c_str(), lp.cluster.c_str(), unasked.c_str());
+      continue;
+    }
+    late_asked_.erase(candidate.id);
     auto m = co_mutex(candidate.id);
     std::unique_lock<std::mutex> lock(*m, std::try_to_lock);
     if (!lock.owns_lock()) continue;  // a request or an event holds it: next round
     auto co = store_.get_coalloc(candidate.id);
     if (!co || co->state != "running") continue;
     auto parts = store_.parts(co->id, true);
-    const std::string late = late_part(parts, now_seconds());
-    if (late.empty()) continue;
     std::string err;
+    const JobPhase ph = phase_of(job->state);
+    if (ph != JobPhase::kPending) {
+      // It started (its event is late or lost): what it says now is what
+      // the event would have said.
+      for (auto& q : parts) {
+        if (q.attempt != lp.attempt || q.idx != lp.idx) continue;
+        if (apply_job_phase(q, ph, job->state, job->start_time, job->end_time, job->exit_code)) {
+          fc_info("co-%ld: part %d on %s: no start event within %d s, but its job is %s",
+                  (long)co->id, q.idx, q.cluster.c_str(), skew, job->state.c_str());
+          store_.update_part(q, "part job " + job->state + " (asked: its start event was late)",
+                             &err);
+        }
+      }
+      lock.unlock();
+      finish_if_done(candidate.id, true);
+      continue;
+    }
+    const auto late = late_part(parts, now_seconds());
+    if (!late) continue;
     bump("late_parts");
     if (policy == "warn") {
       late_warned_.insert(co->id);
-      co->reason = late + "; the other parts run alone (PartStartPolicy=warn)";
+      co->reason = late->why + "; the other parts run alone (PartStartPolicy=warn)";
       fc_error("co-%ld: %s", (long)co->id, co->reason.c_str());
       store_.update_coalloc(*co, co->reason, &err);
       continue;
     }
     // All or nothing: the started parts are useless alone.
     set_state(*co, CoState::kFailed);
-    co->reason = late + "; the started parts were cancelled and every reservation released "
-                        "(PartStartPolicy=fail)";
+    co->reason = late->why + " (its cluster says it is " + job->state +
+                 "); the started parts were cancelled and every reservation released "
+                 "(PartStartPolicy=fail)";
     fc_error("co-%ld: %s", (long)co->id, co->reason.c_str());
     fail_and_release(*co, parts);
   }
