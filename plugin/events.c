@@ -62,6 +62,7 @@ extern const char plugin_type[];
  * (the object is never unloaded: prep_flexco.c, RTLD_NODELETE). */
 static flexco_esvc_t *svc = NULL;
 static char *state_path = NULL;		/* this term's (events thread) */
+static bool started = false;		/* agent thread only */
 
 __attribute__((constructor)) static void _events_init(void)
 {
@@ -265,11 +266,11 @@ static bool _h_visible(void *arg, const void *viewer,
 	return privacy_visible(viewer, &a);
 }
 
-static int _h_load(void *arg, size_t max, flexco_esvc_parse_cb parse,
-		   void *parse_arg)
+static statefile_src_t _h_load(void *arg, size_t max,
+			       statefile_parse_t parse, void *parse_arg)
 {
 	(void) arg;
-	return (int) statefile_load("events", state_path, max, parse,
+	return statefile_load("events", state_path, max, parse,
 				    parse_arg);
 }
 
@@ -296,6 +297,8 @@ extern int events_start(const flexco_conf_t *conf)
 		.visible = _h_visible, .load = _h_load, .save = _h_save,
 	};
 
+	if (started)
+		return SLURM_SUCCESS;
 	if (!svc) {
 		error("%s: events: out of memory", plugin_type);
 		return SLURM_ERROR;
@@ -305,6 +308,7 @@ extern int events_start(const flexco_conf_t *conf)
 	/* loads the state, starts the events thread */
 	if (flexco_esvc_open(svc, conf->event_buffer_size, &host, true))
 		return SLURM_ERROR;
+	started = true;
 	info("%s: events: buffer of %u events, state in %s", plugin_type,
 	     conf->event_buffer_size, state_path);
 	return SLURM_SUCCESS;
@@ -313,6 +317,7 @@ extern int events_start(const flexco_conf_t *conf)
 extern void events_stop(void)
 {
 	flexco_esvc_close(svc);	/* joins the thread, saves a last time */
+	started = false;
 }
 
 extern uint64_t events_latest(void)

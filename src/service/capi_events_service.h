@@ -38,6 +38,7 @@
 
 #include "core/capi_decode.h"
 #include "service/capi_events.h"
+#include "service/statefile.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,14 +46,6 @@ extern "C" {
 
 /* Log levels of flexco_esvc_host_t.log. */
 enum { FLEXCO_ESVC_ERROR = 0, FLEXCO_ESVC_INFO = 1, FLEXCO_ESVC_DEBUG = 2 };
-
-/* Where the loaded state came from (service/statefile.h's order). */
-enum {
-	FLEXCO_ESVC_LOADED_NONE = 0,	/* no copy: a first start */
-	FLEXCO_ESVC_LOADED_CURRENT = 1,
-	FLEXCO_ESVC_LOADED_PREV = 2,	/* the previous copy */
-	FLEXCO_ESVC_LOADED_LOST = 3	/* copies, none valid */
-};
 
 /* A job's time limit when it has none (Slurm's INFINITE or NO_VAL). */
 #define FLEXCO_ESVC_NO_LIMIT UINT32_MAX
@@ -86,9 +79,6 @@ typedef void (*flexco_esvc_job_cb)(void *sink, const flexco_esvc_job_t *j);
  * ignored) */
 typedef void (*flexco_esvc_resv_cb)(void *sink,
 				    const flexco_evstate_resv_t *r);
-/* service/statefile.h's statefile_parse_t */
-typedef int (*flexco_esvc_parse_cb)(const char *text, size_t len, void *arg,
-				    char *why, size_t why_len);
 
 /* What the service asks of its host.  Every member is required. */
 typedef struct {
@@ -116,10 +106,10 @@ typedef struct {
 	 * this acl? */
 	bool (*visible)(void *arg, const void *viewer,
 			const flexco_evstate_acl_t *acl);
-	/* the state file: load the newest valid copy through parse
-	 * (FLEXCO_ESVC_LOADED_*), save text (0, or -1 with why) */
-	int (*load)(void *arg, size_t max, flexco_esvc_parse_cb parse,
-		    void *parse_arg);
+	/* the state file: load the newest valid copy through parse (where
+	 * it came from), save text (0, or -1 with why) */
+	statefile_src_t (*load)(void *arg, size_t max,
+				statefile_parse_t parse, void *parse_arg);
 	int (*save)(void *arg, const char *text, size_t len, char *why,
 		    size_t why_len);
 } flexco_esvc_host_t;

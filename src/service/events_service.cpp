@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "service/host_log.hpp"
 #include "service/statefile.h"
 
 namespace flexco::service {
@@ -212,12 +213,10 @@ EventsService::~EventsService() {
 }
 
 void EventsService::log(int level, const char* fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(msg, sizeof(msg), fmt, ap);
+  host_vlog(host_.log, host_.arg, level, fmt, ap);
   va_end(ap);
-  if (host_.log != nullptr) host_.log(host_.arg, level, msg);
 }
 
 // ---------------------------------------------------------------------------
@@ -231,12 +230,7 @@ void EventsService::job_end(const flexco_esvc_job_t& j) noexcept {
     return;
   }
   HookRec& r = hook_queue_[hook_cnt_++];
-  r.job_id = j.job_id;
-  r.user_id = j.user_id;
-  r.node_cnt = j.node_cnt;
-  r.state = j.state;
-  r.start = j.start;
-  r.end = j.end;
+  r.job = j;
   r.planned = planned_end(j.start, j.time_limit, j.suspended);
   r.truncated = copy_str(r.partition, sizeof(r.partition), j.partition);
   r.truncated |= copy_str(r.nodes, sizeof(r.nodes), j.nodes);
@@ -268,28 +262,42 @@ void EventsService::prune_reported() {
   reported_.resize(k);
 }
 
+EventsService::Cand EventsService::cand_of(const flexco_esvc_job_t& j, std::int64_t planned,
+                                           bool from_hook) {
+  Cand c;
+  c.job = j;
+  c.planned = planned;
+  set_str(&c.partition, &c.has_partition, j.partition);
+  set_str(&c.nodes, &c.has_nodes, j.nodes);
+  set_str(&c.account, &c.has_account, j.account);
+  c.job.partition = c.job.nodes = c.job.account = nullptr;
+  c.from_hook = from_hook;
+  return c;
+}
+
 json_t* EventsService::job_event(const Cand& c, std::int64_t t) {
+  const flexco_esvc_job_t& j = c.job;
   flexco_evstate_acl_t acl{};
   acl.job = true;
-  acl.job_uid = c.user_id;
+  acl.job_uid = j.user_id;
   acl.account = c.has_account ? const_cast<char*>(c.account.c_str()) : nullptr;
   const std::uint32_t node_count =
-      host_.node_count(host_.arg, c.has_nodes ? c.nodes.c_str() : nullptr, c.node_cnt);
+      host_.node_count(host_.arg, c.has_nodes ? c.nodes.c_str() : nullptr, j.node_cnt);
   return json_pack(
       "{s:s, s:I, s:I, s:I, s:s?, s:s?, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:o}", "type",
       kJobEndedEarly, "time", static_cast<json_int_t>(t), "job_id",
-      static_cast<json_int_t>(c.job_id), "user_id", static_cast<json_int_t>(c.user_id),
+      static_cast<json_int_t>(j.job_id), "user_id", static_cast<json_int_t>(j.user_id),
       "partition", c.has_partition ? c.partition.c_str() : nullptr, "nodes",
       c.has_nodes ? c.nodes.c_str() : nullptr, "node_count", static_cast<json_int_t>(node_count),
-      "start", static_cast<json_int_t>(c.start), "planned_end", static_cast<json_int_t>(c.planned),
-      "actual_end", static_cast<json_int_t>(c.end), "seconds_early",
-      static_cast<json_int_t>(c.planned - c.end), "state", c.state != nullptr ? c.state : "UNKNOWN",
+      "start", static_cast<json_int_t>(j.start), "planned_end", static_cast<json_int_t>(c.planned),
+      "actual_end", static_cast<json_int_t>(j.end), "seconds_early",
+      static_cast<json_int_t>(c.planned - j.end), "state", j.state != nullptr ? j.state : "UNKNOWN",
       "detected_by", c.from_hook ? "epilog" : "poll", kAclKey, acl_json(acl));
 }
 
 void EventsService::emit_job(const Cand& c, std::int64_t t) {
-  if (was_reported(c.job_id, c.start)) return;
-  add_reported(c.job_id, c.start, c.end);
+  if (was_reported(c.job.job_id, c.job.start)) return;
+  add_reported(c.job.job_id, c.job.start, c.job.end);
   json_t* ev = job_event(c, t);
   if (ev != nullptr) json_array_append_new(batch_, ev);
 }
@@ -297,19 +305,7 @@ void EventsService::emit_job(const Cand& c, std::int64_t t) {
 // Called under the host's job lock: copy only.
 void EventsService::add_candidate(const flexco_esvc_job_t& j, bool from_hook) {
   if (!from_hook && (j.end + kFloorSlackSec < job_floor_ || !ended_early(j))) return;
-  Cand c;
-  c.job_id = j.job_id;
-  c.user_id = j.user_id;
-  c.node_cnt = j.node_cnt;
-  c.state = j.state;
-  c.start = j.start;
-  c.end = j.end;
-  c.planned = planned_end(j.start, j.time_limit, j.suspended);
-  set_str(&c.partition, &c.has_partition, j.partition);
-  set_str(&c.nodes, &c.has_nodes, j.nodes);
-  set_str(&c.account, &c.has_account, j.account);
-  c.from_hook = from_hook;
-  cands_.push_back(std::move(c));
+  cands_.push_back(cand_of(j, planned_end(j.start, j.time_limit, j.suspended), from_hook));
 }
 
 namespace {
@@ -340,9 +336,9 @@ void EventsService::scan_jobs(bool full) {
     }
     for (std::uint32_t i = 0; i < nhooks; i++) {
       flexco_esvc_job_t j{};
-      if (!host_.find_job(host_.arg, hook_work_[i].job_id, &j) || !j.finished)
+      if (!host_.find_job(host_.arg, hook_work_[i].job.job_id, &j) || !j.finished)
         continue;  // gone already: use the hook's copy
-      hook_work_[i].job_id = 0;  // handled
+      hook_work_[i].job.job_id = 0;  // handled
       if (ended_early(j)) {
         try {
           add_candidate(j, true);
@@ -361,21 +357,13 @@ void EventsService::scan_jobs(bool full) {
   cands_.clear();
   for (std::uint32_t i = 0; i < nhooks; i++) {
     const HookRec& r = hook_work_[i];
-    if (r.job_id == 0 || r.truncated || r.planned == 0 || r.planned <= r.end)
+    if (r.job.job_id == 0 || r.truncated || r.planned == 0 || r.planned <= r.job.end)
       continue;  // truncated: the poller reports it
-    Cand c;
-    c.job_id = r.job_id;
-    c.user_id = r.user_id;
-    c.state = r.state;
-    c.node_cnt = r.node_cnt;
-    c.start = r.start;
-    c.end = r.end;
-    c.planned = r.planned;
-    set_str(&c.partition, &c.has_partition, r.partition[0] != '\0' ? r.partition : nullptr);
-    set_str(&c.nodes, &c.has_nodes, r.nodes[0] != '\0' ? r.nodes : nullptr);
-    set_str(&c.account, &c.has_account, r.account[0] != '\0' ? r.account : nullptr);
-    c.from_hook = true;
-    emit_job(c, t);
+    flexco_esvc_job_t j = r.job;
+    j.partition = r.partition[0] != '\0' ? r.partition : nullptr;
+    j.nodes = r.nodes[0] != '\0' ? r.nodes : nullptr;
+    j.account = r.account[0] != '\0' ? r.account : nullptr;
+    emit_job(cand_of(j, r.planned, true), t);
   }
   if (full) {
     job_scan_time_ = scan_time;
@@ -555,31 +543,31 @@ void EventsService::load_state() {
   const std::int64_t t = now();
   const std::uint64_t floor = static_cast<std::uint64_t>(t) * 1000000;
   loaded_ = flexco_seq_saved_t{};
-  const int src = host_.load(host_.arg, SIZE_MAX, parse_cb, this);
+  const statefile_src_t src = host_.load(host_.arg, SIZE_MAX, parse_cb, this);
   // the numbering rules: service/event_seq.hpp
   std::uint64_t latest = 0, lost = 0;
   flexco_ring_marks(ring_, &latest, &lost);
   flexco_seq_restore(&seq_,
-                     src == FLEXCO_ESVC_LOADED_CURRENT ? FLEXCO_SEQ_CURRENT
-                     : src == FLEXCO_ESVC_LOADED_PREV  ? FLEXCO_SEQ_PREVIOUS
-                     : src == FLEXCO_ESVC_LOADED_LOST  ? FLEXCO_SEQ_LOST
+                     src == STATEFILE_CURRENT ? FLEXCO_SEQ_CURRENT
+                     : src == STATEFILE_PREV  ? FLEXCO_SEQ_PREVIOUS
+                     : src == STATEFILE_LOST  ? FLEXCO_SEQ_LOST
                                                        : FLEXCO_SEQ_NONE,
                      &loaded_, floor, &latest, &lost);
   flexco_ring_set_marks(ring_, latest, lost);
-  if (src == FLEXCO_ESVC_LOADED_NONE) {
+  if (src == STATEFILE_NONE) {
     job_floor_ = t;
     resv_baseline_ = true;
     log(FLEXCO_ESVC_INFO, "events: numbering events from 1");
     return;
   }
-  if (src == FLEXCO_ESVC_LOADED_LOST) {
+  if (src == STATEFILE_LOST) {
     reset_tracking();
     job_floor_ = t;
     resv_baseline_ = true;
     log(FLEXCO_ESVC_ERROR, "events: starting over at sequence number %" PRIu64, seq_.next);
     return;
   }
-  if (src == FLEXCO_ESVC_LOADED_PREV && loaded_.reserved < floor)
+  if (src == STATEFILE_PREV && loaded_.reserved < floor)
     log(FLEXCO_ESVC_ERROR, "events: numbering continues at %" PRIu64 " after the previous copy",
         seq_.next);
   resv_baseline_ = false;
@@ -588,7 +576,7 @@ void EventsService::load_state() {
   log(FLEXCO_ESVC_INFO,
       "events: restored %" PRIu64 " events from %s (latest %" PRIu64
       "); numbering continues at %" PRIu64,
-      rs.retained, statefile_src_name(static_cast<statefile_src_t>(src)), latest, seq_.next);
+      rs.retained, statefile_src_name(src), latest, seq_.next);
 }
 
 // ---------------------------------------------------------------------------

@@ -85,11 +85,10 @@ class EventsService {
   static constexpr std::size_t kPartLen = 64, kNodesLen = 256, kAcctLen = 64;
 
   // one epilog record: plain data, so that the queue is never touched
-  // before it is used
+  // before it is used; job's strings are those below (set when it is read)
   struct HookRec {
-    std::uint32_t job_id, user_id, node_cnt;
-    const char* state;
-    std::int64_t start, end, planned;
+    flexco_esvc_job_t job;
+    std::int64_t planned;
     bool truncated;  // partition or nodes did not fit
     char partition[kPartLen];
     char nodes[kNodesLen];
@@ -101,10 +100,10 @@ class EventsService {
     std::uint32_t job_id;
     std::int64_t start, end;
   };
+  // a job that ended early: its copy (job's strings unset: the own ones)
   struct Cand {
-    std::uint32_t job_id = 0, user_id = 0, node_cnt = 0;
-    const char* state = nullptr;
-    std::int64_t start = 0, end = 0, planned = 0;
+    flexco_esvc_job_t job{};
+    std::int64_t planned = 0;
     std::string partition, nodes, account;
     bool has_partition = false, has_nodes = false, has_account = false;
     bool from_hook = false;
@@ -123,6 +122,7 @@ class EventsService {
   bool was_reported(std::uint32_t job_id, std::int64_t start) const;
   void add_reported(std::uint32_t job_id, std::int64_t start, std::int64_t end);
   void prune_reported();
+  static Cand cand_of(const flexco_esvc_job_t& j, std::int64_t planned, bool from_hook);
   json_t* job_event(const Cand& c, std::int64_t now);
   void emit_job(const Cand& c, std::int64_t now);
   void scan_jobs(bool full);

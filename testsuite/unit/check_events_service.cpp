@@ -90,6 +90,13 @@ struct Fake {
 
 Fake* F(void* a) { return static_cast<Fake*>(a); }
 
+// a line the service logged contains text
+bool logged(const Fake& f, const char* text) {
+  for (const auto& l : f.logs)
+    if (l.find(text) != std::string::npos) return true;
+  return false;
+}
+
 void h_log(void* a, int level, const char* msg) {
   F(a)->logs.push_back(std::to_string(level) + " " + msg);
 }
@@ -171,17 +178,17 @@ bool h_visible(void*, const void* viewer, const flexco_evstate_acl_t* acl) {
   return true;
 }
 // plugin/statefile.c's order: the current copy, else the previous one
-int h_load(void* a, std::size_t max, flexco_esvc_parse_cb parse, void* parse_arg) {
+statefile_src_t h_load(void* a, std::size_t max, statefile_parse_t parse, void* parse_arg) {
   Disk* d = F(a)->disk.get();
   char why[256];
-  if (!d->current && !d->prev) return FLEXCO_ESVC_LOADED_NONE;
+  if (!d->current && !d->prev) return STATEFILE_NONE;
   if (d->current && d->current->size() <= max &&
       parse(d->current->data(), d->current->size(), parse_arg, why, sizeof(why)) == 0)
-    return FLEXCO_ESVC_LOADED_CURRENT;
+    return STATEFILE_CURRENT;
   if (d->prev && d->prev->size() <= max &&
       parse(d->prev->data(), d->prev->size(), parse_arg, why, sizeof(why)) == 0)
-    return FLEXCO_ESVC_LOADED_PREV;
-  return FLEXCO_ESVC_LOADED_LOST;
+    return STATEFILE_PREV;
+  return STATEFILE_LOST;
 }
 int h_save(void* a, const char* text, std::size_t len, char* why, std::size_t why_len) {
   Fake* f = F(a);
@@ -242,6 +249,11 @@ struct Svc {
     s = nullptr;
   }
   void cycle() { flexco_esvc_cycle(s); }
+  // a clean stop and a start of the same process
+  void restart() {
+    flexco_esvc_close(s);
+    ck_assert_int_eq(flexco_esvc_open(s, 4096, &f.host, false), 0);
+  }
   // the epilog hook of job id as Slurm has it
   void hook(std::uint32_t id) {
     flexco_esvc_job_t v;
@@ -337,6 +349,13 @@ void add_job(Fake& f, std::uint32_t id, std::int64_t start, std::int64_t end,
   f.jobs[id] = j;
 }
 
+// job id ends now, 100 s into its 10 minutes; the hook sees it; a cycle
+void ends_early(Svc& s, std::uint32_t id) {
+  add_job(s.f, id, s.f.now - 100, s.f.now);
+  s.hook(id);
+  s.cycle();
+}
+
 // ---------------------------------------------------------------------------
 // jobs
 
@@ -396,8 +415,7 @@ START_TEST(early_end_reported_once) {
   ck_assert_uint_eq(latest, 4);
 
   // a restart: the reported set comes back from the disk
-  flexco_esvc_close(s.s);
-  ck_assert_int_eq(flexco_esvc_open(s.s, 4096, &f.host, false), 0);
+  s.restart();
   f.now += 5;
   const std::int64_t scans = s.stat("job_scans");
   s.cycle();  // the first cycle of a term is a full scan
@@ -458,14 +476,10 @@ START_TEST(reused_job_id_reported_again) {
   Svc s(f);
   s.cycle();
   f.now += 5;
-  add_job(f, 20, f.now - 100, f.now);
-  s.hook(20);
-  s.cycle();
+  ends_early(s, 20);
   // slurmctld lost its last save and hands out 20 again
   f.now += 300;
-  add_job(f, 20, f.now - 100, f.now);
-  s.hook(20);
-  s.cycle();
+  ends_early(s, 20);
   auto e = s.of("job_ended_early", 20);
   ck_assert_uint_eq(e.size(), 2);
   ck_assert_int_ne(num(e[0], "start"), num(e[1], "start"));
@@ -477,9 +491,7 @@ START_TEST(floor_prunes_old_entries) {
   Svc s(f);
   s.cycle();
   f.now += 5;
-  add_job(f, 30, f.now - 100, f.now);
-  s.hook(30);
-  s.cycle();
+  ends_early(s, 30);
   f.now += 2;
   s.cycle();  // saves (a second after the last)
   {
@@ -569,10 +581,7 @@ START_TEST(failing_mark_saves_hold_events) {
     ck_assert_int_eq(num(ev[1], "job_id"), 50);
     ck_assert_int_eq(num(ev[2], "job_id"), 51);
     ck_assert_int_eq(s.stat("unnumbered"), 0);
-    bool resumed = false;
-    for (const auto& l : f.logs)
-      resumed = resumed || l.find("numbering resumes at 1") != std::string::npos;
-    ck_assert(resumed);
+    ck_assert(logged(f, "numbering resumes at 1"));
   }
 }
 END_TEST
@@ -797,8 +806,7 @@ START_TEST(privacy_of_events) {
   ck_assert(!has(a, "part_job_started:0"));
   ck_assert_uint_eq(ad.size(), 4);
   // the ACLs survive a restart
-  flexco_esvc_close(s.s);
-  ck_assert_int_eq(flexco_esvc_open(s.s, 4096, &f.host, false), 0);
+  s.restart();
   ck_assert(as(alice) == a);
   ck_assert(as(bob) == b);
   ck_assert(as(carol) == c);
@@ -846,8 +854,7 @@ START_TEST(reservation_events) {
   ck_assert_uint_eq(s.latest(), 4);
   ck_assert_int_ge(s.stat("resv_snapshots"), 4);
   // nothing twice after a restart
-  flexco_esvc_close(s.s);
-  ck_assert_int_eq(flexco_esvc_open(s.s, 4096, &f.host, false), 0);
+  s.restart();
   f.now += 40;
   s.cycle();
   ck_assert_uint_eq(s.latest(), 4);
@@ -920,10 +927,7 @@ START_TEST(events_thread) {
   ck_assert(f.disk->current.has_value());
   ck_assert_int_eq(flexco_esvc_publish(s, "part_job_started", json_object(), nullptr, 0, false),
                    -1);
-  bool stopped = false;
-  for (const auto& l : f.logs)
-    stopped = stopped || l.find("events: stopped at sequence number 1") != std::string::npos;
-  ck_assert(stopped);
+  ck_assert(logged(f, "events: stopped at sequence number 1"));
   flexco_esvc_destroy(s);
 }
 END_TEST
