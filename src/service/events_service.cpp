@@ -231,6 +231,7 @@ void EventsService::job_end(const flexco_esvc_job_t& j) noexcept {
   }
   HookRec& r = hook_queue_[hook_cnt_++];
   r.job = j;
+  r.job.partition = r.job.nodes = r.job.account = nullptr;  // the copies below
   r.planned = planned_end(j.start, j.time_limit, j.suspended);
   r.truncated = copy_str(r.partition, sizeof(r.partition), j.partition);
   r.truncated |= copy_str(r.nodes, sizeof(r.nodes), j.nodes);
