@@ -11,6 +11,7 @@
 
 #include "core/capi_auth.h"
 #include "core/capi_profile.h"
+#include "service/host_log.hpp"
 
 namespace flexco::service {
 
@@ -79,12 +80,10 @@ ResvService::ResvService() : idem_(kIdemMax, kIdemPerUid, kIdemKeep) {}
 // helpers (mu_ held)
 
 void ResvService::log(int level, const char* fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(msg, sizeof(msg), fmt, ap);
+  host_vlog(host_.log, host_.arg, level, fmt, ap);
   va_end(ap);
-  if (host_.log != nullptr) host_.log(host_.arg, level, msg);
 }
 
 std::int64_t ResvService::now() const { return host_.now(host_.arg); }
