@@ -470,9 +470,10 @@ extern bool http_running(void)
 extern void http_stop(void)
 {
 	events_set_listener(NULL);
-	slurm_mutex_lock(&daemon_lock);
-	/* resumes every long poll, then stops microhttpd */
+	/* resumes every long poll, then stops microhttpd (not under
+	 * daemon_lock: http_running() answers meanwhile) */
 	flexco_api_server_stop(server);
+	slurm_mutex_lock(&daemon_lock);
 	flexco_verifier_destroy(verifier);
 	verifier = NULL;
 	slurm_mutex_unlock(&daemon_lock);

@@ -86,10 +86,31 @@ sockaddr* socket_address(const char* address, std::uint16_t port, sockaddr_in* s
   return nullptr;
 }
 
-// Where microhttpd's panic says why (the last server started).
-std::mutex g_panic_mutex;
-IdleServer::Log g_panic_log = nullptr;
-void* g_panic_arg = nullptr;
+// A log function and its argument, for the callbacks that microhttpd and
+// the guard call without an argument of ours: the last server started's.
+struct LogTarget {
+  std::mutex mutex;
+  IdleServer::Log log = nullptr;
+  void* arg = nullptr;
+
+  void set(IdleServer::Log l, void* a) {
+    std::lock_guard<std::mutex> g(mutex);
+    log = l;
+    arg = a;
+  }
+  void say(int level, const char* msg) {
+    IdleServer::Log l;
+    void* a;
+    {
+      std::lock_guard<std::mutex> g(mutex);
+      l = log;
+      a = arg;
+    }
+    if (l != nullptr) l(a, level, msg);
+  }
+};
+LogTarget g_panic_to;  // microhttpd's panic
+LogTarget g_guard_to;  // the guard's lines, at debug level
 
 // microhttpd calls abort() on what it takes for an internal inconsistency,
 // which would end slurmctld with it.  One such case is no fault of ours:
@@ -105,38 +126,14 @@ void mhd_panic(void*, const char* file, unsigned int line, const char* reason) {
   std::snprintf(msg, sizeof(msg),
                 "microhttpd failed at %s:%u (%s); this HTTP thread stops, slurmctld goes on",
                 file ? file : "?", line, reason ? reason : "?");
-  IdleServer::Log log;
-  void* arg;
-  {
-    std::lock_guard<std::mutex> l(g_panic_mutex);
-    log = g_panic_log;
-    arg = g_panic_arg;
-  }
-  if (log != nullptr) log(arg, FLEXCO_API_ERROR, msg);
+  g_panic_to.say(FLEXCO_API_ERROR, msg);
   for (;;) (void)sleep(3600);
 }
 
-// The guard's lines (at debug level), to the last server started.
-IdleServer::Log g_guard_log = nullptr;
-void* g_guard_arg = nullptr;
-
-void guard_log(const char* line) {
-  IdleServer::Log log;
-  void* arg;
-  {
-    std::lock_guard<std::mutex> l(g_panic_mutex);
-    log = g_guard_log;
-    arg = g_guard_arg;
-  }
-  if (log != nullptr) log(arg, FLEXCO_API_DEBUG, line);
-}
+void guard_log(const char* line) { g_guard_to.say(FLEXCO_API_DEBUG, line); }
 
 void set_panic(IdleServer::Log log, void* arg) {
-  {
-    std::lock_guard<std::mutex> l(g_panic_mutex);
-    g_panic_log = log;
-    g_panic_arg = arg;
-  }
+  g_panic_to.set(log, arg);
   MHD_set_panic_func(mhd_panic, nullptr);  // never abort() slurmctld
 }
 
@@ -974,8 +971,8 @@ MHD_Result ApiServer::get_metrics(MHD_Connection* c, Req* req) {
 // start and stop
 
 int ApiServer::start(const flexco_api_conf_t& conf, const flexco_api_host_t& host) {
-  std::lock_guard<std::mutex> l(daemon_mutex_);
-  if (daemon_ != nullptr) return 0;
+  std::lock_guard<std::mutex> l(control_mutex_);
+  if (running()) return 0;
 
   host_ = host;
   conf_ = conf;
@@ -1015,11 +1012,7 @@ int ApiServer::start(const flexco_api_conf_t& conf, const flexco_api_host_t& hos
   if (v6) flags |= MHD_USE_IPv6;
 
   MHD_OptionItem guard_opts[8];
-  {
-    std::lock_guard<std::mutex> g(g_panic_mutex);
-    g_guard_log = host.log;
-    g_guard_arg = host.arg;
-  }
+  g_guard_to.set(host.log, host.arg);
   guard_ = flexco_http_guard_create(&conf.limits, guard_log);
   if (guard_ == nullptr || !flexco_http_guard_options(guard_, guard_opts, 8) ||
       !flexco_http_guard_start(guard_, "flexco_reaper")) {
@@ -1031,7 +1024,7 @@ int ApiServer::start(const flexco_api_conf_t& conf, const flexco_api_host_t& hos
   }
 
   set_panic(host.log, host.arg);
-  daemon_ = MHD_start_daemon(
+  MHD_Daemon* d = MHD_start_daemon(
       flags, conf.listen_port, nullptr, nullptr, &ApiServer::handler, this,
       // first, or microhttpd logs the options' errors elsewhere
       MHD_OPTION_EXTERNAL_LOGGER, &MhdLog::cb, mhd_log_.get(), MHD_OPTION_SOCK_ADDR, sa,
@@ -1041,7 +1034,7 @@ int ApiServer::start(const flexco_api_conf_t& conf, const flexco_api_host_t& hos
       MHD_OPTION_THREAD_POOL_SIZE, static_cast<unsigned int>(conf.http_threads),
       MHD_OPTION_URI_LOG_CALLBACK, &ApiServer::uri_log, this, MHD_OPTION_NOTIFY_COMPLETED,
       &ApiServer::completed, this, MHD_OPTION_END);
-  if (daemon_ == nullptr) {
+  if (d == nullptr) {
     flexco_http_guard_stop(guard_);
     flexco_http_guard_destroy(guard_);
     guard_ = nullptr;
@@ -1051,6 +1044,8 @@ int ApiServer::start(const flexco_api_conf_t& conf, const flexco_api_host_t& hos
     return -1;
   }
   started_at_ = std::time(nullptr);
+  std::lock_guard<std::mutex> dl(daemon_mutex_);
+  daemon_ = d;
   return 0;
 }
 
@@ -1074,8 +1069,13 @@ std::uint16_t ApiServer::port() const {
 }
 
 void ApiServer::stop() {
-  std::lock_guard<std::mutex> l(daemon_mutex_);
-  MHD_Daemon* d = daemon_;
+  std::lock_guard<std::mutex> l(control_mutex_);
+  MHD_Daemon* d;
+  {
+    std::lock_guard<std::mutex> dl(daemon_mutex_);
+    d = daemon_;
+    daemon_ = nullptr;  // running() is false from here
+  }
   // Resume every long poll first: microhttpd aborts if stopped with a
   // suspended connection.
   parking_.stop();
@@ -1085,7 +1085,6 @@ void ApiServer::stop() {
     MHD_stop_daemon(d);  // joins microhttpd's threads
     log(FLEXCO_API_INFO, "HTTP service stopped");
   }
-  daemon_ = nullptr;
   flexco_http_guard_destroy(guard_);  // no connection left
   guard_ = nullptr;
   services_free();

@@ -126,7 +126,8 @@ class ApiServer {
   std::string listen_address_, metrics_token_;
   std::vector<std::uint32_t> daemon_uids_, query_uids_;
 
-  mutable std::mutex daemon_mutex_;
+  std::mutex control_mutex_;         // start and stop, one at a time
+  mutable std::mutex daemon_mutex_;  // daemon_ (running(), port())
   std::unique_ptr<MhdLog> mhd_log_;
   MHD_Daemon* daemon_ = nullptr;
   flexco_http_guard_t* guard_ = nullptr;

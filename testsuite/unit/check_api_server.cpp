@@ -274,10 +274,10 @@ Resp http(std::uint16_t port, const std::string& method, const std::string& targ
 }
 
 // (ck_assert_str_eq would keep the pointer of a temporary string)
-void expect_code(const Resp& r, const char* code) {
+void expect_error(const Resp& r, int status, const char* code) {
   const std::string got = r.code();
-  ck_assert_msg(got == code, "error code '%s', not '%s': %d %s", got.c_str(), code, r.status,
-                r.body.c_str());
+  ck_assert_msg(r.status == status && got == code, "%d %s, not %d %s: %s", r.status, got.c_str(),
+                status, code, r.body.c_str());
 }
 
 void expect_header(const Resp& r, const char* name, const char* value) {
@@ -340,8 +340,7 @@ START_TEST(not_in_charge_before_authentication) {
   Server s;
   s.fake.in_charge = false;
   const Resp r = http(s.port, "POST", "/v1/probe", "garbage", "{}");
-  ck_assert_int_eq(r.status, 503);
-  expect_code(r, "not_in_charge");
+  expect_error(r, 503, "not_in_charge");
   expect_header(r, "retry-after", "1");
   ck_assert_int_eq(s.fake.verify_calls, 0);
   ck_assert_int_eq(s.fake.probe_calls, 0);
@@ -355,8 +354,7 @@ END_TEST
 START_TEST(bad_credential_401_handler_not_called) {
   Server s;
   const Resp r = http(s.port, "POST", "/v1/probe", "MUNGE forged", "{}");
-  ck_assert_int_eq(r.status, 401);
-  expect_code(r, "bad_credential");
+  expect_error(r, 401, "bad_credential");
   expect_header(r, "www-authenticate", "MUNGE");
   ck_assert_int_eq(s.fake.verify_calls, 1);
   ck_assert_int_eq(s.fake.probe_calls, 0);
@@ -374,8 +372,7 @@ START_TEST(bearer_token_on_metrics_only) {
   ck_assert(r.header("content-type").find("text/plain") == 0);
   ck_assert_int_eq(s.fake.verify_calls, 0);  // the token, not MUNGE
   r = http(s.port, "GET", "/metrics", "Bearer wrong-token-wrong-token");
-  ck_assert_int_eq(r.status, 401);
-  expect_code(r, "invalid_token");
+  expect_error(r, 401, "invalid_token");
   ck_assert_int_eq(s.fake.verify_calls, 0);
   // anywhere else the token is no credential: MUNGE decides (and refuses)
   r = http(s.port, "GET", "/v1/stats", bearer);
@@ -395,8 +392,7 @@ END_TEST
 START_TEST(query_users_403) {
   Server s;
   Resp r = http(s.port, "GET", "/v1/profile", fake(kOther));
-  ck_assert_int_eq(r.status, 403);
-  expect_code(r, "forbidden");
+  expect_error(r, 403, "forbidden");
   ck_assert(r.body.find("uid 2000 is not in QueryUsers") != std::string::npos);
   ck_assert_int_eq(s.fake.profile_calls, 0);
   ck_assert_int_eq(http(s.port, "GET", "/v1/profile", fake(kUser)).status, 200);
@@ -413,8 +409,7 @@ START_TEST(rate_limit_429_daemon_exempt) {
   ck_assert_int_eq(http(s.port, "GET", "/v1/profile", fake(kUser)).status, 200);
   ck_assert_int_eq(http(s.port, "GET", "/v1/profile", fake(kUser)).status, 200);
   const Resp r = http(s.port, "GET", "/v1/profile", fake(kUser));
-  ck_assert_int_eq(r.status, 429);
-  expect_code(r, "rate_limited");
+  expect_error(r, 429, "rate_limited");
   ck_assert_int_ge(std::atoi(r.header("retry-after").c_str()), 1);
   ck_assert(r.body.find("ProfileRateLimit") != std::string::npos);
   ck_assert_int_eq(s.fake.profile_calls, 2);
@@ -429,11 +424,9 @@ END_TEST
 START_TEST(routing_404_405) {
   Server s;
   Resp r = http(s.port, "GET", "/v1/nope", fake(kUser));
-  ck_assert_int_eq(r.status, 404);
-  expect_code(r, "not_found");
+  expect_error(r, 404, "not_found");
   r = http(s.port, "DELETE", "/v1/stats", fake(kUser));
-  ck_assert_int_eq(r.status, 405);
-  expect_code(r, "method_not_allowed");
+  expect_error(r, 405, "method_not_allowed");
   expect_header(r, "allow", "GET");
   // said after authentication only
   r = http(s.port, "GET", "/v1/nope", "forged");
@@ -444,8 +437,7 @@ END_TEST
 START_TEST(query_args_400) {
   Server s;
   Resp r = http(s.port, "GET", "/v1/stats?x=1", fake(kUser));
-  ck_assert_int_eq(r.status, 400);
-  expect_code(r, "bad_parameter");
+  expect_error(r, 400, "bad_parameter");
   ck_assert(r.body.find("stats takes no query parameters") != std::string::npos);
   r = http(s.port, "POST", "/v1/probe?a=b", fake(kUser), "{}");
   ck_assert_int_eq(r.status, 400);
@@ -463,8 +455,7 @@ END_TEST
 START_TEST(body_over_max_request_size_413) {
   Server s;
   const Resp r = http(s.port, "POST", "/v1/probe", fake(kUser), std::string(1001, 'x'));
-  ck_assert_int_eq(r.status, 413);
-  expect_code(r, "payload_too_large");
+  expect_error(r, 413, "payload_too_large");
   ck_assert(r.body.find("larger than 1000 bytes") != std::string::npos);
   ck_assert_int_eq(s.fake.verify_calls, 0);
   ck_assert_int_eq(s.fake.probe_calls, 0);
@@ -476,8 +467,7 @@ END_TEST
 START_TEST(uri_too_long_414) {
   Server s;
   const Resp r = http(s.port, "GET", "/v1/" + std::string(2100, 'a'), fake(kUser));
-  ck_assert_int_eq(r.status, 414);
-  expect_code(r, "uri_too_long");
+  expect_error(r, 414, "uri_too_long");
   ck_assert_int_eq(s.fake.verify_calls, 0);
 }
 END_TEST
@@ -587,8 +577,7 @@ START_TEST(long_poll_cap_per_user) {
   std::thread poller([&] { http(s.port, "GET", "/v1/events?wait=30", fake(kUser)); });
   ck_assert(await([&] { return member(s, "long_polls", "waiting") == 1; }));
   const Resp r = http(s.port, "GET", "/v1/events?wait=30", fake(kUser));
-  ck_assert_int_eq(r.status, 503);
-  expect_code(r, "too_many_long_polls");
+  expect_error(r, 503, "too_many_long_polls");
   ck_assert_int_ge(std::atoi(r.header("retry-after").c_str()), 1);
   // a DaemonUser is not capped
   std::thread daemon([&] { http(s.port, "GET", "/v1/events?wait=30", fake(kDaemon)); });
@@ -605,8 +594,7 @@ START_TEST(idle_server_says_why) {
   ck_assert_int_eq(flexco_api_idle_start("127.0.0.1", 0, "ListenPort is bad", nullptr, nullptr, &i),
                    0);
   const Resp r = http(flexco_api_idle_port(i), "GET", "/v1/stats");
-  ck_assert_int_eq(r.status, 503);
-  expect_code(r, "flexco_idle");
+  expect_error(r, 503, "flexco_idle");
   ck_assert(r.body.find("ListenPort is bad") != std::string::npos);
   expect_header(r, "retry-after", "60");
   flexco_api_idle_stop(i);
