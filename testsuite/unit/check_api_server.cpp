@@ -280,6 +280,11 @@ void expect_error(const Resp& r, int status, const char* code) {
                 status, code, r.body.c_str());
 }
 
+void expect_body(const Resp& r, const char* text) {
+  ck_assert_msg(r.body.find(text) != std::string::npos, "no '%s' in %d %s", text, r.status,
+                r.body.c_str());
+}
+
 void expect_header(const Resp& r, const char* name, const char* value) {
   const std::string got = r.header(name);
   ck_assert_msg(got == value, "%s: '%s', not '%s'", name, got.c_str(), value);
@@ -385,7 +390,7 @@ START_TEST(bearer_without_token_file) {
   Server s([](flexco_api_conf_t& c) { c.metrics_token = nullptr; });
   const Resp r = http(s.port, "GET", "/metrics", std::string("Bearer ") + kToken);
   ck_assert_int_eq(r.status, 401);
-  ck_assert(r.body.find("no MetricsTokenFile is set") != std::string::npos);
+  expect_body(r, "no MetricsTokenFile is set");
 }
 END_TEST
 
@@ -393,7 +398,7 @@ START_TEST(query_users_403) {
   Server s;
   Resp r = http(s.port, "GET", "/v1/profile", fake(kOther));
   expect_error(r, 403, "forbidden");
-  ck_assert(r.body.find("uid 2000 is not in QueryUsers") != std::string::npos);
+  expect_body(r, "uid 2000 is not in QueryUsers");
   ck_assert_int_eq(s.fake.profile_calls, 0);
   ck_assert_int_eq(http(s.port, "GET", "/v1/profile", fake(kUser)).status, 200);
   ck_assert_int_eq(http(s.port, "GET", "/v1/profile", fake(kDaemon)).status, 200);
@@ -411,7 +416,7 @@ START_TEST(rate_limit_429_daemon_exempt) {
   const Resp r = http(s.port, "GET", "/v1/profile", fake(kUser));
   expect_error(r, 429, "rate_limited");
   ck_assert_int_ge(std::atoi(r.header("retry-after").c_str()), 1);
-  ck_assert(r.body.find("ProfileRateLimit") != std::string::npos);
+  expect_body(r, "ProfileRateLimit");
   ck_assert_int_eq(s.fake.profile_calls, 2);
   // not the other endpoints' buckets
   ck_assert_int_eq(http(s.port, "POST", "/v1/probe", fake(kUser), "{}").status, 200);
@@ -438,13 +443,13 @@ START_TEST(query_args_400) {
   Server s;
   Resp r = http(s.port, "GET", "/v1/stats?x=1", fake(kUser));
   expect_error(r, 400, "bad_parameter");
-  ck_assert(r.body.find("stats takes no query parameters") != std::string::npos);
+  expect_body(r, "stats takes no query parameters");
   r = http(s.port, "POST", "/v1/probe?a=b", fake(kUser), "{}");
   ck_assert_int_eq(r.status, 400);
   ck_assert_int_eq(s.fake.probe_calls, 0);
   r = http(s.port, "GET", "/v1/reservations?a=b", fake(kUser));
   ck_assert_int_eq(r.status, 400);
-  ck_assert(r.body.find("reservations take no query parameters") != std::string::npos);
+  expect_body(r, "reservations take no query parameters");
   r = http(s.port, "GET", "/v1/profile?bogus=1", fake(kUser));
   ck_assert_int_eq(r.status, 400);
   ck_assert_int_eq(s.fake.profile_calls, 0);
@@ -456,7 +461,7 @@ START_TEST(body_over_max_request_size_413) {
   Server s;
   const Resp r = http(s.port, "POST", "/v1/probe", fake(kUser), std::string(1001, 'x'));
   expect_error(r, 413, "payload_too_large");
-  ck_assert(r.body.find("larger than 1000 bytes") != std::string::npos);
+  expect_body(r, "larger than 1000 bytes");
   ck_assert_int_eq(s.fake.verify_calls, 0);
   ck_assert_int_eq(s.fake.probe_calls, 0);
   ck_assert_int_eq(http(s.port, "POST", "/v1/probe", fake(kUser), std::string(1000, ' ')).status,
@@ -550,7 +555,7 @@ START_TEST(long_poll_woken_by_event) {
   ck_assert(await([&] { return done.load(); }));
   poller.join();
   ck_assert_int_eq(got.status, 200);
-  ck_assert(got.body.find("\"events\":[1]") != std::string::npos);
+  expect_body(got, "\"events\":[1]");
   ck_assert(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
   ck_assert_int_eq(member(s, "long_polls", "woken"), 1);
   ck_assert(await([&] { return s.fake.viewers_freed == s.fake.viewers_made; }));
@@ -564,7 +569,7 @@ START_TEST(long_poll_times_out) {
   const Resp r = http(s.port, "GET", "/v1/events?wait=1", fake(kUser));
   const auto took = std::chrono::steady_clock::now() - t0;
   ck_assert_int_eq(r.status, 200);
-  ck_assert(r.body.find("\"events\":[]") != std::string::npos);
+  expect_body(r, "\"events\":[]");
   ck_assert(took >= std::chrono::milliseconds(900));
   ck_assert(took < std::chrono::seconds(5));
   ck_assert_int_eq(member(s, "long_polls", "timed_out"), 1);
@@ -595,7 +600,7 @@ START_TEST(idle_server_says_why) {
                    0);
   const Resp r = http(flexco_api_idle_port(i), "GET", "/v1/stats");
   expect_error(r, 503, "flexco_idle");
-  ck_assert(r.body.find("ListenPort is bad") != std::string::npos);
+  expect_body(r, "ListenPort is bad");
   expect_header(r, "retry-after", "60");
   flexco_api_idle_stop(i);
 }
