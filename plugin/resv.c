@@ -694,83 +694,11 @@ static flexco_rsvc_t *_svc(void)
 	return s;
 }
 
-static const flexco_rsvc_idem_t *_rq(const flexco_idem_req_t *rq,
-				     flexco_rsvc_idem_t *out)
+/* The service the HTTP requests of /v1/reservations go to (plugin/http.c
+ * hands it to service/api_server); NULL before the first init. */
+extern flexco_rsvc_t *flexco_resv_service(void)
 {
-	if (!rq)
-		return NULL;
-	out->key = rq->key;
-	out->method = rq->method;
-	out->target = rq->target;
-	out->digest = rq->digest;
-	return out;
-}
-
-extern int flexco_resv_create(uid_t uid, const flexco_idem_req_t *rq,
-			      const char *body, size_t len, char **json_out)
-{
-	flexco_rsvc_idem_t r;
-
-	return flexco_rsvc_create_resv(_svc(), uid, _rq(rq, &r), body, len,
-				       json_out);
-}
-
-extern int flexco_resv_confirm(uid_t uid, const flexco_idem_req_t *rq,
-			       const char *id, char **json_out)
-{
-	flexco_rsvc_idem_t r;
-
-	return flexco_rsvc_confirm(_svc(), uid, _rq(rq, &r), id, json_out);
-}
-
-extern int flexco_resv_modify(uid_t uid, const flexco_idem_req_t *rq,
-			      const char *id, const char *body, size_t len,
-			      char **json_out)
-{
-	flexco_rsvc_idem_t r;
-
-	return flexco_rsvc_modify(_svc(), uid, _rq(rq, &r), id, body, len,
-				  json_out);
-}
-
-extern int flexco_resv_delete(uid_t uid, const flexco_idem_req_t *rq,
-			      const char *id, char **json_out)
-{
-	flexco_rsvc_idem_t r;
-
-	return flexco_rsvc_delete(_svc(), uid, _rq(rq, &r), id, json_out);
-}
-
-extern int flexco_resv_get(uid_t uid, const char *id, char **json_out)
-{
-	return flexco_rsvc_get(_svc(), uid, id, json_out);
-}
-
-extern int flexco_resv_list(uid_t uid, char **json_out)
-{
-	return flexco_rsvc_list(_svc(), uid, json_out);
-}
-
-extern int flexco_resv_job_submit(uid_t uid, const flexco_idem_req_t *rq,
-				  const char *id, const char *body, size_t len,
-				  char **json_out)
-{
-	flexco_rsvc_idem_t r;
-
-	return flexco_rsvc_job_submit(_svc(), uid, _rq(rq, &r), id, body, len,
-				      json_out);
-}
-
-extern int flexco_resv_job_get(uid_t uid, const char *id, const char *job_s,
-			       char **json_out)
-{
-	return flexco_rsvc_job_get(_svc(), uid, id, job_s, json_out);
-}
-
-extern int flexco_resv_job_release(uid_t uid, const char *id,
-				   const char *job_s, char **json_out)
-{
-	return flexco_rsvc_job_release(_svc(), uid, id, job_s, json_out);
+	return _svc();
 }
 
 extern void flexco_resv_tick(void)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * capi_http.h - the C interface of src/service/http_guard for the
- * slurmctld plugin (plugin/http.c); flexcod uses the same module from C++
+ * slurmctld plugin's HTTP service (service/api_server, whose host is
+ * plugin/http.c); flexcod uses the same module from C++
  * (src/flexcod/server.cpp).  Both servers take their connection limits
  * from flexco_http_guard_options() and report their connections to it, so
  * the plugin's and flexcod's HTTP servers keep the same per-address,

@@ -159,8 +159,10 @@ typedef struct {
 	uint32_t slurm_user_id;		/* SlurmUser's uid */
 } flexco_rsvc_conf_t;
 
-/* A mutation's Idempotency-Key and the request it is bound to (the
- * plugin's flexco_idem_req_t). */
+/* A mutation's Idempotency-Key as the verifier authenticated it and the
+ * request it is bound to (doc/reservations.md, "Idempotency"): the
+ * method, the request target as received (path?query) and the SHA-256 of
+ * the body (64 lowercase hex). */
 typedef struct {
 	const char *key;	/* NULL: none */
 	const char *method, *target, *digest;

@@ -16,7 +16,6 @@
 #include <set>
 #include <vector>
 
-#include "service/capi_parking.h"
 #include "service/parking.hpp"
 
 #include <check.h>
@@ -298,64 +297,6 @@ START_TEST(waker_thread) {
 }
 END_TEST
 
-// The C interface as plugin/http.c uses it.
-struct CState {
-  std::set<void*> suspended;
-  int resumed = 0;
-};
-CState cstate;
-void c_suspend(void* x) { cstate.suspended.insert(x); }
-void c_resume(void* x) {
-  cstate.suspended.erase(x);
-  cstate.resumed++;
-}
-uint64_t c_latest() { return 3; }
-bool c_bf() { return true; }
-int c_look_park(void* arg, uint64_t* after) {
-  *after = *static_cast<uint64_t*>(arg);
-  return 1;
-}
-
-START_TEST(c_interface) {
-  const flexco_parking_host_t host = {c_suspend, c_resume, c_latest, c_bf};
-  const flexco_parking_limits_t lim = {1, 4, 1000000};
-  flexco_parking_t* p = flexco_parking_create(&host);
-  uint64_t after = 3;
-  uint32_t in_way = 9, retry = 9;
-  ck_assert_ptr_nonnull(p);
-  // closed until opened
-  ck_assert_int_eq(flexco_parking_poll(p, H(0), 5, false, UINT64_MAX, false, c_look_park, &after,
-                                       &in_way, &retry),
-                   FLEXCO_PARK_ANSWER);
-  ck_assert(flexco_parking_open(p, &lim, nullptr));
-  ck_assert_int_eq(flexco_parking_poll(p, H(0), 5, false, UINT64_MAX, false, c_look_park, &after,
-                                       &in_way, &retry),
-                   FLEXCO_PARK_PARKED);
-  ck_assert_int_eq(flexco_parking_poll(p, H(1), 5, false, UINT64_MAX, false, c_look_park, &after,
-                                       &in_way, &retry),
-                   FLEXCO_PARK_REFUSED_USER);
-  ck_assert_uint_eq(in_way, 1);
-  ck_assert_uint_ge(retry, 1);
-  ck_assert(flexco_parking_defer(p, H(2)));
-  flexco_parking_stats_t s;
-  flexco_parking_stats(p, &s);
-  ck_assert_uint_eq(s.waiting, 1);
-  ck_assert_uint_eq(s.deferred, 1);
-  ck_assert_uint_eq(s.refused, 1);
-  flexco_parking_stop(p);
-  ck_assert(cstate.suspended.empty());
-  ck_assert_int_eq(cstate.resumed, 2);
-  flexco_parking_destroy(p);
-  // none: everything answered, nothing held
-  ck_assert_int_eq(flexco_parking_poll(nullptr, H(0), 5, false, UINT64_MAX, false, c_look_park,
-                                       &after, &in_way, &retry),
-                   FLEXCO_PARK_ANSWER);
-  ck_assert(!flexco_parking_defer(nullptr, H(0)));
-  flexco_parking_stats(nullptr, &s);
-  ck_assert_uint_eq(s.waiting, 0);
-}
-END_TEST
-
 int main() {
   Suite* s = suite_create("parking");
   TCase* tc = tcase_create("core");
@@ -366,7 +307,6 @@ int main() {
   tcase_add_test(tc, deferred_while_backfill_runs);
   tcase_add_test(tc, stop_resumes_all_and_closes);
   tcase_add_test(tc, waker_thread);
-  tcase_add_test(tc, c_interface);
   suite_add_tcase(s, tc);
   return run_check_suite(s);
 }

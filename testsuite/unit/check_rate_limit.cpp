@@ -8,7 +8,6 @@
 #include <array>
 #include <cstdint>
 
-#include "service/capi_rate.h"
 #include "service/rate_limit.hpp"
 
 #include <check.h>
@@ -79,24 +78,6 @@ START_TEST(clock_backwards_refills_nothing) {
 }
 END_TEST
 
-START_TEST(c_interface) {
-  const uint32_t count[FLEXCO_RATE_KINDS] = {1, 0, 2};
-  const uint32_t secs[FLEXCO_RATE_KINDS] = {60, 1, 1};
-  flexco_rate_t* r = flexco_rate_create(count, secs);
-  uint64_t refused[FLEXCO_RATE_KINDS];
-  ck_assert_ptr_nonnull(r);
-  ck_assert_uint_eq(flexco_rate_take(r, 0, 5, kT0), 0);
-  ck_assert_uint_eq(flexco_rate_take(r, 0, 5, kT0), 60);
-  ck_assert_uint_eq(flexco_rate_take(r, -1, 5, kT0), 0);
-  flexco_rate_refused(r, refused);
-  ck_assert_uint_eq(refused[0], 1);
-  flexco_rate_destroy(r);
-  // no limiter: nothing refused
-  ck_assert_uint_eq(flexco_rate_take(nullptr, 0, 5, kT0), 0);
-  flexco_rate_refused(nullptr, refused);
-  ck_assert_uint_eq(refused[0], 0);
-}
-END_TEST
 
 int main() {
   Suite* s = suite_create("rate_limit");
@@ -105,7 +86,6 @@ int main() {
   tcase_add_test(tc, kinds_and_uids_apart);
   tcase_add_test(tc, flood_of_uids_is_bounded);
   tcase_add_test(tc, clock_backwards_refills_nothing);
-  tcase_add_test(tc, c_interface);
   suite_add_tcase(s, tc);
   return run_check_suite(s);
 }
