@@ -347,6 +347,12 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "maxparts") {
         if (!need_int(1, 64)) return range(1, 64);
         c.max_parts = static_cast<int>(n);
+      } else if (k == "maxcoallocationsperuser") {
+        if (!need_int(0, 100000)) return range(0, 100000);
+        c.max_coallocations_per_user = static_cast<int>(n);
+      } else if (k == "maxnodehoursperuser") {
+        if (!need_int(0, 1000000000)) return range(0, 1000000000);
+        c.max_node_hours_per_user = n;
       } else if (k == "partstartskew") {
         if (!need_int(5, 3600)) return range(5, 3600);
         c.part_start_skew = static_cast<int>(n);

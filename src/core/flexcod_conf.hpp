@@ -101,6 +101,10 @@ struct FlexcodConf {
   int confirm_within = 120;     // s, 1 .. 3600
   int max_replans = 3;          // 0 .. 100
   int max_parts = 8;            // 1 .. 64
+  // Per user, over co-allocations that have not ended; 0 = no limit;
+  // AdminUsers are not limited.
+  int max_coallocations_per_user = 100;     // 0 .. 100000
+  std::int64_t max_node_hours_per_user = 0;  // 0 .. 10^9
   int part_start_skew = 60;     // s, 5 .. 3600: a part may start this late
   std::string part_start_policy = "fail";  // fail | warn: a part later than that
   bool public_stats = false;    // GET /v1/stats and /v1/clusters without a credential

@@ -371,8 +371,20 @@ ApiResult Engine::submit(const Caller& who, const json_t* body, const std::strin
   std::string err;
   std::optional<SubmitKey> taken;
   const bool keep_key = !idem_key.empty() && !s.dry_run;
+  Store::UserCap cap;
+  if (!who.admin) {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    cap.max_live = conf_.max_coallocations_per_user;
+    cap.max_node_seconds = conf_.max_node_hours_per_user * 3600;
+  }
+  std::string capped;
   if (!store_.insert_coalloc(&co, "submitted by " + who.user, &err, keep_key ? idem_key : "", digest,
-                             &taken)) {
+                             &taken, &cap, &capped)) {
+    if (!capped.empty()) {
+      bump("user_limited");
+      fc_verbose("submit by %s refused: %s", who.user.c_str(), capped.c_str());
+      return api_error(429, "user_limit", capped + "; submit again once some have ended");
+    }
     fc_error("submit: %s", err.c_str());
     return api_error(500, "internal_error", "state database: " + err);
   }
@@ -664,7 +676,7 @@ ApiResult Engine::stats() {
   set_int(o, "moves", store_.count_moves());
   for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations", "release_retries", "moves_abandoned",
                         "resched_passes", "late_parts", "late_parts_unasked", "hold_release_retries",
-                        "give_back_retries"}) {
+                        "give_back_retries", "user_limited"}) {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);
   }

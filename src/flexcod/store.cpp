@@ -475,7 +475,8 @@ std::optional<SubmitKey> Store::find_key(std::int64_t uid, const std::string& ke
 
 bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* error,
                            const std::string& key, const std::string& digest,
-                           std::optional<SubmitKey>* taken) {
+                           std::optional<SubmitKey>* taken, const UserCap* cap,
+                           std::string* capped) {
   std::lock_guard<std::mutex> lock(mutex_);
   Txn t(db_, fail_);
   if (!t.ok()) {
@@ -494,6 +495,32 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
     del.bind(now - kSubmitKeyKeep);
     if (del.step() != SQLITE_DONE) {
       *error = "submit_keys: " + del.errmsg();
+      return false;
+    }
+  }
+  if (cap != nullptr && (cap->max_live > 0 || cap->max_node_seconds > 0)) {
+    Stmt q(db_, fail_,
+           "SELECT COUNT(*), COALESCE(SUM(nodes * duration), 0) FROM coallocations"
+           " WHERE uid=? AND state NOT IN ('completed','failed','cancelled')");
+    q.bind(c->uid);
+    if (q.step() != SQLITE_ROW) {
+      *error = "user limits: " + q.errmsg();
+      return false;
+    }
+    const std::int64_t live = q.i64(0), used = q.i64(1), asked = c->nodes * c->duration;
+    std::string why;
+    if (cap->max_live > 0 && live + 1 > cap->max_live) {
+      why = c->user + " has " + std::to_string(live) +
+            " co-allocations that have not ended, MaxCoallocationsPerUser=" +
+            std::to_string(cap->max_live);
+    } else if (cap->max_node_seconds > 0 && used + asked > cap->max_node_seconds) {
+      why = c->user + " holds " + std::to_string(used / 3600) + " node-hours in co-allocations that " +
+            "have not ended, and this one asks for " + std::to_string((asked + 3599) / 3600) +
+            ": MaxNodeHoursPerUser=" + std::to_string(cap->max_node_seconds / 3600);
+    }
+    if (!why.empty()) {
+      error->clear();
+      if (capped) *capped = why;
       return false;
     }
   }

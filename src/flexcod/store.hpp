@@ -141,9 +141,20 @@ class Store {
   // a non-empty `key` (an Idempotency-Key of co->uid) the key is stored
   // with `digest` in the same transaction, unless a live one is there:
   // then nothing is inserted, *taken is set to it and true returned.
+  //
+  // With `cap` (MaxCoallocationsPerUser, MaxNodeHoursPerUser; 0 = none),
+  // the user's live (not final) co-allocations are counted in the same
+  // transaction, so two submissions at once cannot both pass: over a
+  // limit nothing is inserted, *capped says which and false is returned
+  // with *error empty.
+  struct UserCap {
+    std::int64_t max_live = 0;          // co-allocations
+    std::int64_t max_node_seconds = 0;  // nodes x duration, summed
+  };
   bool insert_coalloc(CoRecord* co, const std::string& reason, std::string* error,
                       const std::string& key = "", const std::string& digest = "",
-                      std::optional<SubmitKey>* taken = nullptr);
+                      std::optional<SubmitKey>* taken = nullptr, const UserCap* cap = nullptr,
+                      std::string* capped = nullptr);
   // The live (younger than kSubmitKeyKeep) key `key` of `uid`, if any.
   std::optional<SubmitKey> find_key(std::int64_t uid, const std::string& key);
   // Writes every column of `co`; records a transition if the state changed.

@@ -10,7 +10,9 @@ plugin refuses a reservation whose user is a number (400), even from a
 DaemonUser; before, it resolved it as a uid.  (3) With UserMapFile naming
 flexcotest "flexcotest2" at beta, a co-allocation of flexcotest over alpha
 and beta has its reservation and part job at beta under flexcotest2 and at
-alpha under flexcotest; the API still shows its owner as flexcotest."""
+alpha under flexcotest; the API still shows its owner as flexcotest.  (4)
+MaxCoallocationsPerUser=1 refuses flexcotest's second live co-allocation
+(429 user_limit), not root's (an AdminUser)."""
 
 import os
 import pwd
@@ -96,6 +98,24 @@ def main():
         t.ok(r.status == 200, "its owner cancels it", "%s %r" % (r.status, r.json))
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "everything to be released"),
              "nothing is left on either cluster")
+
+        # -- 4. MaxCoallocationsPerUser (issue 38 §2.8) --------------------
+        t.ok(fc.reconfigure(MaxCoallocationsPerUser=1), "MaxCoallocationsPerUser=1 (SIGHUP)")
+        small = dict(body, nodes=2)
+        s1, d1 = fc.submit(small, uid=uid)
+        s2, d2 = fc.submit(small, uid=uid)
+        t.ok(s1 == 201 and s2 == 429 and (d2 or {}).get("error", {}).get("code") == "user_limit"
+             and "MaxCoallocationsPerUser=1" in (d2 or {}).get("error", {}).get("message", ""),
+             "a second co-allocation of %s is refused (429 user_limit) while the first lives"
+             % user, "%s %s %r" % (s1, s2, d2))
+        s3, d3 = fc.submit(small)
+        t.ok(s3 == 201, "AdminUsers (root) are not limited", "%s %r" % (s3, d3))
+        for d in (d1, d3):
+            fc.client().request("DELETE", "/v1/coallocations/%s" % (d or {}).get("id"))
+        t.ok(t.wait_for(lambda: nothing_left(grid), 60, "everything to be released"),
+             "cancelled, nothing is left")
+        st = fc.client().get("/v1/stats").json or {}
+        t.ok(st.get("user_limited") == 1, "GET /v1/stats: user_limited 1", "%r" % st.get("user_limited"))
         fc.no_illegal_transitions()
 
 

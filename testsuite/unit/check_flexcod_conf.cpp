@@ -128,6 +128,13 @@ START_TEST(defaults_and_case) {
   auto pw = conf::parse("Cluster=a URL=http://h:1\nPassProfileWait=0\n", "t");
   ck_assert(pw.ok() && pw.value().pass_profile_wait == 0);
   ck_assert(!conf::parse("Cluster=a URL=http://h:1\nPassProfileWait=60001\n", "t").ok());
+  ck_assert_int_eq(c.max_coallocations_per_user, 100);
+  ck_assert_int_eq(c.max_node_hours_per_user, 0);
+  auto caps = conf::parse("Cluster=a URL=http://h:1\nMaxCoallocationsPerUser=0\nmaxnodehoursperuser=5000\n", "t");
+  ck_assert(caps.ok() && caps.value().max_coallocations_per_user == 0 &&
+            caps.value().max_node_hours_per_user == 5000);
+  ck_assert(!conf::parse("Cluster=a URL=http://h:1\nMaxCoallocationsPerUser=100001\n", "t").ok());
+  ck_assert(!conf::parse("Cluster=a URL=http://h:1\nMaxNodeHoursPerUser=-1\n", "t").ok());
   // PurgeFinishedAfter: slurmdbd.conf's form, a bare number is months
   ck_assert_int_eq(c.purge_finished_after, 30 * 86400);
   for (const auto& [text, secs] : std::vector<std::pair<const char*, long long>>{

@@ -539,6 +539,50 @@ START_TEST(older_copy_cannot_overwrite) {
 }
 END_TEST
 
+// MaxCoallocationsPerUser and MaxNodeHoursPerUser, counted in the insert's
+// transaction over the user's co-allocations that have not ended; another
+// user's and ended ones do not count; over a limit nothing is inserted.
+START_TEST(user_caps) {
+  std::string err, capped;
+  auto s = Store::open(fresh_path("caps.db"), &err);
+  Store::UserCap cap;
+  cap.max_live = 2;
+  cap.max_node_seconds = 30 * 600;  // 10 nodes x 600 s each: 3 fit by hours
+  std::vector<CoRecord> mine;
+  for (int i = 0; i < 2; i++) {
+    CoRecord c = sample_co();
+    ck_assert(s->insert_coalloc(&c, "submitted", &err, "", "", nullptr, &cap, &capped));
+    mine.push_back(c);
+  }
+  CoRecord third = sample_co();
+  ck_assert(!s->insert_coalloc(&third, "submitted", &err, "", "", nullptr, &cap, &capped));
+  ck_assert(err.empty());
+  ck_assert_msg(capped.find("MaxCoallocationsPerUser=2") != std::string::npos, "%s", capped.c_str());
+  ck_assert_int_eq(s->list_coallocs(1000, "", 10).size(), 2);
+  CoRecord other = sample_co();
+  other.uid = 1001;
+  other.user = "bob";
+  capped.clear();
+  ck_assert(s->insert_coalloc(&other, "submitted", &err, "", "", nullptr, &cap, &capped));
+  // one of alice's ends: she may submit again, by count
+  mine[0].state = "failed";
+  ck_assert(s->write(mine[0], {}, "not placed", &err));
+  third = sample_co();
+  ck_assert(s->insert_coalloc(&third, "submitted", &err, "", "", nullptr, &cap, &capped));
+  // by node-hours: 2 live x 6000 node-seconds; one more of 10 x 900 s passes 18000
+  cap.max_live = 0;
+  CoRecord big = sample_co();
+  big.duration = 900;
+  ck_assert(!s->insert_coalloc(&big, "submitted", &err, "", "", nullptr, &cap, &capped));
+  ck_assert_msg(capped.find("MaxNodeHoursPerUser=5") != std::string::npos, "%s", capped.c_str());
+  big.duration = 600;
+  ck_assert(s->insert_coalloc(&big, "submitted", &err, "", "", nullptr, &cap, &capped));
+  // no cap: no limit
+  CoRecord free_one = sample_co();
+  ck_assert(s->insert_coalloc(&free_one, "submitted", &err));
+}
+END_TEST
+
 // PurgeFinishedAfter: co-allocations that ended before the given time go,
 // with every row that names them; live ones and younger ones stay.
 START_TEST(purge_finished_keeps_live_and_young) {
@@ -643,6 +687,7 @@ Suite* make_suite() {
   tcase_add_test(tc, purge_finished_keeps_live_and_young);
   tcase_add_test(tc, one_store_per_database);
   tcase_add_test(tc, older_copy_cannot_overwrite);
+  tcase_add_test(tc, user_caps);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
   return s;
