@@ -17,6 +17,9 @@
 #include "src/slurmctld/slurmctld.h"
 
 #include "compat.h"
+#include "service/capi_api_server.h"
+#include "service/capi_events_service.h"
+#include "service/capi_resv_service.h"
 
 /*
  * When this controller last took control (0 while it has not, or after it
@@ -84,4 +87,43 @@ extern int flexco_job_signal_id(uint32_t job_id, uint16_t signal,
 #else
 	return job_signal_id(job_id, signal, flags, uid, preempt);
 #endif
+}
+
+_Static_assert((FLEXCO_RSVC_ERROR == 0) && (FLEXCO_RSVC_INFO == 1) &&
+	       (FLEXCO_RSVC_DEBUG == 2) && (FLEXCO_ESVC_ERROR == 0) &&
+	       (FLEXCO_ESVC_INFO == 1) && (FLEXCO_ESVC_DEBUG == 2) &&
+	       (FLEXCO_API_ERROR == 0) && (FLEXCO_API_INFO == 1) &&
+	       (FLEXCO_API_DEBUG == 2) && (FLEXCO_API_DEBUG2 == 3),
+	       "one set of log levels for the services' hosts");
+
+extern const char plugin_type[];
+
+extern void flexco_host_log(void *arg, int level, const char *msg)
+{
+	(void) arg;
+	switch (level) {
+	case 0:
+		error("%s: %s", plugin_type, msg);
+		break;
+	case 1:
+		info("%s: %s", plugin_type, msg);
+		break;
+	case 2:
+		debug("%s: %s", plugin_type, msg);
+		break;
+	default:
+		debug2("%s: %s", plugin_type, msg);
+	}
+}
+
+extern int64_t flexco_host_now(void *arg)
+{
+	(void) arg;
+	return time(NULL);
+}
+
+extern bool flexco_host_in_charge(void *arg)
+{
+	(void) arg;
+	return flexco_ctld_in_charge();	/* standby, hand-back or shutdown */
 }

@@ -145,6 +145,16 @@ extern bool flexco_ctld_ready(void);
 extern bool flexco_ctld_in_charge(void);
 
 /*
+ * What every service's host (resv.c, events.c, http.c) gives its service
+ * alike: the log (levels 0 error, 1 info, 2 debug, 3 debug2: the services'
+ * FLEXCO_RSVC_*, FLEXCO_ESVC_* and FLEXCO_API_* levels), the clock and
+ * whether this controller is in charge.  arg is unused.
+ */
+extern void flexco_host_log(void *arg, int level, const char *msg);
+extern int64_t flexco_host_now(void *arg);
+extern bool flexco_host_in_charge(void *arg);
+
+/*
  * Name the calling thread (at most 15 characters; Linux shows it in
  * top -H, ps -L and /proc/PID/task/TID/comm), as slurmctld names its own
  * ("bckfl", "rpcmgr").  Every thread of the plugin is named "flexco_..."

@@ -121,29 +121,6 @@ extern void events_job_end(job_record_t *job_ptr)
 /* ---------------------------------------------------------------------- */
 /* the host */
 
-static void _h_log(void *arg, int level, const char *msg)
-{
-	(void) arg;
-	if (level == FLEXCO_ESVC_ERROR)
-		error("%s: %s", plugin_type, msg);
-	else if (level == FLEXCO_ESVC_INFO)
-		info("%s: %s", plugin_type, msg);
-	else
-		debug("%s: %s", plugin_type, msg);
-}
-
-static int64_t _h_now(void *arg)
-{
-	(void) arg;
-	return time(NULL);
-}
-
-static bool _h_in_charge(void *arg)
-{
-	(void) arg;
-	return flexco_ctld_in_charge();	/* standby, hand-back or shutdown */
-}
-
 /* the partition lock for job->part_ptr (Slurm's order: job, part) */
 static slurmctld_lock_t job_read = { .job = READ_LOCK, .part = READ_LOCK };
 
@@ -289,8 +266,8 @@ static int _h_save(void *arg, const char *text, size_t len, char *why,
 extern int events_start(const flexco_conf_t *conf)
 {
 	const flexco_esvc_host_t host = {
-		.arg = NULL, .log = _h_log, .now = _h_now,
-		.in_charge = _h_in_charge, .lock_jobs = _h_lock_jobs,
+		.arg = NULL, .log = flexco_host_log, .now = flexco_host_now,
+		.in_charge = flexco_host_in_charge, .lock_jobs = _h_lock_jobs,
 		.unlock_jobs = _h_unlock_jobs, .find_job = _h_find_job,
 		.each_job = _h_each_job, .resv_update = _h_resv_update,
 		.copy_resvs = _h_copy_resvs, .node_count = _h_node_count,

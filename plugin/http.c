@@ -60,30 +60,6 @@ static uint16_t published_share = 100;
 /* ---------------------------------------------------------------------- */
 /* the host: what the service asks of slurmctld */
 
-static void _h_log(void *arg, int level, const char *msg)
-{
-	(void) arg;
-	switch (level) {
-	case FLEXCO_API_ERROR:
-		error("%s: %s", plugin_type, msg);
-		break;
-	case FLEXCO_API_INFO:
-		info("%s: %s", plugin_type, msg);
-		break;
-	case FLEXCO_API_DEBUG:
-		debug("%s: %s", plugin_type, msg);
-		break;
-	default:
-		debug2("%s: %s", plugin_type, msg);
-	}
-}
-
-static bool _h_in_charge(void *arg)
-{
-	(void) arg;
-	return flexco_ctld_in_charge();
-}
-
 static int _h_verify(void *arg, const char *method, const char *target,
 		     const char *body, size_t body_len, const char *auth,
 		     const char *idem_key, uint32_t *uid, uint32_t *gid,
@@ -358,7 +334,7 @@ static void _h_metrics(void *arg, flexco_metrics_t *b)
 extern int http_start(const flexco_conf_t *conf)
 {
 	const flexco_api_host_t host = {
-		.arg = NULL, .log = _h_log, .in_charge = _h_in_charge,
+		.arg = NULL, .log = flexco_host_log, .in_charge = flexco_host_in_charge,
 		.verify = _h_verify, .backfill_active = _h_backfill_active,
 		.probe = _h_probe, .profile = _h_profile,
 		.viewer_new = _h_viewer_new, .viewer_free = _h_viewer_free,
@@ -494,7 +470,7 @@ extern int http_start_idle(const char *address, uint16_t port,
 		slurm_mutex_unlock(&daemon_lock);
 		return SLURM_SUCCESS;
 	}
-	rc = flexco_api_idle_start(address, port, why, _h_log, NULL, &idle);
+	rc = flexco_api_idle_start(address, port, why, flexco_host_log, NULL, &idle);
 	slurm_mutex_unlock(&daemon_lock);
 	if (rc == -1)
 		return SLURM_ERROR;	/* not a numeric address */

@@ -570,29 +570,6 @@ static int _h_admit(void *arg, const char *partition, int64_t start,
 	return status;
 }
 
-static void _h_log(void *arg, int level, const char *msg)
-{
-	(void) arg;
-	if (level == FLEXCO_RSVC_ERROR)
-		error("%s: %s", plugin_type, msg);
-	else if (level == FLEXCO_RSVC_INFO)
-		info("%s: %s", plugin_type, msg);
-	else
-		debug("%s: %s", plugin_type, msg);
-}
-
-static int64_t _h_now(void *arg)
-{
-	(void) arg;
-	return time(NULL);
-}
-
-static bool _h_in_charge(void *arg)
-{
-	(void) arg;
-	return flexco_ctld_in_charge();
-}
-
 static bool _h_user_uid(void *arg, const char *user, uint32_t *uid)
 {
 	uid_t u;
@@ -709,8 +686,8 @@ extern void flexco_resv_tick(void)
 extern int flexco_resv_init(const flexco_conf_t *conf)
 {
 	const flexco_rsvc_host_t host = {
-		.arg = NULL, .log = _h_log, .now = _h_now,
-		.in_charge = _h_in_charge, .user_uid = _h_user_uid,
+		.arg = NULL, .log = flexco_host_log, .now = flexco_host_now,
+		.in_charge = flexco_host_in_charge, .user_uid = _h_user_uid,
 		.admit = _h_admit, .create = _h_create, .update = _h_update,
 		.remove = _h_remove, .slurm_ids = _h_slurm_ids,
 		.slurm_resvs = _h_slurm_resvs, .job_submit = _h_job_submit,
