@@ -353,6 +353,9 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "maxnodehoursperuser") {
         if (!need_int(0, 1000000000)) return range(0, 1000000000);
         c.max_node_hours_per_user = n;
+      } else if (k == "maxclockoffset") {
+        if (!need_int(0, 3600)) return range(0, 3600);
+        c.max_clock_offset = static_cast<int>(n);
       } else if (k == "partstartskew") {
         if (!need_int(5, 3600)) return range(5, 3600);
         c.part_start_skew = static_cast<int>(n);

@@ -106,6 +106,7 @@ struct FlexcodConf {
   int max_coallocations_per_user = 100;     // 0 .. 100000
   std::int64_t max_node_hours_per_user = 0;  // 0 .. 10^9
   int part_start_skew = 60;     // s, 5 .. 3600: a part may start this late
+  int max_clock_offset = 10;    // s, 0 (no check) .. 3600: a cluster's clock this far off is not planned on
   std::string part_start_policy = "fail";  // fail | warn: a part later than that
   bool public_stats = false;    // GET /v1/stats and /v1/clusters without a credential
   std::string metrics_token_file;  // "" none: GET /metrics's bearer token (doc/auth.md)

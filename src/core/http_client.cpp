@@ -414,7 +414,23 @@ Result<Response> Client::perform(void* handle, const std::string& base, std::str
     }
 
     const auto t0 = std::chrono::steady_clock::now();
+    const auto w0 = std::chrono::system_clock::now();
     const CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK && config_.clock_sample) {
+      const auto w1 = std::chrono::system_clock::now();
+      struct curl_header* h = nullptr;
+      if (curl_easy_header(c, "Date", 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != nullptr) {
+        const time_t server = curl_getdate(h->value, nullptr);
+        if (server > 0) {
+          const double mid = std::chrono::duration<double>((w0 + (w1 - w0) / 2).time_since_epoch()).count();
+          try {
+            config_.clock_sample(static_cast<double>(server) + 0.5 - mid,
+                                 std::chrono::duration<double>(w1 - w0).count());
+          } catch (...) {
+          }
+        }
+      }
+    }
     if (config_.observer) {
       long st = 0;
       if (rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);

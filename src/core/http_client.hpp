@@ -125,6 +125,12 @@ struct ClientConfig {
   // came (and its status), and whether the call set its own timeout (a
   // long poll, which waits on purpose).  For metrics; must not throw.
   std::function<void(double seconds, bool answered, int status, bool long_poll)> observer;
+  // Told, for every answer that has a Date header, the server's clock
+  // minus ours in seconds (its Date header, which has
+  // whole seconds, taken as the middle of its second, against the middle
+  // of the call by our wall clock) and the call's round trip; for the
+  // clusters' clock offsets (doc/flexcod.md, "Clocks").  Must not throw.
+  std::function<void(double offset, double round_trip)> clock_sample;
 };
 
 struct Header {

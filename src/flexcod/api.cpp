@@ -616,6 +616,11 @@ ApiResult Engine::clusters() {
       set(o, "pass_profile_age_ms", json_null());
     }
     set(o, "hpcm", hpcm_json(c->hpcm.rates(now_seconds())));
+    if (auto off = c->clock_offset_locked()) {
+      set(o, "clock_offset", json_real(std::round(*off * 10) / 10));
+    } else {
+      set(o, "clock_offset", json_null());
+    }
     json_t* b = json_object();
     const std::int64_t now = now_seconds();
     set_str(b, "state", c->open_until == 0 ? "closed" : c->open_until > now ? "open" : "half_open");
@@ -676,7 +681,7 @@ ApiResult Engine::stats() {
   set_int(o, "moves", store_.count_moves());
   for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations", "release_retries", "moves_abandoned",
                         "resched_passes", "late_parts", "late_parts_unasked", "hold_release_retries",
-                        "give_back_retries", "user_limited"}) {
+                        "give_back_retries", "user_limited", "clock_refusals"}) {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);
   }
@@ -721,11 +726,13 @@ std::string Engine::metrics_text() {
     std::string name;
     bool reachable, reconciled;
     std::int64_t last_contact;
+    std::optional<double> clock_offset;
   };
   std::vector<Link> links;
   for (auto& c : clusters_) {
     std::lock_guard<std::mutex> lock(c->m);
-    links.push_back({c->conf.name, c->reachable, c->reconciled.load(), c->last_contact});
+    links.push_back({c->conf.name, c->reachable, c->reconciled.load(), c->last_contact,
+                     c->clock_offset_locked()});
   }
   std::map<std::string, std::int64_t> counters, failed;
   std::map<int, std::int64_t> requests;
@@ -786,6 +793,11 @@ std::string Engine::metrics_text() {
            "When the cluster's plugin last answered, seconds since the epoch (0: never).");
   for (const auto& l : links) {
     x.sample("flexcod_cluster_last_contact_seconds", {{"cluster", l.name}}, static_cast<double>(l.last_contact));
+  }
+  x.family("flexcod_cluster_clock_offset_seconds", "gauge",
+           "The cluster's clock minus flexcod's, from its answers' Date headers (no sample: none yet).");
+  for (const auto& l : links) {
+    if (l.clock_offset) x.sample("flexcod_cluster_clock_offset_seconds", {{"cluster", l.name}}, *l.clock_offset);
   }
   x.family("flexcod_errors_total", "counter",
            "Things that went wrong and were handled, by kind (as in GET /v1/stats).");

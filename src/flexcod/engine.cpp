@@ -61,6 +61,7 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     hc.observer = [this, name = cc.name](double s, bool answered, int status, bool long_poll) {
       observe_cluster(name, s, answered, status, long_poll);
     };
+    hc.clock_sample = [raw = c.get()](double offset, double rtt) { raw->clock_sample(offset, rtt); };
     auto client = http::Client::create(hc, signer);
     if (client.ok()) {
       c->client = std::make_unique<http::PluginClient>(std::move(client).value());

@@ -247,6 +247,9 @@ class Engine {
   // reaper's loop: a running co-allocation with a part that has not
   // started PartStartSkew seconds after its first part did.
   void watch_part_starts();
+  // Whether cluster i's clock is more than `bound` seconds off flexcod's
+  // (MaxClockOffset; 0 = never), with its offset.
+  bool clock_far(std::size_t i, int bound, double* offset);
   // PurgeFinishedAfter: at most once an hour (reaper only).
   void purge_finished();
   void publish_loop(std::size_t ci);

@@ -63,6 +63,31 @@ struct Engine::Cluster {
   // (doc/coalloc.md, "Learning the rates"); under m.
   flexco::HpcmRateLearner hpcm;
 
+  // The cluster's clock minus flexcod's (doc/flexcod.md, "Clocks"): the
+  // median of the last kClockSamples samples of its answers' Date header
+  // (http::ClientConfig::clock_sample), each within a second plus half
+  // its round trip; under m.
+  static constexpr std::size_t kClockSamples = 15;
+  std::vector<double> clock_samples;  // a ring, oldest overwritten
+  std::size_t clock_next = 0;
+  void clock_sample(double offset, double round_trip) {
+    if (round_trip > 2.0) return;  // too loose to tell anything
+    std::lock_guard<std::mutex> lock(m);
+    if (clock_samples.size() < kClockSamples) {
+      clock_samples.push_back(offset);
+    } else {
+      clock_samples[clock_next] = offset;
+    }
+    clock_next = (clock_next + 1) % kClockSamples;
+  }
+  // Under m; nullopt before the first sample.
+  std::optional<double> clock_offset_locked() const {
+    if (clock_samples.empty()) return std::nullopt;
+    std::vector<double> v = clock_samples;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  }
+
   // Every call's outcome: answered (any HTTP answer) or not (no
   // connection, timeout, cut).  Feeds the circuit breaker below.
   void note(bool answered, const std::string& error) {

@@ -478,6 +478,18 @@ void Engine::apply_refusals(Gathered& g, const std::vector<Refusal>& refusals) {
 // ---------------------------------------------------------------------------
 // Placement (the rounds of commit attempts)
 
+bool Engine::clock_far(std::size_t i, int bound, double* offset) {
+  if (bound <= 0) return false;
+  std::optional<double> off;
+  {
+    std::lock_guard<std::mutex> lock(clusters_[i]->m);
+    off = clusters_[i]->clock_offset_locked();
+  }
+  if (!off) return false;
+  *offset = *off;
+  return std::fabs(*off) > bound;
+}
+
 bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
   flexco::conf::FlexcodConf conf;
   {
@@ -504,6 +516,21 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
       if (excluded.count(n)) continue;
       if (!clusters_[i]->reconciled) {
         if (round == 0) reasons += (reasons.empty() ? "" : "; ") + n + " not reconciled yet";
+        continue;
+      }
+      // Parts start by their clusters' clocks: one that is far off would
+      // start its part that much before or after the others (doc/flexcod.md,
+      // "Clocks").
+      double off = 0;
+      if (clock_far(i, conf.max_clock_offset, &off)) {
+        if (round == 0) {
+          char what[160];
+          std::snprintf(what, sizeof what, "%s's clock is %.0f s %s flexcod's (MaxClockOffset=%d)",
+                        n.c_str(), std::fabs(off), off > 0 ? "ahead of" : "behind",
+                        conf.max_clock_offset);
+          reasons += (reasons.empty() ? "" : "; ") + std::string(what);
+          bump("clock_refusals");
+        }
         continue;
       }
       which.push_back(i);

@@ -444,8 +444,15 @@ bool Engine::move_candidate(const CoRecord& co, const std::vector<PartRecord>& p
     if (it != cluster_index_.end()) holds_ci[it->second] = 1;
   }
   which->clear();
+  int bound;
+  {
+    std::lock_guard<std::mutex> lock(conf_mutex_);
+    bound = conf_.max_clock_offset;
+  }
   for (std::size_t i = 0; i < clusters_.size(); ++i) {
     if (!clusters_[i]->client || !clusters_[i]->reconciled) continue;
+    double off = 0;
+    if (clock_far(i, bound, &off)) continue;  // nothing moves onto it (doc/flexcod.md, "Clocks")
     if ((*allowed_ci)[i] || (!constraints && holds_ci[i])) which->push_back(i);
   }
   if (which->empty()) {

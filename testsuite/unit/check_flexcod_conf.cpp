@@ -128,6 +128,10 @@ START_TEST(defaults_and_case) {
   auto pw = conf::parse("Cluster=a URL=http://h:1\nPassProfileWait=0\n", "t");
   ck_assert(pw.ok() && pw.value().pass_profile_wait == 0);
   ck_assert(!conf::parse("Cluster=a URL=http://h:1\nPassProfileWait=60001\n", "t").ok());
+  ck_assert_int_eq(c.max_clock_offset, 10);
+  auto mco = conf::parse("Cluster=a URL=http://h:1\nMaxClockOffset=0\n", "t");
+  ck_assert(mco.ok() && mco.value().max_clock_offset == 0);
+  ck_assert(!conf::parse("Cluster=a URL=http://h:1\nMaxClockOffset=3601\n", "t").ok());
   ck_assert_int_eq(c.max_coallocations_per_user, 100);
   ck_assert_int_eq(c.max_node_hours_per_user, 0);
   auto caps = conf::parse("Cluster=a URL=http://h:1\nMaxCoallocationsPerUser=0\nmaxnodehoursperuser=5000\n", "t");
