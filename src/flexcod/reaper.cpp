@@ -256,7 +256,13 @@ void Engine::watch_part_starts() {
     }
     return std::nullopt;
   };
-  for (const auto& candidate : store_.in_states({"running"})) {
+  const auto running = store_.in_states({"running"});
+  for (auto it = late_asked_.begin(); it != late_asked_.end();) {  // ended since
+    const bool live = std::any_of(running.begin(), running.end(),
+                                  [&](const CoRecord& r) { return r.id == it->first; });
+    it = live ? std::next(it) : late_asked_.erase(it);
+  }
+  for (const auto& candidate : running) {
     if (stopping_) return;
     if (late_warned_.count(candidate.id)) continue;
     const auto listed = store_.parts(candidate.id, true);
