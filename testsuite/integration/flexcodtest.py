@@ -51,6 +51,19 @@ class Flexcod:
         r = self.client(uid).get("/v1/coallocations/%s" % coid)
         return r.status, r.json
 
+    def run_split(self, body, count=2):
+        """Submit body, check that it is scheduled over `count` clusters
+        and wait until every part job runs (one TAP line each); its id
+        and its document then ({} if they did not run)."""
+        s, doc = self.submit(body)
+        t.ok(s == 201 and len((doc or {}).get("parts", [])) == count,
+             "a %s-node co-allocation over %d clusters is scheduled" % (body.get("nodes"), count),
+             "%s %r" % (s, doc))
+        coid = (doc or {}).get("id")
+        d = self.wait_parts(coid, count)
+        t.ok(bool(d), "its part jobs run", "%r" % (self.get(coid)[1],))
+        return coid, d
+
     def wait_parts(self, coid, count, state="running", timeout=90):
         """The co-allocation's document once it has `count` parts, all in
         `state`; {} if that does not happen within `timeout` seconds."""

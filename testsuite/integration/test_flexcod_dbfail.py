@@ -32,14 +32,9 @@ def main():
         fc = Flexcod(grid)
         tmp = t.scratch_dir("flexcod-dbfail-")
         os.chmod(tmp, 0o777)
-        s, doc = fc.submit({"nodes": 6, "duration": 120, "script": script(tmp, "echo $SLURM_JOB_ID >> %s/runs.$FLEXCO_PART_INDEX; sleep 15" % tmp),
-                            "std_out": "/dev/null"})
-        t.ok(s == 201 and len(doc.get("parts", [])) == 2,
-             "a 6-node co-allocation over two clusters is scheduled", "%s %r" % (s, doc))
-        coid = doc.get("id")
-
-        d = fc.wait_parts(coid, 2)
-        t.ok(bool(d), "both part jobs run", "%r" % (fc.get(coid)[1],))
+        coid, d = fc.run_split({"nodes": 6, "duration": 120, "std_out": "/dev/null",
+                                "script": script(tmp, "echo $SLURM_JOB_ID >> %s/runs.$FLEXCO_PART_INDEX; "
+                                                      "sleep 15" % tmp)})
         jobs = sorted((p["cluster"], p["job_id"]) for p in d.get("parts", []))
 
         launch = fc.launch_info()

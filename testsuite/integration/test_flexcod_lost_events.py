@@ -36,14 +36,8 @@ def main():
         tmp = t.scratch_dir("flexcod-lost-")
         os.chmod(tmp, 0o777)
 
-        s, doc = fc.submit({"nodes": 6, "duration": 120, "script": script(tmp, "sleep 20"),
-                            "std_out": "/dev/null"})
-        t.ok(s == 201 and len(doc.get("parts", [])) == 2,
-             "a 6-node co-allocation over two clusters is scheduled", "%s %r" % (s, doc))
-        coid = doc.get("id")
-
-        d = fc.wait_parts(coid, 2)
-        t.ok(bool(d), "both part jobs run", "%r" % (fc.get(coid)[1],))
+        coid, d = fc.run_split({"nodes": 6, "duration": 120, "script": script(tmp, "sleep 20"),
+                                "std_out": "/dev/null"})
         parts = [(p["cluster"], p["job_id"], p["nodes"]) for p in d.get("parts", [])]
         # The cluster with free nodes beside its part runs the local jobs.
         lost_cluster, lost_job, _ = min(parts, key=lambda p: p[2])
