@@ -224,16 +224,18 @@ struct Resp {
   }
 };
 
-// One request on its own connection, answered and closed.
+// One request on its own connection, answered and closed; an answer is
+// awaited for at most wait_s seconds (a long poll parked by a test waits
+// until the test stops the server, however loaded the machine).
 Resp http(std::uint16_t port, const std::string& method, const std::string& target,
-          const std::string& auth = "", const std::string& body = "") {
+          const std::string& auth = "", const std::string& body = "", long wait_s = 20) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(port);
   ck_assert_int_eq(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  timeval tv{20, 0};
+  timeval tv{wait_s, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (!auth.empty()) req += "Authorization: " + auth + "\r\n";
@@ -545,7 +547,7 @@ START_TEST(long_poll_woken_by_event) {
   std::atomic<bool> done{false};
   const auto t0 = std::chrono::steady_clock::now();
   std::thread poller([&] {
-    got = http(s.port, "GET", "/v1/events?wait=30", fake(kUser));
+    got = http(s.port, "GET", "/v1/events?wait=30", fake(kUser), "", 60);
     done = true;
   });
   ck_assert(await([&] { return member(s, "long_polls", "waiting") == 1; }));
@@ -579,13 +581,15 @@ END_TEST
 
 START_TEST(long_poll_cap_per_user) {
   Server s([](flexco_api_conf_t& c) { c.max_long_polls_per_user = 1; });
-  std::thread poller([&] { http(s.port, "GET", "/v1/events?wait=30", fake(kUser)); });
+  // parked until the server stops: their deadline (60 s, the most) and
+  // their sockets' timeout are beyond any wait of the test's own
+  std::thread poller([&] { http(s.port, "GET", "/v1/events?wait=60", fake(kUser), "", 120); });
   ck_assert(await([&] { return member(s, "long_polls", "waiting") == 1; }));
-  const Resp r = http(s.port, "GET", "/v1/events?wait=30", fake(kUser));
+  const Resp r = http(s.port, "GET", "/v1/events?wait=60", fake(kUser));
   expect_error(r, 503, "too_many_long_polls");
   ck_assert_int_ge(std::atoi(r.header("retry-after").c_str()), 1);
   // a DaemonUser is not capped
-  std::thread daemon([&] { http(s.port, "GET", "/v1/events?wait=30", fake(kDaemon)); });
+  std::thread daemon([&] { http(s.port, "GET", "/v1/events?wait=60", fake(kDaemon), "", 120); });
   ck_assert(await([&] { return member(s, "long_polls", "waiting") == 2; }));
   flexco_api_server_stop(s.s);  // answers both
   poller.join();
@@ -609,7 +613,7 @@ END_TEST
 Suite* make_suite() {
   Suite* s = suite_create("api_server");
   TCase* tc = tcase_create("server");
-  tcase_set_timeout(tc, 60);
+  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, not_in_charge_before_authentication);
   tcase_add_test(tc, bad_credential_401_handler_not_called);
   tcase_add_test(tc, bearer_token_on_metrics_only);
