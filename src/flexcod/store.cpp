@@ -57,6 +57,7 @@ const char* kSchema =
     " exit_code INTEGER NOT NULL DEFAULT -1, current INTEGER NOT NULL DEFAULT 1,"
     " slurm_partition TEXT NOT NULL DEFAULT '', slurm_account TEXT NOT NULL DEFAULT '',"
     " slurm_qos TEXT NOT NULL DEFAULT '',"
+    " lease_end INTEGER NOT NULL DEFAULT 0, start_confirmed INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(co_id, attempt, idx));"
     "CREATE INDEX IF NOT EXISTS parts_state ON parts(state);"
     "CREATE INDEX IF NOT EXISTS coallocations_state ON coallocations(state);"
@@ -192,7 +193,7 @@ CoRecord read_co(Stmt& s) {
 const char* kPartCols =
     "co_id, attempt, idx, cluster, nodes, state, reason, resv_key, reservation_id, reservation,"
     " node_list, job_key, job_id, job_state, planned_start, planned_end, actual_start, actual_end,"
-    " exit_code, current, slurm_partition, slurm_account, slurm_qos";
+    " exit_code, current, slurm_partition, slurm_account, slurm_qos, lease_end, start_confirmed";
 
 PartRecord read_part(Stmt& s) {
   PartRecord p;
@@ -220,6 +221,8 @@ PartRecord read_part(Stmt& s) {
   p.partition = s.str(i++);
   p.account = s.str(i++);
   p.qos = s.str(i++);
+  p.lease_end = s.i64(i++);
+  p.start_confirmed = s.i64(i++) != 0;
   return p;
 }
 
@@ -346,7 +349,7 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
     return nullptr;
   }
   if (fresh) {
-    Stmt ins(db, s->fail_, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '2')");
+    Stmt ins(db, s->fail_, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '3')");
     ins.bind(s->instance_);
     if (ins.step() != SQLITE_DONE) {
       *error = path + ": " + ins.errmsg();
@@ -361,25 +364,27 @@ Store::~Store() {
   ::close(lock_fd_);  // after SQLite's own descriptors: its locks are gone
 }
 
-// Schema 2 (issue 17) added the parts' Slurm partition, account and QOS.
-// A database made before has none of the three columns: they are added,
-// empty (the cluster's default, as those parts were made), in one
-// transaction with the schema mark.
+// Schema 2 (issue 17) added the parts' Slurm partition, account and QOS;
+// schema 3 (issue 38 §2.2) their start leases.  A database made before has
+// not the columns: they are added, empty (the cluster's default, as those
+// parts were made; no lease), in one transaction with the schema mark.
 bool Store::migrate(std::string* error) {
-  bool has = false;
-  {
-    Stmt q(db_, fail_, "SELECT 1 FROM pragma_table_info('parts') WHERE name='slurm_partition'");
-    has = q.step() == SQLITE_ROW;
-  }
-  if (has) return true;
-  return exec("BEGIN IMMEDIATE;"
-              "ALTER TABLE parts ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';"
-              "ALTER TABLE parts ADD COLUMN slurm_account TEXT NOT NULL DEFAULT '';"
-              "ALTER TABLE parts ADD COLUMN slurm_qos TEXT NOT NULL DEFAULT '';"
-              "UPDATE meta SET value='2' WHERE key='schema';"
-              "COMMIT;",
-              error) ||
-         (exec("ROLLBACK", nullptr), false);
+  auto has_column = [&](const char* name) {
+    Stmt q(db_, fail_, "SELECT 1 FROM pragma_table_info('parts') WHERE name=?");
+    q.bind(std::string(name));
+    return q.step() == SQLITE_ROW;
+  };
+  std::string sql;
+  if (!has_column("slurm_partition"))
+    sql += "ALTER TABLE parts ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';"
+           "ALTER TABLE parts ADD COLUMN slurm_account TEXT NOT NULL DEFAULT '';"
+           "ALTER TABLE parts ADD COLUMN slurm_qos TEXT NOT NULL DEFAULT '';";
+  if (!has_column("lease_end"))
+    sql += "ALTER TABLE parts ADD COLUMN lease_end INTEGER NOT NULL DEFAULT 0;"
+           "ALTER TABLE parts ADD COLUMN start_confirmed INTEGER NOT NULL DEFAULT 0;";
+  if (sql.empty()) return true;
+  sql = "BEGIN IMMEDIATE;" + sql + "UPDATE meta SET value='3' WHERE key='schema';COMMIT;";
+  return exec(sql.c_str(), error) || (exec("ROLLBACK", nullptr), false);
 }
 
 bool Store::exec(const char* sql, std::string* error) {
@@ -427,13 +432,14 @@ bool Store::put_part(const PartRecord& p, std::string* error) {
          "INSERT OR REPLACE INTO parts(co_id, attempt, idx, cluster, nodes, state, reason, resv_key,"
          " reservation_id, reservation, node_list, job_key, job_id, job_state, planned_start,"
          " planned_end, actual_start, actual_end, exit_code, current, slurm_partition,"
-         " slurm_account, slurm_qos)"
-         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         " slurm_account, slurm_qos, lease_end, start_confirmed)"
+         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(p.co_id).bind(p.attempt).bind(p.idx).bind(p.cluster).bind(p.nodes).bind(p.state)
       .bind(p.reason).bind(p.resv_key).bind(p.reservation_id).bind(p.reservation)
       .bind(p.node_list).bind(p.job_key).bind(p.job_id).bind(p.job_state).bind(p.planned_start)
       .bind(p.planned_end).bind(p.actual_start).bind(p.actual_end).bind(p.exit_code)
-      .bind(p.current ? 1 : 0).bind(p.partition).bind(p.account).bind(p.qos);
+      .bind(p.current ? 1 : 0).bind(p.partition).bind(p.account).bind(p.qos)
+      .bind(p.lease_end).bind(p.start_confirmed ? 1 : 0);
   if (s.step() != SQLITE_DONE) {
     if (error) *error = "write part: " + s.errmsg();
     return false;

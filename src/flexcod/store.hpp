@@ -77,6 +77,11 @@ struct PartRecord {
   // Where and how its job runs (issue 17; "" = the cluster's default):
   // the reservation's partition, the part job's account and QOS.
   std::string partition, account, qos;
+  // The start gate (doc/flexcod.md, "The start gate"): the end of the
+  // part job's start lease by flexcod's clock (0: the gate was never
+  // opened), and whether its plugin confirmed the start.
+  std::int64_t lease_end = 0;
+  bool start_confirmed = false;
 };
 
 struct Transition {
