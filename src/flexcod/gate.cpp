@@ -178,6 +178,7 @@ void Engine::run_gate(std::int64_t co_id) {
   // 2. Release under the lease (again, after a restart: idempotent).
   struct Out {
     bool ok = false;
+    bool admin_held = false;
     std::string fatal;  // the part can never start
   };
   std::vector<std::size_t> todo;
@@ -201,6 +202,14 @@ void Engine::run_gate(std::int64_t co_id) {
         }
         c->note_error(r.error());
         const auto& e = r.error();
+        if (e.code == http::Errc::kHttp && e.http_status == 409 && e.api_code == "held") {
+          // an administrator holds it: the release was answered and the
+          // job cannot start until the hold goes; then it starts late,
+          // which the part-start watchdog judges (PartStartPolicy)
+          o.ok = true;
+          o.admin_held = true;
+          return o;
+        }
         if (e.code == http::Errc::kHttp &&
             (e.http_status == 404 || e.api_code == "lease_lapsed" ||
              e.api_code == "lease_expired"))
@@ -221,6 +230,10 @@ void Engine::run_gate(std::int64_t co_id) {
       }
       if (o.ok) {
         gate_acked_.insert(std::make_tuple(p.co_id, p.attempt, p.idx));
+        if (o.admin_held)
+          fc_error("co-%ld: start gate: part %d on %s: part job %ld is held by an administrator; "
+                   "it starts when the hold goes", (long)co_id, p.idx, p.cluster.c_str(),
+                   (long)p.job_id);
       } else {
         fc_error("co-%ld: start gate: part %d on %s: part job %ld not released yet; trying again",
                  (long)co_id, p.idx, p.cluster.c_str(), (long)p.job_id);
