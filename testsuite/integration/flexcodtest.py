@@ -37,7 +37,9 @@ class Flexcod:
         st = grid.status()
         self.info = st.get("flexcod") or {}
         self.socket = st["munge_socket"]
-        self.url = "http://127.0.0.1:%d" % self.info.get("port", 0)
+        # flexcod's own address: 127.0.0.1, or its namespace's with --sites
+        self.url = "http://%s:%d" % (self.info.get("addr") or "127.0.0.1",
+                                     self.info.get("port", 0))
         self.pid = self.info.get("pid")
 
     def client(self, uid=None):
