@@ -257,6 +257,33 @@ extern "C" int flexco_decode_jobspec(const char* body, size_t len, flexco_jobspe
   return rc;
 }
 
+extern "C" int flexco_decode_release(const char* body, size_t len, int64_t* lease_end,
+                                     bool* confirm, char** json_out) {
+  *lease_end = 0;
+  *confirm = false;
+  if (!body || !len) return 0;  // a release for good, without a lease
+  int status = 400;
+  json_t* o = object_body(body, len, json_out, &status);
+  if (!o) return status;
+  json_t* le = json_object_get(o, "lease_end");
+  json_t* cf = json_object_get(o, "confirm");
+  int rc = 0;
+  if (json_object_size(o) != 1 || (!le && !cf)) {
+    rc = fail(json_out, "bad_request",
+              "the body is either {\"lease_end\": <epoch seconds>} or {\"confirm\": true}");
+  } else if (le && (!json_is_integer(le) || json_integer_value(le) < 1)) {
+    rc = fail(json_out, "bad_request", "lease_end must be a positive integer (epoch seconds)");
+  } else if (cf && !json_is_true(cf)) {
+    rc = fail(json_out, "bad_request", "confirm must be true");
+  } else if (le) {
+    *lease_end = json_integer_value(le);
+  } else {
+    *confirm = true;
+  }
+  json_decref(o);
+  return rc;
+}
+
 extern "C" bool flexco_owner_ok(const char* s) {
   if (!s) return false;
   size_t n = 0;

@@ -74,6 +74,15 @@ int flexco_decode_jobspec(const char *body, size_t len, flexco_jobspec_t *spec,
 			  char **json_out);
 void flexco_jobspec_free(flexco_jobspec_t *spec);
 
+/*
+ * POST /v1/reservations/{id}/jobs/{job}/release's optional body (the start
+ * gate, doc/reservations.md): none (release for good), {"lease_end": T}
+ * with T >= 1, or {"confirm": true}; anything else is 400 with an error
+ * document in *json_out.
+ */
+int flexco_decode_release(const char *body, size_t len, int64_t *lease_end,
+			  bool *confirm, char **json_out);
+
 typedef struct {
 	char *user;		/* 1-64 bytes; the plugin resolves it */
 	char *partition;	/* 1-64 bytes, or NULL: the default */

@@ -1174,27 +1174,9 @@ int ResvService::job_release(std::uint32_t uid, const char* id, const char* job_
   }
   // the body first: a malformed one changes nothing
   std::int64_t lease_end = 0;
-  bool confirm = false, gated = false;
-  if (body != nullptr && len > 0) {
-    json_error_t jerr;
-    json_t* o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    json_int_t le = 0;
-    int cf = 0;
-    const bool good = o != nullptr && json_is_object(o) && json_object_size(o) == 1 &&
-                      json_unpack_ex(o, &jerr, JSON_STRICT, "{s?I, s?b}", "lease_end", &le,
-                                     "confirm", &cf) == 0 &&
-                      (json_object_get(o, "lease_end") == nullptr || le > 0) &&
-                      (json_object_get(o, "confirm") == nullptr || cf != 0);
-    json_decref(o);
-    if (!good) {
-      *json_out = err("bad_request",
-                      "the body is either {\"lease_end\": <epoch seconds>} or {\"confirm\": true}");
-      return 400;
-    }
-    lease_end = le;
-    confirm = cf != 0;
-    gated = true;
-  }
+  bool confirm = false;
+  if (const int rc = flexco_decode_release(body, len, &lease_end, &confirm, json_out)) return rc;
+  const bool gated = lease_end != 0 || confirm;
   Record* r = lookup(uid, id, true, json_out, &status);
   if (r == nullptr) return status;
   if (!parse_id(job_s, &jid) || jid > UINT32_MAX) {

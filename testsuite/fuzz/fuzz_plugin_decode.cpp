@@ -8,6 +8,7 @@
 //                                      a missing line is an absent parameter)
 //   4 the router: METHOD\npath (which endpoint answers a request target)
 //   5 GET /v1/profile query (partition\nhorizon, as for 3)
+//   6 POST .../jobs/{job}/release body (the start gate)
 // Checks: no crash, leak or sanitizer report; a refusal is a 400 with a
 // JSON error document; an accepted request keeps every bound the decoder
 // promises (the admission window, the job limits).
@@ -32,10 +33,20 @@ void refused(int rc, char* err) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int which = data[0] % 6;
+  const int which = data[0] % 7;
   const char* in = reinterpret_cast<const char*>(data + 1);
   const size_t len = size - 1;
   char* err = nullptr;
+  if (which == 6) {
+    int64_t lease_end = -1;
+    bool confirm = true;
+    const int rc = flexco_decode_release(len ? in : nullptr, len, &lease_end, &confirm, &err);
+    if (rc)
+      refused(rc, err);
+    else if (lease_end < 0 || (lease_end > 0 && confirm))
+      abort();
+    return 0;
+  }
   if (which == 0) {
     flexco_resv_create_t r;
     int rc = flexco_decode_resv_create(in, len, kNow, &r, &err);

@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t k = 0; k < i; k++)
       if (st.resvs[k].id == r.id) abort();
     for (size_t j = 0; j < r.job_cnt; j++)
-      if (r.jobs[j].job_id < 1 || r.jobs[j].job_id > UINT32_MAX) abort();
+      if (r.jobs[j].job_id < 1 || r.jobs[j].job_id > UINT32_MAX || r.jobs[j].lease_end < 0) abort();
   }
   for (size_t i = 0; i < st.key_cnt; i++) {
     const flexco_state_key_t& k = st.keys[i];
