@@ -130,6 +130,9 @@ void Engine::run_gate(std::int64_t co_id) {
       const PartRecord* p = &parts[i];
       fs.push_back(std::async(std::launch::async, [this, c, p]() -> std::string {
         if (c == nullptr || !c->client) return "no such cluster in flexcod.conf";
+        // a cluster the breaker keeps closed off costs no timeout here;
+        // its own thread's half-open call finds it back (is_open takes m)
+        if (c->is_open(now_seconds())) return "its circuit breaker is open";
         bump("messages.get");
         auto r = c->client->get_job(p->reservation_id, p->job_id);
         if (r.ok()) {
