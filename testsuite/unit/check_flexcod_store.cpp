@@ -246,7 +246,7 @@ START_TEST(schema_1_is_migrated) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, nullptr);
   ck_assert(sqlite3_step(st) == SQLITE_ROW);
-  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "2");
+  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "3");
   sqlite3_finalize(st);
   sqlite3_close(db);
 }
@@ -330,7 +330,9 @@ START_TEST(switch_with_move_is_one_transaction) {
   ck_assert(s->write(c, {sample_part(c.id, 1, 0, "alpha", "submitted")}, "placed", &err));
   PartRecord fresh = sample_part(c.id, 2, 0, "beta", "submitted");
   fresh.current = false;
-  ck_assert(s->write(c, {fresh}, "move planned", &err));
+  std::vector<PartRecord> planned = {fresh};
+  ck_assert(s->write(c, planned, "move planned", &err));
+  fresh = planned[0];  // with the version written
   ck_assert_int_eq(s->parts(c.id, true).size(), 1);  // the old set is still current
   flexcod::MoveRecord m;
   m.time = 7;
@@ -340,7 +342,8 @@ START_TEST(switch_with_move_is_one_transaction) {
   m.from_parts = "[{\"cluster\":\"alpha\",\"nodes\":5}]";
   m.to_parts = "[{\"cluster\":\"beta\",\"nodes\":5}]";
   m.reason = "early end";
-  PartRecord old = sample_part(c.id, 1, 0, "alpha", "cancelling");
+  PartRecord old = s->parts(c.id, false).at(0);  // as stored (its version)
+  old.state = "cancelling";
   old.current = false;
   fresh.current = true;
   c.attempt = 2;
@@ -461,7 +464,7 @@ START_TEST(failed_write_reaches_the_handler) {
   sqlite3* other = nullptr;
   ck_assert_int_eq(sqlite3_open(path.c_str(), &other), SQLITE_OK);
   ck_assert_int_eq(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
-  PartRecord ended = p;
+  PartRecord ended = s->parts(c.id, true).at(0);  // as stored (its version)
   ended.state = "completed";
   ck_assert(!s->update_part(ended, "part_job_ended", &err));
   ck_assert_msg(told.size() == 1, "told %zu times", told.size());
