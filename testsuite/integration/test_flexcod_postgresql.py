@@ -45,6 +45,24 @@ def main():
                                                "information_schema.tables WHERE table_schema='public'"))
         t.ok(tables == ["cluster_seq", "coallocations", "meta", "moves", "parts", "submit_keys",
                         "transitions"], "its tables are there", "%r" % tables)
+        # a password in StorageLoc needs an owner-only flexcod.conf
+        with_pw = os.path.join(t.scratch_dir("flexcod-pgpw-"), "flexcod.conf")
+        with open(fc.info["conf"]) as f:
+            text = f.read().replace('dbname=flexcod"', 'dbname=flexcod password=s3cret"')
+        with open(with_pw, "w") as f:
+            f.write(text)
+        os.chmod(with_pw, 0o644)
+        r = subprocess.run([fc.launch_info()["argv"][0], "--init-db", "-f", with_pw],
+                           capture_output=True, text=True, timeout=60)
+        t.ok(r.returncode == 1 and "holds a password" in r.stderr and "s3cret" not in r.stderr,
+             "a password in StorageLoc of a flexcod.conf others may read is refused",
+             "%r %r" % (r.returncode, r.stderr))
+        os.chmod(with_pw, 0o600)
+        r = subprocess.run([fc.launch_info()["argv"][0], "--init-db", "-f", with_pw],
+                           capture_output=True, text=True, timeout=60)
+        t.ok(r.returncode == 0 and "s3cret" not in r.stdout + r.stderr,
+             "owner-only, it is taken (trust: the password is not asked), and not shown",
+             "%r %r %r" % (r.returncode, r.stdout, r.stderr))
         # the grid's flexcod, still on SQLite, is stopped and started on PostgreSQL
         fc.restart(kill9=False)
         t.ok("StorageLoc host=%s" % pg.dir in fc.log_tail(50),
