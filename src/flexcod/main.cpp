@@ -310,6 +310,12 @@ int main(int argc, char** argv) {
     std::_Exit(EXIT_FAILURE);
   });
 
+  // Compare-and-set conflicts (doc/flexcod.md, "Compare-and-set"): the
+  // write is refused and its caller, or its next pass, reads again.
+  store->set_conflict_handler([](const std::string& what) {
+    fc_info("%s; read again", what.c_str());
+  });
+
   flexco::auth::SignerConfig sc;
   sc.socket_path = conf.munge_socket;
   auto signer = flexco::auth::Signer::create(sc);

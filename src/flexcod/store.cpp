@@ -531,15 +531,28 @@ bool Store::is_conflict(const std::string& error) {
   return error.compare(0, std::strlen(kConflict), kConflict) == 0;
 }
 
+// A conflict's text, counted and told to the conflict handler (under the
+// mutex, as every write).
 std::string Store::conflict_co(std::int64_t id) {
-  return std::string(kConflict) + "co-" + std::to_string(id) +
-         " was written by another writer since it was read: not written";
+  return note_conflict_locked(std::string(kConflict) + "co-" + std::to_string(id) +
+                              " was written by another writer since it was read: not written");
 }
 
 std::string Store::conflict_part(const PartRecord& p) {
-  return std::string(kConflict) + "co-" + std::to_string(p.co_id) + " part " + std::to_string(p.idx) +
-         " (attempt " + std::to_string(p.attempt) +
-         ") was written by another writer since it was read: not written";
+  return note_conflict_locked(std::string(kConflict) + "co-" + std::to_string(p.co_id) + " part " +
+                              std::to_string(p.idx) + " (attempt " + std::to_string(p.attempt) +
+                              ") was written by another writer since it was read: not written");
+}
+
+std::string Store::note_conflict_locked(std::string what) {
+  ++conflicts_;
+  if (conflict_) conflict_(what);
+  return what;
+}
+
+std::int64_t Store::conflicts() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return conflicts_;
 }
 
 bool Store::write(CoRecord& c, std::vector<PartRecord>& parts, const std::string& reason,

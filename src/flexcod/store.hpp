@@ -164,6 +164,14 @@ class Store {
   // The error text of a compare-and-set conflict starts with kConflict.
   static constexpr const char* kConflict = "write conflict: ";
   static bool is_conflict(const std::string& error);
+  // Told every conflict's text (flexcod logs it: many callers only go on
+  // and read again at their next pass), and their count.  Set it before
+  // other threads use the store; it must not call the store.
+  void set_conflict_handler(Failure f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    conflict_ = std::move(f);
+  }
+  std::int64_t conflicts();
 
   // A random id made when the database was created: part of every
   // Idempotency-Key, so a fresh database never collides with old keys.
@@ -271,11 +279,14 @@ class Store {
   bool insert_move(std::int64_t co_id, const MoveRecord& m, std::string* error);
   std::optional<PartRecord> get_part_locked(std::int64_t co, int attempt, int idx);
   void note_write_locked(std::int64_t co_id);
-  static std::string conflict_co(std::int64_t id);
-  static std::string conflict_part(const PartRecord& p);
+  std::string conflict_co(std::int64_t id);
+  std::string conflict_part(const PartRecord& p);
+  std::string note_conflict_locked(std::string what);
 
   std::mutex mutex_;
   Failure fail_;
+  Failure conflict_;
+  std::int64_t conflicts_ = 0;
   // Writes to co-allocations and parts (written_since): their count, the
   // last one of each co-allocation written since floor_, at most
   // kWrittenKeep entries (then forgotten: floor_ moves up to writes_).

@@ -731,8 +731,12 @@ START_TEST(versions_compare_and_set) {
   std::string err;
   auto s = Store::open(fresh_loc("cas.db"), &err);
   ck_assert_msg(s != nullptr, "%s", err.c_str());
-  int told = 0;
+  int told = 0, conflicts = 0;
   s->set_failure_handler([&told](const std::string&) { ++told; });
+  s->set_conflict_handler([&conflicts](const std::string& what) {
+    ++conflicts;
+    ck_assert(Store::is_conflict(what));
+  });
   CoRecord c = sample_co();
   ck_assert(s->insert_coalloc(&c, "submitted", &err));
   ck_assert_int_eq(c.version, 1);
@@ -786,6 +790,8 @@ START_TEST(versions_compare_and_set) {
   ck_assert_msg(Store::is_conflict(err), "%s", err.c_str());
   ck_assert_int_eq(s->parts(c.id, false).size(), 1);
   ck_assert_int_eq(told, 0);
+  ck_assert_int_eq(conflicts, 4);
+  ck_assert_int_eq(s->conflicts(), 4);
 }
 END_TEST
 

@@ -107,6 +107,7 @@ class PgServer {
   // "" or the error.
   std::string exec(const std::string& db, const std::string& sql) const {
     PGconn* c = PQconnectdb(conninfo(db).c_str());
+    PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);  // DROP ... IF EXISTS's notes
     std::string err;
     if (PQstatus(c) != CONNECTION_OK) {
       err = PQerrorMessage(c);
