@@ -206,8 +206,6 @@ class PgConn final : public Conn {
   }
   std::string errmsg() const override { return pq_message(c_, nullptr); }
 
-  PGconn* raw() { return c_; }
-
  private:
   PGconn* c_;
 };

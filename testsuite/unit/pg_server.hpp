@@ -56,8 +56,7 @@ class PgServer {
     gid_ = gid;
     const std::string data = dir_ + "/data";
     const int rc = run({bin + "/initdb", "-D", data, "-U", "flexco", "-A", "trust", "-E", "UTF8",
-                        "--no-sync", "--no-instructions"},
-                       true);
+                        "--no-sync", "--no-instructions"});
     if (rc != 0) return "initdb failed (exit " + std::to_string(rc) + "), see " + dir_ + "/initdb.log";
     pid_ = spawn({bin + "/postgres", "-D", data, "-k", dir_, "-c", "listen_addresses=", "-c",
                   "fsync=off", "-c", "max_connections=40", "-c", "shared_buffers=16MB"});
@@ -89,8 +88,7 @@ class PgServer {
     }
     if (!dir_.empty()) {
       const std::string cmd = "rm -rf '" + dir_ + "'";
-      if (std::system(cmd.c_str()) != 0) {
-      }
+      (void)!std::system(cmd.c_str());
       dir_.clear();
     }
   }
@@ -179,7 +177,8 @@ class PgServer {
     _exit(127);
   }
 
-  int run(const std::vector<std::string>& argv, bool) const {
+  // Runs argv as the child above, waits; its exit status.
+  int run(const std::vector<std::string>& argv) const {
     const pid_t pid = spawn(argv, "initdb.log");
     if (pid < 0) return -1;
     int st = 0;
