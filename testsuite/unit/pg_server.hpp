@@ -161,6 +161,7 @@ class PgServer {
     if (pid != 0) return pid;
     const std::string out = dir_ + "/" + log;
     if (getuid() == 0 && (setgid(gid_) != 0 || setuid(uid_) != 0)) _exit(126);
+    if (chdir(dir_.c_str()) != 0) _exit(126);  // the test's own may be closed to nobody
     const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
