@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,36 @@ extern int flexco_job_release(uint32_t job_id, const char *resv_name,
 	if (*released) {
 		info("%s: part job %u in %s released", plugin_type, job_id,
 		     resv_name);
+		schedule_job_save();	/* own locks */
+		queue_job_scheduler();
+	}
+	return rc;
+}
+
+extern int flexco_job_cancel(uint32_t job_id, const char *resv_name)
+{
+	/* _h_remove's locks (plugin/resv.c) */
+	slurmctld_lock_t lk = { .conf = READ_LOCK, .job = WRITE_LOCK,
+			.node = WRITE_LOCK, .fed = READ_LOCK };
+	job_record_t *j;
+	int rc = SLURM_SUCCESS;
+	bool sent = false;
+
+	lock_slurmctld(lk);
+	j = find_job_record(job_id);
+	if (j && !IS_JOB_FINISHED(j)) {
+		if (!j->resv_name || !resv_name ||
+		    strcmp(j->resv_name, resv_name)) {
+			rc = ESLURM_INVALID_JOB_ID;
+		} else {
+			rc = flexco_job_signal_id(job_id, SIGKILL, 0, 0, false);
+			sent = (rc == SLURM_SUCCESS);
+		}
+	}
+	unlock_slurmctld(lk);
+	if (sent) {
+		info("%s: JobId=%u in %s cancelled: its start lease lapsed unconfirmed",
+		     plugin_type, job_id, resv_name);
 		schedule_job_save();	/* own locks */
 		queue_job_scheduler();
 	}

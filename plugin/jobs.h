@@ -62,4 +62,14 @@ enum { FLEXCO_RELEASE_OK, FLEXCO_RELEASE_GONE, FLEXCO_RELEASE_OTHER,
 extern int flexco_job_release(uint32_t job_id, const char *resv_name,
 			      bool *released);
 
+/*
+ * Cancel a part job of Slurm reservation resv_name, pending or running, as
+ * `scancel` does (SIGKILL through job_signal), under the job and node
+ * write locks, logged after unlocking: its start lease lapsed (the start
+ * gate, doc/reservations.md).  SLURM_SUCCESS also when it had ended or is
+ * gone; ESLURM_INVALID_JOB_ID when it is in another reservation.  No
+ * slurmctld lock may be held.
+ */
+extern int flexco_job_cancel(uint32_t job_id, const char *resv_name);
+
 #endif

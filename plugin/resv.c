@@ -623,6 +623,19 @@ static int _h_job_release(void *arg, uint32_t job_id, const char *resv_name,
 	return flexco_job_release(job_id, resv_name, released);
 }
 
+static int _h_job_cancel(void *arg, uint32_t job_id, const char *resv_name,
+			 char *why, size_t why_len)
+{
+	int rc;
+
+	(void) arg;
+	rc = flexco_job_cancel(job_id, resv_name);
+	if (rc == SLURM_SUCCESS)
+		return FLEXCO_RSVC_OK;
+	snprintf(why, why_len, "%s", slurm_strerror(rc));
+	return FLEXCO_RSVC_REFUSED;
+}
+
 /* A part-job event, shown to the reservation's user under PrivateData. */
 static bool _h_publish(void *arg, const char *type, json_t *fields,
 		       uint32_t uid)
@@ -692,7 +705,8 @@ extern int flexco_resv_init(const flexco_conf_t *conf)
 		.remove = _h_remove, .slurm_ids = _h_slurm_ids,
 		.slurm_resvs = _h_slurm_resvs, .job_submit = _h_job_submit,
 		.job_state = _h_job_state, .job_phase = _h_job_phase,
-		.job_release = _h_job_release, .publish = _h_publish,
+		.job_release = _h_job_release, .job_cancel = _h_job_cancel,
+		.publish = _h_publish,
 		.load = _h_load, .save = _h_save,
 	};
 	flexco_rsvc_conf_t c = { 0 };

@@ -191,6 +191,13 @@ typedef struct {
 	int part_index;
 	int64_t submitted;
 	bool started, ended;
+	/* the start gate (doc/reservations.md, "The start gate"): the end
+	 * of the start lease by this cluster's clock (0: none), confirmed
+	 * (the lease no longer applies), lapsed (ended unconfirmed: the job
+	 * was cancelled and can never be released again).  Absent in older
+	 * state files: 0, false, false. */
+	int64_t lease_end;
+	bool confirmed, lapsed;
 } flexco_state_job_t;
 
 typedef struct {

@@ -752,6 +752,31 @@ Result<PartJob> PluginClient::release_job(std::int64_t rid, std::int64_t job_id)
                              part_job_from_json);
 }
 
+// The start gate (doc/reservations.md): release under a start lease that
+// ends at lease_end by the cluster's clock, or confirm the start.
+Result<PartJob> PluginClient::open_gate(std::int64_t rid, std::int64_t job_id,
+                                        std::int64_t lease_end) const {
+  JsonPtr b(json_object());
+  if (!b) return make_error(Errc::kInternal, "out of memory");
+  json_object_set_new(b.get(), "lease_end", json_integer(lease_end));
+  return parse_with<PartJob>(call("POST",
+                                  "/v1/reservations/" + std::to_string(rid) + "/jobs/" +
+                                      std::to_string(job_id) + "/release",
+                                  b.get(), {}),
+                             part_job_from_json);
+}
+
+Result<PartJob> PluginClient::confirm_start(std::int64_t rid, std::int64_t job_id) const {
+  JsonPtr b(json_object());
+  if (!b) return make_error(Errc::kInternal, "out of memory");
+  json_object_set_new(b.get(), "confirm", json_true());
+  return parse_with<PartJob>(call("POST",
+                                  "/v1/reservations/" + std::to_string(rid) + "/jobs/" +
+                                      std::to_string(job_id) + "/release",
+                                  b.get(), {}),
+                             part_job_from_json);
+}
+
 Result<EventBatch> PluginClient::events(std::int64_t after, int wait_seconds, int max,
                                         const std::atomic<bool>* cancel) const {
   if (wait_seconds < 0 || wait_seconds > 60 || max < 1 || max > 1000 || after < 0) {

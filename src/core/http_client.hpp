@@ -297,6 +297,11 @@ class PluginClient {
   // POST /v1/reservations/{id}/jobs/{job}/release: a job submitted held
   // may start (idempotent: no key needed).  The job as it is then.
   Result<PartJob> release_job(std::int64_t reservation_id, std::int64_t job_id) const;
+  // The start gate: release under a start lease ending at lease_end (the
+  // cluster's clock), and confirm the start (the lease no longer applies).
+  Result<PartJob> open_gate(std::int64_t reservation_id, std::int64_t job_id,
+                            std::int64_t lease_end) const;
+  Result<PartJob> confirm_start(std::int64_t reservation_id, std::int64_t job_id) const;
   // GET /v1/events?after=A&wait=W&max=M (W <= 60; the request's timeout is
   // extended by W seconds).
   Result<EventBatch> events(std::int64_t after, int wait_seconds, int max = 100,

@@ -691,8 +691,9 @@ ApiResult Engine::stats() {
   set(o, "messages", msgs);
   set_int(o, "moves", store_.count_moves());
   for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations", "release_retries", "moves_abandoned",
-                        "resched_passes", "late_parts", "late_parts_unasked", "hold_release_retries",
-                        "give_back_retries", "user_limited", "clock_refusals"}) {
+                        "resched_passes", "late_parts", "late_parts_unasked", "give_back_retries",
+                        "user_limited", "clock_refusals", "gate_opened", "gate_confirmed",
+                        "gate_waits", "gate_failures"}) {
     auto it = counters_.find(k);
     set_int(o, k, it == counters_.end() ? 0 : it->second);
   }
@@ -813,7 +814,8 @@ std::string Engine::metrics_text() {
   x.family("flexcod_errors_total", "counter",
            "Things that went wrong and were handled, by kind (as in GET /v1/stats).");
   for (const char* k : {"violations", "replans", "rollbacks", "orphans", "foreign_reservations",
-                        "release_retries", "moves_abandoned", "late_parts", "late_parts_unasked"}) {
+                        "release_retries", "moves_abandoned", "late_parts", "late_parts_unasked",
+                        "gate_waits", "gate_failures"}) {
     x.sample("flexcod_errors_total", {{"kind", k}}, counter(k));
   }
   x.sample("flexcod_errors_total", {{"kind", "illegal_transitions"}}, static_cast<double>(illegal_transitions()));

@@ -179,10 +179,10 @@ Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
     q.parts = layout;
     q.start = p.planned_start;
     q.time_limit = time_limit;
-    // Held until every part has its job (release_holds): a part job
-    // must not start, and run alone, while a sibling's submission hangs
-    // and may yet fail (the attempt is then rolled back and re-planned,
-    // and the job would run again).
+    // Held until the start gate opens at the planned start (gate.cpp): a
+    // part job must not start, and run alone, while a sibling's submission
+    // hangs and may yet fail, nor after its co-allocation was cancelled,
+    // failed or moved while its cluster could not be reached.
     q.hold = true;
     bump("messages.submit");
     fj.push_back(std::async(std::launch::async, [c, q, id = p.reservation_id, k = p.job_key]() {
@@ -197,7 +197,7 @@ Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
       set_state(p, PartState::kSubmitted);
       p.job_id = r.value();
       p.job_state = "PENDING";
-      p.reason = "part job " + std::to_string(p.job_id) + " (held until every part has its job)" + note;
+      p.reason = "part job " + std::to_string(p.job_id) + " (held until the start gate opens)" + note;
     } else {
       errors[i] = r.error();
       p.reason = r.error().message;
@@ -351,9 +351,8 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   if (ok) {
     fc_info("co-%ld: scheduled at %s on %s", (long)co.id, slurm_time(start).c_str(),
           parts_text(parts).c_str());
-    // Past the point of no return: the holds go, and a part whose cluster
-    // does not answer now is released by the reaper (never rolled back).
-    release_holds(co, parts);
+    // Past the point of no return: the part jobs stay held until the
+    // start gate opens them at the planned start (gate.cpp).
     return true;
   }
   *why = "attempt " + std::to_string(co.attempt) + " (" + parts_text(parts) + "): " + fail;
@@ -399,55 +398,6 @@ bool Engine::release_part(const CoRecord& co, PartRecord& p) {
   }
   c->note(true, "");
   return true;
-}
-
-bool Engine::release_hold(const CoRecord& co, const PartRecord& p) {
-  Cluster* c = cluster(p.cluster);
-  if (c == nullptr || !c->client) return false;
-  bump("messages.release");
-  auto r = c->client->release_job(p.reservation_id, p.job_id);
-  if (r.ok()) {
-    c->note(true, "");
-    return true;
-  }
-  c->note_error(r.error());
-  if (r.error().code == http::Errc::kHttp &&
-      (r.error().http_status == 404 || r.error().http_status == 409)) {
-    // 404: its reservation is gone (and the job with it); 409: an
-    // administrator holds it.  Nothing for flexcod to release.
-    fc_error("co-%ld: part %d on %s: part job %ld not released: %s", (long)co.id, p.idx,
-             p.cluster.c_str(), (long)p.job_id, r.error().message.c_str());
-    return true;
-  }
-  return false;
-}
-
-bool Engine::release_holds(const CoRecord& co, std::vector<PartRecord>& parts) {
-  std::vector<std::size_t> todo;
-  for (std::size_t i = 0; i < parts.size(); ++i)
-    if (parts[i].job_id != 0 && parts[i].state == "submitted") todo.push_back(i);
-  std::vector<std::future<bool>> fs;
-  for (std::size_t i : todo) {
-    const PartRecord* p = &parts[i];
-    fs.push_back(std::async(std::launch::async, [this, &co, p]() { return release_hold(co, *p); }));
-  }
-  bool all = true;
-  for (std::size_t k = 0; k < todo.size(); ++k) {
-    PartRecord& p = parts[todo[k]];
-    if (fs[k].get()) {
-      p.reason = "part job " + std::to_string(p.job_id) + " released";
-    } else {
-      all = false;
-      p.reason = "part job " + std::to_string(p.job_id) +
-                 " held: release pending, cluster unreachable";
-      fc_error("co-%ld: part %d on %s: part job %ld not released yet; will retry", (long)co.id,
-               p.idx, p.cluster.c_str(), (long)p.job_id);
-      add_pending(Pending::kReleaseHold, p);
-    }
-    std::string err;
-    store_.update_part(p, p.reason, &err);  // same state: no history line
-  }
-  return all;
 }
 
 void Engine::fail_and_release(CoRecord& co, std::vector<PartRecord>& parts) {

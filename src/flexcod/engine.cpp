@@ -91,6 +91,7 @@ void Engine::start() {
     if (conf_.availability_mode == "publish") threads_.emplace_back([this, i] { publish_loop(i); });
   }
   threads_.emplace_back([this] { reap_loop(); });
+  threads_.emplace_back([this] { gate_loop(); });
   threads_.emplace_back([this] { resched_loop(); });
 }
 

@@ -182,8 +182,17 @@ class Engine {
   // written scheduled (or a move's switch is written), their holds are
   // released, concurrently.  A part whose cluster does not answer is left
   // to the reaper (retry_pending); false then.
-  bool release_holds(const CoRecord& co, std::vector<PartRecord>& parts);
-  bool release_hold(const CoRecord& co, const PartRecord& p);
+
+  // The start gate (gate.cpp; doc/flexcod.md, "The start gate"): part
+  // jobs stay held until the planned start, then are released under a
+  // start lease once every part's cluster answers, and confirmed once
+  // every release was answered.  gate_loop is its thread (every 500 ms).
+  void gate_loop();
+  void run_gate(std::int64_t co_id);
+  void fail_at_gate(CoRecord& co, std::vector<PartRecord>& parts, const std::string& why);
+  std::int64_t lease_seconds();
+  // t (flexcod's clock) by cluster name's clock, as far as its offset is known
+  std::int64_t cluster_time(const std::string& name, std::int64_t t);
 
   // Rescheduling (doc/flexcod.md, "Rescheduling"): after an early end and
   // the cluster's next backfill pass, every scheduled co-allocation is
@@ -270,9 +279,8 @@ class Engine {
   void finish_if_done(std::int64_t co_id, bool wait = false);
   void give_back_ended(const CoRecord& co, std::vector<PartRecord>& parts);
   // Requests to a cluster that could not be made now and are retried by
-  // the reaper with its backoff: a held part job to release, an ended
-  // part's reservation to give back.
-  enum class Pending { kReleaseHold, kGiveBack };
+  // the reaper with its backoff: an ended part's reservation to give back.
+  enum class Pending { kGiveBack };
   void add_pending(Pending kind, const PartRecord& p);
   void retry_pending();
 
@@ -338,6 +346,13 @@ class Engine {
   };
   std::mutex resched_mutex_;
   std::map<std::size_t, Trigger> resched_pending_;  // by cluster index
+  // The start gate's own (gate_loop only): co-allocations whose every part
+  // is confirmed, when to try one again, the ones waiting for a cluster
+  // (logged once), and the parts whose release under their lease was
+  // answered in this run of flexcod.
+  std::set<std::int64_t> gate_done_, gate_waiting_;
+  std::map<std::int64_t, std::int64_t> gate_next_;
+  std::set<std::tuple<std::int64_t, int, int>> gate_acked_;
   std::set<std::int64_t> late_warned_;  // PartStartPolicy=warn: said once (reaper only)
   // watch_part_starts: when a late part's cluster, which did not answer,
   // may be asked again (reaper only)

@@ -46,15 +46,8 @@ void Engine::recover_db() {
     fc_info("co-%ld: part %d (attempt %d) on %s: %s", (long)p.co_id, p.idx, p.attempt,
             p.cluster.c_str(), p.reason.c_str());
   }
-  // Part jobs are submitted held and released once the co-allocation is
-  // scheduled: a restart in between leaves them held.  Releasing is
-  // harmless when done already, so every waiting part job of a scheduled
-  // or running co-allocation is released again (by the reaper).
-  for (const CoRecord& co : store_.in_states({"scheduled", "running"})) {
-    for (const auto& p : store_.parts(co.id, true)) {
-      if (p.state == "submitted" && p.job_id != 0) add_pending(Pending::kReleaseHold, p);
-    }
-  }
+  // Part jobs stay held until the start gate opens them (gate.cpp), which
+  // after a restart releases again what it may have released before.
 }
 
 // ---------------------------------------------------------------------------
@@ -122,9 +115,6 @@ void Engine::retry_pending() {
     for (const auto& q : store_.parts(co_id, false))
       if (q.attempt == std::get<2>(k) && q.idx == std::get<3>(k)) part = q;
     bool wanted = co && part;
-    if (wanted && kind == Pending::kReleaseHold)
-      wanted = (co->state == "scheduled" || co->state == "running") && part->current &&
-               part->state == "submitted" && part->job_id != 0;
     if (wanted && kind == Pending::kGiveBack)
       wanted = part->reservation_id != 0 && (part->state == "completed" || part->state == "failed");
     ReapRetry retry;
@@ -139,13 +129,12 @@ void Engine::retry_pending() {
       retry = it->second;
     }
     if (failed_now.count(part->cluster) || !due(retry, part->cluster)) continue;
-    const bool done = kind == Pending::kReleaseHold ? release_hold(*co, *part) : release_part(*co, *part);
+    (void)kind;  // kGiveBack only
+    const bool done = release_part(*co, *part);
     std::string err;
-    const char* what = kind == Pending::kReleaseHold ? "part job" : "reservation";
+    const char* what = "reservation";
     if (done) {
-      part->reason = kind == Pending::kReleaseHold
-                         ? "part job " + std::to_string(part->job_id) + " released"
-                         : "reservation " + part->reservation + " released after the part job ended";
+      part->reason = "reservation " + part->reservation + " released after the part job ended";
       part->reason += " by the reaper after " + std::to_string(retry.attempts + 1) + " tries";
       store_.update_part(*part, part->reason, &err);  // same state: no history line
       fc_info("co-%ld: part %d on %s: %s", (long)co_id, part->idx, part->cluster.c_str(),
@@ -155,10 +144,10 @@ void Engine::retry_pending() {
     } else {
       failed_now.insert(part->cluster);
       schedule_retry(retry);
-      bump(kind == Pending::kReleaseHold ? "hold_release_retries" : "give_back_retries");
+      bump("give_back_retries");
       fc_verbose("co-%ld: part %d on %s: %s %s: try %d at %s", (long)co_id, part->idx,
                  part->cluster.c_str(), what,
-                 kind == Pending::kReleaseHold ? "not released" : "not given back",
+                 "not given back",
                  retry.attempts + 1, slurm_time(retry.next).c_str());
       std::lock_guard<std::mutex> g(pending_mutex_);
       auto it = pending_.find(k);
@@ -207,6 +196,16 @@ void Engine::finish_if_done(std::int64_t co_id, bool wait) {
       // the others useless.  Release them.
       set_state(*co, CoState::kFailed);
       co->reason = "a part failed; the other parts were released";
+      for (const auto& p : parts) {
+        if (p.state == "failed" && p.lease_end != 0 && !p.start_confirmed) {
+          // its plugin cancelled it at the end of its start lease (gate.cpp)
+          co->reason = "part " + std::to_string(p.idx) + " on " + p.cluster + " (job " +
+                       std::to_string(p.job_id) + ") was cancelled by its cluster: its start "
+                       "lease ended unconfirmed; the other parts were released";
+          bump("gate_failures");
+          break;
+        }
+      }
       fc_info("co-%ld: %s", (long)co_id, co->reason.c_str());
       fail_and_release(*co, parts);
       return;

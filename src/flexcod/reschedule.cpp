@@ -841,8 +841,8 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   fc_info("co-%ld: moved (%s): %s -> %s, start %ld -> %ld, end %ld -> %ld", (long)co.id,
           kind.c_str(), parts_text(old_parts).c_str(), parts_text(parts).c_str(),
           (long)mv.from_start, (long)mv.to_start, (long)mv.from_end, (long)mv.to_end);
-  // The new set's part jobs were submitted held: they may start now.
-  release_holds(co, all);
+  // The new set's part jobs were submitted held and stay held until the
+  // start gate opens them at the new start; the old set's never opened.
   test_hold("move-switched");
 
   // 5. The old set goes: deleting a reservation cancels its part job.

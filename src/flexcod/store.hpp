@@ -89,6 +89,11 @@ struct PartRecord {
   // Where and how its job runs (issue 17; "" = the cluster's default):
   // the reservation's partition, the part job's account and QOS.
   std::string partition, account, qos;
+  // The start gate (doc/flexcod.md, "The start gate"): the end of the
+  // part job's start lease by flexcod's clock (0: the gate was never
+  // opened), and whether its plugin confirmed the start.
+  std::int64_t lease_end = 0;
+  bool start_confirmed = false;
 };
 
 struct Transition {
@@ -158,7 +163,7 @@ class Store {
 
   // "sqlite" or "postgresql"
   const char* kind() const;
-  // meta's 'schema' ("3"), the same for both backends.
+  // meta's 'schema' ("4"), the same for both backends.
   std::string schema_version();
 
   // The error text of a compare-and-set conflict starts with kConflict.

@@ -200,6 +200,7 @@ struct ApiServer::Req {
   char retry_after[16] = {0};                  // seconds, for a 429 or 503
   // a long poll (GET /v1/events?wait=N), authenticated and suspended
   bool longpoll = false;
+  bool counted_parked = false;  // in parked_live_ until completed
   MHD_Connection* conn = nullptr;
   std::uint64_t after = 0;
   std::uint32_t max = 0;
@@ -294,6 +295,7 @@ void ApiServer::completed(void* cls, MHD_Connection* c, void** con_cls,
     if (req->longpoll || req->defer == Defer::kHeld) s->parking_.forget(req);  // normally resumed
   } catch (...) {
   }
+  if (req->counted_parked) s->parked_live_--;
   // a next request on this connection starts its header clock now
   const bool cut = !flexco_http_guard_phase(s->guard_, c, FLEXCO_HTTP_HEADERS);
   s->record(req->ep, (cut && !req->status) ? 408 : req->status, usec_now() - req->t0);
@@ -662,6 +664,10 @@ MHD_Result ApiServer::get_events(MHD_Connection* c, Req* req) {
                     [&](std::uint64_t* after) { return look(req, false, &json, after); });
   if (o.verdict == Parking::Verdict::kParked) {
     std::free(json);
+    if (!req->counted_parked) {
+      req->counted_parked = true;
+      parked_live_++;
+    }
     return MHD_YES;
   }
   if (o.verdict == Parking::Verdict::kAnswer) return send(c, req, 200, json);
@@ -710,7 +716,7 @@ MHD_Result ApiServer::reservations(MHD_Connection* c, Req* req, const void* rout
       status = flexco_rsvc_job_get(s, uid, rt->id, rt->job, &json);
       break;
     case FLEXCO_RT_JOB_RELEASE:
-      status = flexco_rsvc_job_release(s, uid, rt->id, rt->job, &json);
+      status = flexco_rsvc_job_release(s, uid, rt->id, rt->job, req->body, req->body_len, &json);
       break;
     case FLEXCO_RT_RESV_CONFIRM:
       status = flexco_rsvc_confirm(s, uid, &rq, rt->id, &json);
@@ -1079,6 +1085,11 @@ void ApiServer::stop() {
   // Resume every long poll first: microhttpd aborts if stopped with a
   // suspended connection.
   parking_.stop();
+  // ... and let microhttpd send their answers: stopped at once, it closes
+  // a resumed connection before writing its answer, and the poller sees
+  // the connection end without one.  At most 2 s: a stop never waits on
+  // a client that does not read.
+  for (int i = 0; i < 200 && parked_live_.load() > 0; i++) usleep(10000);
   // no shutdown() while microhttpd stops
   flexco_http_guard_stop(guard_);
   if (d != nullptr) {

@@ -34,6 +34,7 @@
 #include <microhttpd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 #include <memory>
@@ -127,6 +128,7 @@ class ApiServer {
   std::vector<std::uint32_t> daemon_uids_, query_uids_;
 
   std::mutex control_mutex_;         // start and stop, one at a time
+  std::atomic<int> parked_live_{0};  // parked long polls not completed yet
   mutable std::mutex daemon_mutex_;  // daemon_ (running(), port())
   std::unique_ptr<MhdLog> mhd_log_;
   MHD_Daemon* daemon_ = nullptr;

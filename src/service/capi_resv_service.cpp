@@ -111,9 +111,11 @@ extern "C" int flexco_rsvc_job_get(flexco_rsvc_t* s, uint32_t uid, const char* i
 }
 
 extern "C" int flexco_rsvc_job_release(flexco_rsvc_t* s, uint32_t uid, const char* id,
-                                       const char* job_id, char** json_out) {
-  return request(s, json_out,
-                 [&](ResvService& v) { return v.job_release(uid, id, job_id, json_out); });
+                                       const char* job_id, const char* body, size_t len,
+                                       char** json_out) {
+  return request(s, json_out, [&](ResvService& v) {
+    return v.job_release(uid, id, job_id, body, len, json_out);
+  });
 }
 
 extern "C" void flexco_rsvc_tick(flexco_rsvc_t* s) {

@@ -138,6 +138,10 @@ typedef struct {
 	int (*job_phase)(void *arg, uint32_t job_id, bool *ran);
 	int (*job_release)(void *arg, uint32_t job_id, const char *resv_name,
 			   bool *released);
+	/* cancel a part job of reservation resv_name, pending or running
+	 * (its start lease lapsed): FLEXCO_RSVC_OK, or REFUSED with why */
+	int (*job_cancel)(void *arg, uint32_t job_id, const char *resv_name,
+			  char *why, size_t why_len);
 	/* publish a part_job_started/_ended event, visible to uid's
 	 * viewers under PrivateData; fields is stolen.  False: the events
 	 * queue did not take it (the service tries again next tick). */
@@ -214,6 +218,7 @@ extern int flexco_rsvc_job_get(flexco_rsvc_t *s, uint32_t uid,
 			       char **json_out);
 extern int flexco_rsvc_job_release(flexco_rsvc_t *s, uint32_t uid,
 				   const char *id, const char *job_id,
+				   const char *body, size_t len,
 				   char **json_out);
 
 /* The agent's pass: recovery on the first one of a term, deadlines,

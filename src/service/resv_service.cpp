@@ -165,6 +165,9 @@ void view_of(const R& r, flexco_state_resv_t* v, flexco_state_job_t* jobs) {
     jobs[i].submitted = r.jobs[i].submitted;
     jobs[i].started = r.jobs[i].started;
     jobs[i].ended = r.jobs[i].ended;
+    jobs[i].lease_end = r.jobs[i].lease_end;
+    jobs[i].confirmed = r.jobs[i].confirmed;
+    jobs[i].lapsed = r.jobs[i].lapsed;
   }
   v->jobs = r.jobs.empty() ? nullptr : jobs;
   v->job_cnt = r.jobs.size();
@@ -391,6 +394,9 @@ int ResvService::parse_state(const char* text, std::size_t len, char* why, std::
       pj.submitted = s.jobs[j].submitted;
       pj.started = s.jobs[j].started;
       pj.ended = s.jobs[j].ended;
+      pj.lease_end = s.jobs[j].lease_end;
+      pj.confirmed = s.jobs[j].confirmed;
+      pj.lapsed = s.jobs[j].lapsed;
       r.jobs.push_back(pj);
     }
     if (s.submit_key != nullptr) {
@@ -1146,18 +1152,48 @@ int ResvService::job_get(std::uint32_t uid, const char* id, const char* job_s, c
 
 // POST .../jobs/{job}/release: release a part job submitted held.  The
 // lock is held across the release, so a release cannot overtake the
-// submission of the same job.  Nothing is stored: releasing twice is
-// harmless.
+// submission of the same job.  Releasing twice is harmless.
+//
+// The start gate (doc/reservations.md, "The start gate"): a body
+// {"lease_end": T} releases the job under a start lease that ends at T by
+// this cluster's clock, and {"confirm": true} confirms it (the lease no
+// longer applies).  A lease that ends unconfirmed lapses in the agent's
+// pass: the job is cancelled, pending or running, and its gate stays shut
+// (409 lease_lapsed to every later release or confirm).  The lease is
+// saved before the hold goes, so a takeover or restart keeps enforcing it.
+// Without a body the job is released as before, without a lease.
 int ResvService::job_release(std::uint32_t uid, const char* id, const char* job_s,
-                             char** json_out) {
+                             const char* body, std::size_t len, char** json_out) {
   std::lock_guard<std::mutex> g(mu_);
   std::uint64_t jid = 0;
-  std::int64_t submitted = 0;
-  int part_index = 0, status = 200;
-  bool found = false, released = false;
+  int status = 200;
+  bool released = false;
   if (is_daemon(uid) && !in_charge()) {
     *json_out = not_in_charge();
     return 503;
+  }
+  // the body first: a malformed one changes nothing
+  std::int64_t lease_end = 0;
+  bool confirm = false, gated = false;
+  if (body != nullptr && len > 0) {
+    json_error_t jerr;
+    json_t* o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_int_t le = 0;
+    int cf = 0;
+    const bool good = o != nullptr && json_is_object(o) && json_object_size(o) == 1 &&
+                      json_unpack_ex(o, &jerr, JSON_STRICT, "{s?I, s?b}", "lease_end", &le,
+                                     "confirm", &cf) == 0 &&
+                      (json_object_get(o, "lease_end") == nullptr || le > 0) &&
+                      (json_object_get(o, "confirm") == nullptr || cf != 0);
+    json_decref(o);
+    if (!good) {
+      *json_out = err("bad_request",
+                      "the body is either {\"lease_end\": <epoch seconds>} or {\"confirm\": true}");
+      return 400;
+    }
+    lease_end = le;
+    confirm = cf != 0;
+    gated = true;
   }
   Record* r = lookup(uid, id, true, json_out, &status);
   if (r == nullptr) return status;
@@ -1165,27 +1201,102 @@ int ResvService::job_release(std::uint32_t uid, const char* id, const char* job_
     *json_out = err("bad_request", "job id must be a positive integer");
     return 400;
   }
-  for (const auto& j : r->jobs)
-    if (j.job_id == jid) {
-      found = true;
-      part_index = j.part_index;
-      submitted = j.submitted;
-    }
+  PartJob* pj = nullptr;
+  for (auto& j : r->jobs)
+    if (j.job_id == jid) pj = &j;
   const std::string name = name_of(r->id);
-  if (!found) {
+  if (pj == nullptr) {
     *json_out = err("not_found", "job %" PRIu64 " is not a job of %s", jid, name.c_str());
     return 404;
   }
-  const int rc = host_.job_release(host_.arg, static_cast<std::uint32_t>(jid), name.c_str(),
-                                   &released);
-  if (rc == FLEXCO_RSVC_RELEASE_ADMIN_HELD) {
-    *json_out = err("held", "job %" PRIu64 " is held by an administrator; it stays held", jid);
+  if (gated && pj->lapsed) {
+    *json_out = err("lease_lapsed",
+                    "the start lease of job %" PRIu64 " lapsed unconfirmed and the job was "
+                    "cancelled; it cannot be released or confirmed any more", jid);
     return 409;
+  }
+  const std::int64_t t = now();
+  const std::int64_t was_lease_end = pj->lease_end;
+  const bool was_confirmed = pj->confirmed;
+  if (confirm) {
+    if (!pj->confirmed) {
+      pj->confirmed = true;
+      leases_confirmed_++;
+      log(FLEXCO_RSVC_INFO, "part job %" PRIu64 " in %s: start confirmed", jid, name.c_str());
+    }
+  } else if (gated && !pj->confirmed) {
+    if (t >= lease_end) {
+      *json_out = err("lease_expired",
+                      "the start lease asked for job %" PRIu64 " ended at %" PRId64
+                      ", before now (%" PRId64 "); nothing was released", jid, lease_end, t);
+      return 409;
+    }
+    if (pj->lease_end == 0) leases_opened_++;
+    pj->lease_end = lease_end;
+  }
+  if (gated && save() != 0) {  // the lease on disk before the hold goes
+    if (pj->lease_end != was_lease_end && was_lease_end == 0) leases_opened_--;
+    if (pj->confirmed != was_confirmed) leases_confirmed_--;
+    pj->lease_end = was_lease_end;  // not kept: nothing was done
+    pj->confirmed = was_confirmed;
+    *json_out = not_saved(false, "nothing is released or confirmed until it can");
+    return 503;
+  }
+  if (!confirm) {
+    const int rc = host_.job_release(host_.arg, static_cast<std::uint32_t>(jid), name.c_str(),
+                                     &released);
+    if (rc == FLEXCO_RSVC_RELEASE_ADMIN_HELD) {
+      *json_out = err("held", "job %" PRIu64 " is held by an administrator; it stays held", jid);
+      return 409;
+    }
   }
   // RELEASE_OTHER: moved out of the reservation by hand; shown as it is,
   // like a job that ended or is gone
-  *json_out = job_answer(host_, jid, name, part_index, submitted, &released);
+  *json_out = job_answer(host_, jid, name, pj->part_index, pj->submitted,
+                         confirm ? nullptr : &released);
+  if (*json_out != nullptr) {
+    json_error_t jerr;
+    json_t* o = json_loads(*json_out, 0, &jerr);
+    if (o != nullptr) {
+      json_object_set_new(o, "lease_end", json_integer(pj->lease_end));
+      json_object_set_new(o, "confirmed", json_boolean(pj->confirmed));
+      std::free(*json_out);
+      *json_out = dump(o);
+    }
+  }
   return status;
+}
+
+// Start leases that ended unconfirmed: the job is cancelled whether it
+// waits or runs (its co-allocation was not confirmed started everywhere,
+// so flexcod fails it; a part left to run would run alone).  True if a
+// flag changed.
+bool ResvService::enforce_leases(Record& r, std::int64_t t) {
+  bool changed = false;
+  for (auto& j : r.jobs) {
+    if (j.lease_end == 0 || j.confirmed || j.lapsed || j.ended || t < j.lease_end) continue;
+    bool ran = false;
+    const int phase = host_.job_phase(host_.arg, j.job_id, &ran);
+    char why[256] = "";
+    int rc = FLEXCO_RSVC_OK;
+    if (phase == FLEXCO_RSVC_PJ_PENDING || phase == FLEXCO_RSVC_PJ_RUNNING)
+      rc = host_.job_cancel(host_.arg, j.job_id, name_of(r.id).c_str(), why, sizeof(why));
+    if (rc != FLEXCO_RSVC_OK) {
+      log(FLEXCO_RSVC_ERROR, "part job %u in %s: start lease lapsed at %" PRId64
+          " unconfirmed, but the job could not be cancelled: %s; next pass tries again",
+          j.job_id, name_of(r.id).c_str(), j.lease_end, why);
+      continue;
+    }
+    j.lapsed = true;
+    leases_lapsed_++;
+    changed = true;
+    log(FLEXCO_RSVC_INFO, "part job %u in %s: start lease lapsed at %" PRId64
+        " unconfirmed: %s", j.job_id, name_of(r.id).c_str(), j.lease_end,
+        phase == FLEXCO_RSVC_PJ_RUNNING ? "the running job was cancelled"
+        : phase == FLEXCO_RSVC_PJ_PENDING ? "the waiting job was cancelled"
+                                          : "the job had ended");
+  }
+  return changed;
 }
 
 // ---------------------------------------------------------------------------
@@ -1293,6 +1404,8 @@ void ResvService::tick() {
                        sizeof(why));
   }
   for (auto& r : rvs_)
+    if (enforce_leases(r, t)) dirty = true;
+  for (auto& r : rvs_)
     if (poll_jobs(r)) dirty = true;
   // forget records that ended long ago
   for (std::size_t i = 0; i < rvs_.size();) {
@@ -1321,6 +1434,11 @@ json_t* ResvService::stats_json() {
   if (root == nullptr) return nullptr;
   json_object_set_new(root, "adopted", json_integer(static_cast<json_int_t>(adopted_)));
   json_object_set_new(root, "ticks", json_integer(static_cast<json_int_t>(ticks_)));
+  json_object_set_new(root, "start_leases",
+                      json_pack("{s:I, s:I, s:I}", "opened",
+                                static_cast<json_int_t>(leases_opened_), "confirmed",
+                                static_cast<json_int_t>(leases_confirmed_), "lapsed",
+                                static_cast<json_int_t>(leases_lapsed_)));
   json_object_set_new(root, "unaccounted", json_integer(static_cast<json_int_t>(unaccounted_)));
   const auto is = idem_.stats(now());
   json_object_set_new(

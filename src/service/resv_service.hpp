@@ -53,7 +53,8 @@ class ResvService {
   int job_submit(std::uint32_t uid, const flexco_rsvc_idem_t* rq, const char* id,
                  const char* body, std::size_t len, char** json_out);
   int job_get(std::uint32_t uid, const char* id, const char* job_id, char** json_out);
-  int job_release(std::uint32_t uid, const char* id, const char* job_id, char** json_out);
+  int job_release(std::uint32_t uid, const char* id, const char* job_id, const char* body,
+                  std::size_t len, char** json_out);
 
   void tick();
   json_t* stats_json();
@@ -68,6 +69,13 @@ class ResvService {
     std::int64_t submitted = 0;
     bool started = false;  // part_job_started published
     bool ended = false;    // part_job_ended published
+    // The start gate (doc/reservations.md): released with a lease that
+    // ends at lease_end (this cluster's clock; 0: no lease), unless
+    // confirmed before; lapsed: the lease ended unconfirmed and the job
+    // was cancelled.
+    std::int64_t lease_end = 0;
+    bool confirmed = false;
+    bool lapsed = false;
   };
   // A part-job submission under way, saved before Slurm gets the job.
   struct Submission {
@@ -130,6 +138,7 @@ class ResvService {
   int slurm_delete(const Record& r);
   bool publish(const char* type, const Record& r, const PartJob& j);
   bool poll_jobs(Record& r);
+  bool enforce_leases(Record& r, std::int64_t t);
 
   std::mutex mu_;
   bool open_ = false;
@@ -147,6 +156,7 @@ class ResvService {
   bool save_failing_ = false; // the last save failed
   std::uint64_t saves_ = 0, save_errors_ = 0, adopted_ = 0, unaccounted_ = 0;
   std::uint64_t ticks_ = 0;   // agent passes this term
+  std::uint64_t leases_opened_ = 0, leases_confirmed_ = 0, leases_lapsed_ = 0;
   std::string last_save_error_;
   std::int64_t last_save_error_at_ = 0;
 };

@@ -8,6 +8,8 @@
                                        new one as soon as it is accepted
     p.set("blackhole")                 accept, never answer: nothing is
                                        forwarded either way until healed
+    p.set("deaf")                      requests pass, answers are dropped:
+                                       the plugin acts, flexcod never hears
     p.heal()                           back to "pass"; connections accepted
                                        while black-holed (never connected
                                        upstream) are closed, the others
@@ -24,7 +26,7 @@ import socket
 import threading
 import time
 
-MODES = ("pass", "delay", "drop", "blackhole")
+MODES = ("pass", "delay", "drop", "blackhole", "deaf")
 
 
 class FaultProxy:
@@ -143,6 +145,10 @@ class FaultProxy:
                     data = s.recv(65536)
                     if not data:
                         return
+                    with self.cond:
+                        deaf = self.mode == "deaf"
+                    if deaf and s is us:
+                        continue  # the answer is lost on the way
                     if delay:
                         time.sleep(delay / 1000.0)
                     peer[s].sendall(data)

@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""A move never runs a co-allocation twice (issue 15 §1.3).  A move is
-make-before-break: the new reservations and part jobs are made while the
-old set still holds its nodes, then flexcod switches and releases the old
-set, which cancels its part jobs.  If the old set starts while the move is
-in flight, its part jobs run, and the release would kill them while the new
-set runs the same job again later.
+"""A move never runs a co-allocation twice (issue 15 §1.3, issue 38 §2.2).
+A move is make-before-break: the new reservations and part jobs are made
+while the old set still holds its nodes, then flexcod switches and releases
+the old set, which cancels its part jobs.  If the old set started while
+the move was in flight, its part jobs would run, and the release would kill
+them while the new set ran the same job again later.
 
 Here, on a real 3-cluster grid, a co-allocation is booked to start about
 45 s from now; a PATCH that excludes its cluster starts a move, which is
-held (FLEXCOD_TEST_HOLD_DIR, step 'move-submitted') until the old part job
-is RUNNING in Slurm.  Released, flexcod must re-check before the switch
-and abandon the move: the PATCH answers 409, the running part job is left
-alone and completes, the co-allocation is not moved, and the new set is
-released on the other cluster."""
+held (FLEXCOD_TEST_HOLD_DIR, step 'move-submitted') past the old set's
+planned start.  The start gate opens a co-allocation only with its lock,
+which the move holds, so the old part job stays held meanwhile (before the
+gate it was released at commit and ran).  Released, flexcod re-checks
+before the switch and abandons the move, since the start has come: the
+PATCH answers 409, the co-allocation is not moved, the new set is released
+on the other clusters, and the gate then starts the old set, which
+completes once."""
 
 import os
 import threading
@@ -62,22 +65,28 @@ def main():
         t.ok(h.reached(60), "PATCH clusters=%s: the move has its new set and waits before "
              "the switch" % ",".join(others))
 
+        def old_state():
+            return [j[1] for j in slurm_jobs(grid)[was]
+                    if len(j) > 2 and j[2] == part.get("reservation")]
+
         def old_running():
-            return any(j[1] == "RUNNING" and len(j) > 2 and j[2] == part.get("reservation")
-                       for j in slurm_jobs(grid)[was])
-        t.ok(t.wait_for(old_running, 90, "the old part job to start"),
-             "meanwhile the old set's start comes: its part job %s is RUNNING on %s"
-             % (part.get("job_id"), was), "%r" % slurm_jobs(grid))
+            return old_state() == ["RUNNING"]
+        t.wait_for(lambda: time.time() > doc.get("planned_start", 0) + 8, 90,
+                   "the old set's start to pass")
+        t.ok(old_state() == ["PENDING"],
+             "meanwhile the old set's start comes, and its part job %s stays held on %s: "
+             "the gate waits for the move" % (part.get("job_id"), was), "%r" % slurm_jobs(grid))
         h.release()
         th.join(120)
         js = answer.get("json") or {}
         t.ok(answer.get("status") == 409 and "start" in str(js.get("message", js)),
              "released: flexcod re-checks before the switch and abandons the move (409)",
              "%r" % answer)
+        t.wait_for(old_running, 30, "the gate to start the old set")
         x = get(coid)
         t.ok(x.get("moves") == 0 and [p["cluster"] for p in x.get("parts", [])] == [was]
              and old_running(),
-             "the running part job is left alone, on %s, and the co-allocation is not moved" % was,
+             "the gate then starts the old set, on %s; the co-allocation is not moved" % was,
              "%r %r" % ({k: x.get(k) for k in ("state", "moves", "parts")}, slurm_jobs(grid)))
         t.ok(t.wait_for(lambda: not any(slurm_reservations(grid)[c] for c in others), 30,
                         "the new set to be released"),

@@ -296,7 +296,7 @@ START_TEST(schema_1_is_migrated) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, nullptr);
   ck_assert(sqlite3_step(st) == SQLITE_ROW);
-  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "3");
+  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "4");
   sqlite3_finalize(st);
   sqlite3_close(db);
 }
@@ -795,9 +795,10 @@ START_TEST(versions_compare_and_set) {
 }
 END_TEST
 
-// A database of schema 2 (rows without versions, before issue 39) opens
-// as schema 3 in either backend: the version columns are added, 1 for the
-// rows it held, which are then written by compare-and-set like new ones.
+// A database of schema 2 (before issue 38's start leases and issue 39's
+// row versions) opens as schema 4 in either backend: the columns are
+// added, version 1 for the rows it held, which are then written by
+// compare-and-set like new ones.
 START_TEST(schema_2_is_migrated) {
   const Store::Location loc = fresh_loc("v2.db");
   const std::string v2 =
@@ -836,7 +837,7 @@ START_TEST(schema_2_is_migrated) {
   auto s = Store::open(loc, &err);
   ck_assert_msg(s != nullptr, "%s", err.c_str());
   ck_assert_str_eq(s->instance().c_str(), "fedcba9876543210");
-  ck_assert_str_eq(s->schema_version().c_str(), "3");
+  ck_assert_str_eq(s->schema_version().c_str(), "4");
   auto co = s->get_coalloc(1);
   ck_assert(co.has_value() && co->version == 1 && co->state == "running");
   auto p = s->parts(1, true).at(0);
@@ -853,12 +854,12 @@ START_TEST(schema_2_is_migrated) {
   s.reset();
   s = Store::open(loc, &err);  // again: nothing more to migrate
   ck_assert_msg(s != nullptr, "%s", err.c_str());
-  ck_assert_str_eq(s->schema_version().c_str(), "3");
+  ck_assert_str_eq(s->schema_version().c_str(), "4");
   ck_assert_int_eq(s->get_coalloc(1)->version, 2);
-  // a database made new is schema 3 too
+  // a database made new is schema 4 too
   auto fresh = Store::open(fresh_loc("v3.db"), &err);
   ck_assert_msg(fresh != nullptr, "%s", err.c_str());
-  ck_assert_str_eq(fresh->schema_version().c_str(), "3");
+  ck_assert_str_eq(fresh->schema_version().c_str(), "4");
 }
 END_TEST
 

@@ -89,7 +89,8 @@ struct Fake {
   int create_rc = FLEXCO_RSVC_OK, update_rc = FLEXCO_RSVC_OK, remove_rc = FLEXCO_RSVC_OK,
       submit_rc = FLEXCO_RSVC_OK;
   std::uint32_t give_nodes = 0;  // not 0: Slurm reserves at most this many
-  int creates = 0, updates = 0, removes = 0, submits = 0, releases = 0;
+  int creates = 0, updates = 0, removes = 0, submits = 0, releases = 0, job_cancels = 0;
+  int cancel_rc = FLEXCO_RSVC_OK;
   std::vector<std::uint64_t> removed;
   std::vector<bool> removed_orphan;
   std::vector<std::uint32_t> cancelled;
@@ -358,6 +359,17 @@ int h_job_release(void* a, std::uint32_t job_id, const char*, bool* released) {
   return FLEXCO_RSVC_RELEASE_OK;
 }
 
+int h_job_cancel(void* a, std::uint32_t job_id, const char*, char* why, std::size_t why_len) {
+  Fake* f = F(a);
+  f->job_cancels++;
+  if (f->cancel_rc != FLEXCO_RSVC_OK) {
+    std::snprintf(why, why_len, "fake: Job is busy");
+    return f->cancel_rc;
+  }
+  cancel(f, job_id);
+  return FLEXCO_RSVC_OK;
+}
+
 bool h_publish(void* a, const char* type, json_t* fields, std::uint32_t uid) {
   Fake* f = F(a);
   f->publish_tries++;
@@ -427,6 +439,7 @@ Fake::Fake() {
   host.job_state = h_job_state;
   host.job_phase = h_job_phase;
   host.job_release = h_job_release;
+  host.job_cancel = h_job_cancel;
   host.publish = h_publish;
   host.load = h_load;
   host.save = h_save;
@@ -586,10 +599,12 @@ class Svc {
                                        std::to_string(job).c_str(), &out);
     return answer(st, out);
   }
-  Res release(std::uint32_t uid, std::uint64_t id, std::uint32_t job) {
+  Res release(std::uint32_t uid, std::uint64_t id, std::uint32_t job,
+              const std::string& body = "") {
     char* out = nullptr;
     const int st = flexco_rsvc_job_release(s_, uid, std::to_string(id).c_str(),
-                                           std::to_string(job).c_str(), &out);
+                                           std::to_string(job).c_str(),
+                                           body.empty() ? nullptr : body.data(), body.size(), &out);
     return answer(st, out);
   }
   std::shared_ptr<json_t> stats() {
@@ -1680,6 +1695,112 @@ START_TEST(part_job_events) {
 }
 END_TEST
 
+// The start gate (doc/reservations.md): a release with a lease, its
+// confirmation, and a lease that lapses unconfirmed, across a restart.
+START_TEST(start_gate) {
+  STARTED(f, s);
+  ck_assert_int_eq(s.create(kDaemon, resv_body("alice", 4, kT0 + 60, 7200)).status, 201);
+  ck_assert_int_eq(s.confirm(kDaemon, 1).status, 200);
+  for (int part = 0; part < 4; part++)
+    ck_assert_int_eq(s.submit(kDaemon, 1, job_body(1, 600, part, true)).status, 201);
+  ck_assert(f.jobs[7001].held && f.jobs[7004].held);
+
+  // bodies that are not a lease or a confirmation change nothing
+  for (const char* bad : {"{", "[]", "{\"lease_end\":0}", "{\"lease_end\":\"x\"}",
+                          "{\"confirm\":false}", "{\"lease_end\":5,\"confirm\":true}",
+                          "{\"other\":1}"}) {
+    Res r = s.release(kDaemon, 1, 7001, bad);
+    ck_assert_msg(r.status == 400, "%s: %d", bad, r.status);
+  }
+  ck_assert(f.jobs[7001].held);
+  // a lease that has ended already releases nothing
+  Res late = s.release(kDaemon, 1, 7001, "{\"lease_end\":" + std::to_string(kT0) + "}");
+  ck_assert_int_eq(late.status, 409);
+  CK_STR(late.code().c_str(), "lease_expired");
+  ck_assert(f.jobs[7001].held);
+  // only DaemonUsers
+  ck_assert_int_eq(s.release(kAlice, 1, 7001, "{\"confirm\":true}").status, 403);
+
+  // 7001..7003 released under a lease ending at kT0+30; the lease is on
+  // disk before the hold goes
+  const std::string lease = "{\"lease_end\":" + std::to_string(kT0 + 30) + "}";
+  for (std::uint32_t j : {7001u, 7002u, 7003u}) {
+    Res r = s.release(kDaemon, 1, j, lease);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(json_is_true(r.m("released")));
+    ck_assert_int_eq(r.n("lease_end"), kT0 + 30);
+    ck_assert(!f.jobs[j].held);
+  }
+  {
+    auto rec = saved_record(f.saved_texts.back(), 1);
+    json_t* j0 = json_array_get(json_object_get(rec.get(), "jobs"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(j0, "lease_end")), kT0 + 30);
+  }
+  // a failed save releases nothing
+  f.save_errno = ENOSPC;
+  Res ns = s.release(kDaemon, 1, 7004, lease);
+  ck_assert_int_eq(ns.status, 503);
+  ck_assert(f.jobs[7004].held);
+  f.save_errno = 0;
+  // 7001 starts and is confirmed; 7002 starts, 7003 waits, neither is
+  // confirmed; 7004 was never released
+  f.jobs[7001].phase = f.jobs[7002].phase = FLEXCO_RSVC_PJ_RUNNING;
+  f.jobs[7001].ran = f.jobs[7002].ran = true;
+  Res c = s.release(kDaemon, 1, 7001, "{\"confirm\":true}");
+  ck_assert_int_eq(c.status, 200);
+  ck_assert(json_is_true(c.m("confirmed")));
+  f.now = kT0 + 29;
+  s.tick();
+  ck_assert_int_eq(f.job_cancels, 0);
+  // a restart keeps the leases (a takeover: the next controller enforces)
+  s.close();
+  Svc b(f);
+  b.tick();
+  f.now = kT0 + 30;
+  b.tick();
+  ck_assert_int_eq(f.jobs[7001].phase, FLEXCO_RSVC_PJ_RUNNING);   // confirmed: runs on
+  ck_assert_int_eq(f.jobs[7002].phase, FLEXCO_RSVC_PJ_FINISHED);  // ran unconfirmed
+  ck_assert_int_eq(f.jobs[7003].phase, FLEXCO_RSVC_PJ_FINISHED);  // waited unconfirmed
+  ck_assert_int_eq(f.jobs[7004].phase, FLEXCO_RSVC_PJ_PENDING);   // held, no lease
+  ck_assert(f.jobs[7004].held);
+  ck_assert_int_eq(f.job_cancels, 2);
+  ck_assert(json_is_true(json_object_get(b.get(kDaemon, 1).job(1), "lapsed")));
+  ck_assert(json_is_false(json_object_get(b.get(kDaemon, 1).job(0), "lapsed")));
+  // the gate of a lapsed job stays shut
+  for (const std::string& body : {lease, std::string("{\"confirm\":true}")}) {
+    Res r = b.release(kDaemon, 1, 7003, body);
+    ck_assert_int_eq(r.status, 409);
+    CK_STR(r.code().c_str(), "lease_lapsed");
+  }
+  auto st = b.stats();
+  ck_assert_int_eq(json_integer_value(at(st, "start_leases", "lapsed")), 2);
+  b.tick();
+  ck_assert_int_eq(f.job_cancels, 2);  // once each
+}
+END_TEST
+
+// A cancel that Slurm refuses is tried again at the next pass.
+START_TEST(start_gate_cancel_retried) {
+  STARTED(f, s);
+  ck_assert_int_eq(s.create(kDaemon, resv_body("alice", 4, kT0 + 60, 7200)).status, 201);
+  ck_assert_int_eq(s.confirm(kDaemon, 1).status, 200);
+  ck_assert_int_eq(s.submit(kDaemon, 1, job_body(1, 600, 0, true)).status, 201);
+  ck_assert_int_eq(
+      s.release(kDaemon, 1, 7001, "{\"lease_end\":" + std::to_string(kT0 + 10) + "}").status,
+      200);
+  f.jobs[7001].phase = FLEXCO_RSVC_PJ_RUNNING;
+  f.now = kT0 + 11;
+  f.cancel_rc = FLEXCO_RSVC_REFUSED;
+  s.tick();
+  ck_assert_int_eq(f.jobs[7001].phase, FLEXCO_RSVC_PJ_RUNNING);
+  ck_assert(json_is_false(json_object_get(s.get(kDaemon, 1).job(0), "lapsed")));
+  f.cancel_rc = FLEXCO_RSVC_OK;
+  s.tick();
+  ck_assert_int_eq(f.jobs[7001].phase, FLEXCO_RSVC_PJ_FINISHED);
+  ck_assert(json_is_true(json_object_get(s.get(kDaemon, 1).job(0), "lapsed")));
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // 9. ids
 
@@ -1825,6 +1946,8 @@ Suite* make_suite() {
   tcase_add_test(tc, crash_before_slurm_had_the_job);
   tcase_add_test(tc, crash_during_create);
   tcase_add_test(tc, part_job_events);
+  tcase_add_test(tc, start_gate);
+  tcase_add_test(tc, start_gate_cancel_retried);
   tcase_add_test(tc, id_sequence);
   tcase_add_test(tc, adopted_without_users_survives_a_restart);
   tcase_add_test(tc, stats);
