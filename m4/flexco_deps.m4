@@ -29,6 +29,14 @@ AC_DEFUN([FLEXCO_CHECK_SQLITE], [
     [AC_MSG_ERROR([SQLite >= 3.31 not found: apt-get install libsqlite3-dev])])
 ])
 
+# libpq: flexcod's StorageType=postgresql (doc/flexcod.md, "Storage").
+# Required, as SQLite is: one flexcod binary takes either store, and the
+# store's tests run against a real PostgreSQL.
+AC_DEFUN([FLEXCO_CHECK_LIBPQ], [
+  PKG_CHECK_MODULES([LIBPQ], [libpq >= 13], [],
+    [AC_MSG_ERROR([libpq >= 13 (flexcod's PostgreSQL store) not found: apt-get install libpq-dev])])
+])
+
 AC_DEFUN([FLEXCO_CHECK_CHECK], [
   PKG_CHECK_MODULES([CHECK], [check >= 0.15], [],
     [AC_MSG_ERROR([Check >= 0.15 (unit tests) not found: apt-get install check])])

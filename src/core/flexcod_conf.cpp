@@ -277,6 +277,18 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
         if (k == "logfile") c.log_file = v;
         if (k == "pidfile") c.pid_file = v;
         if (k == "mungesocket") c.munge_socket = v;
+      } else if (k == "storagetype") {
+        const std::string l = lower(v);
+        if (l != "sqlite" && l != "postgresql") {
+          return parser.err(line, "StorageType: '" + v + "' is not sqlite or postgresql");
+        }
+        c.storage_type = l;
+      } else if (k == "storageloc") {
+        if (v.empty()) return parser.err(line, "StorageLoc: empty value");
+        c.storage_loc = v;
+      } else if (k == "storagepassfile") {
+        if (!valid_path(v)) return parser.err(line, p.shown + ": '" + v + "' is not an absolute path");
+        c.storage_pass_file = v;
       } else if (k == "usermapfile") {
         if (!valid_path(v)) return parser.err(line, p.shown + ": '" + v + "' is not an absolute path");
         c.user_map_file = v;
@@ -433,6 +445,27 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
   }
   if (c.clusters.empty()) {
     return Error{0, std::string(source) + ": no Cluster= line: at least one cluster is required"};
+  }
+  // StorageType=sqlite keeps its database in StateFile; postgresql names
+  // its database with StorageLoc (a libpq connection string).
+  if (c.storage_type == "postgresql") {
+    if (c.storage_loc.empty()) {
+      return Error{0, std::string(source) +
+                          ": StorageType=postgresql needs StorageLoc= (a libpq connection string, "
+                          "e.g. StorageLoc=\"host=/run/postgresql dbname=flexcod\")"};
+    }
+    if (seen.count("statefile")) {
+      return Error{0, std::string(source) +
+                          ": StateFile is SQLite's database: not used with StorageType=postgresql"};
+    }
+  } else {
+    if (seen.count("storageloc")) {
+      return Error{0, std::string(source) +
+                          ": StorageLoc is for StorageType=postgresql; SQLite's database is StateFile"};
+    }
+    if (seen.count("storagepassfile")) {
+      return Error{0, std::string(source) + ": StoragePassFile is for StorageType=postgresql"};
+    }
   }
   if (max_request_memory_line == 0 && c.max_request_memory < c.max_request_size) {
     c.max_request_memory = c.max_request_size;  // default: at least one largest body

@@ -8,7 +8,10 @@
 //
 //     ListenAddress=127.0.0.1
 //     ListenPort=26990
-//     StateFile=/var/lib/flexco/flexcod.db
+//     StateFile=/var/lib/flexco/flexcod.db     (StorageType=sqlite, the default)
+//     StorageType=postgresql                   (sqlite | postgresql)
+//     StorageLoc="host=/run/postgresql dbname=flexcod"   (libpq conninfo)
+//     StoragePassFile=/etc/flexco/pgpass       (libpq's passfile; optional)
 //     LogFile=/var/log/flexco/flexcod.log     (absent: syslog; -D: stderr)
 //     PidFile=/run/flexcod.pid
 //     MungeSocket=/run/munge/munge.socket.2
@@ -77,7 +80,10 @@ struct ClusterConf {
 struct FlexcodConf {
   std::string listen_address = "127.0.0.1";
   int listen_port = 26990;
-  std::string state_file = "/var/lib/flexco/flexcod.db";
+  std::string state_file = "/var/lib/flexco/flexcod.db";  // StorageType=sqlite's database
+  std::string storage_type = "sqlite";  // sqlite | postgresql
+  std::string storage_loc;        // postgresql: libpq's connection string
+  std::string storage_pass_file;  // postgresql: libpq's passfile ("" = libpq's default)
   std::string log_file;   // "" = syslog (stderr with -D)
   std::string pid_file = "/run/flexcod.pid";
   std::string munge_socket;  // "" = libmunge's default

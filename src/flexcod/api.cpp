@@ -498,9 +498,12 @@ ApiResult Engine::cancel(const Caller& who, std::int64_t id) {
   if (!visible(who, id)) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
   auto m = co_mutex(id);
   std::lock_guard<std::mutex> lock(*m);
-  auto co = store_.get_coalloc(id);
-  if (!co) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
-  if (!is_finished(co->state) && co->state != "cancelling") {
+  // Read (again, after a compare-and-set conflict: a writer without this
+  // lock changed it since) and written cancelling.
+  for (int tries = 0;; ++tries) {
+    auto co = store_.get_coalloc(id);
+    if (!co) return api_error(404, "not_found", "no co-allocation " + std::to_string(id));
+    if (is_finished(co->state) || co->state == "cancelling") break;
     set_state(*co, CoState::kCancelling);
     co->reason = "cancelled by " + who.user;
     auto parts = store_.parts(id, true);
@@ -510,7 +513,10 @@ ApiResult Engine::cancel(const Caller& who, std::int64_t id) {
     for (auto& p : parts)
       if (holds(p.state)) set_state(p, PartState::kCancelling);
     std::string err;
-    if (!store_.write(*co, parts, co->reason, &err)) return api_error(500, "internal_error", err);
+    if (!store_.write(*co, parts, co->reason, &err)) {
+      if (Store::is_conflict(err) && tries < 3) continue;
+      return api_error(500, "internal_error", err);
+    }
     fc_info("co-%ld: cancelled by %s", (long)id, who.user.c_str());
     test_hold("cancelling");
     if (release(*co, parts, PartState::kCancelled, co->reason)) {
@@ -518,6 +524,7 @@ ApiResult Engine::cancel(const Caller& who, std::int64_t id) {
       co->reason = "cancelled by " + who.user + "; everything released";
       store_.update_coalloc(*co, co->reason, &err);
     }
+    break;
   }
   auto fresh = store_.get_coalloc(id);
   return Answer{200, co_json(*fresh, true)};
@@ -589,6 +596,10 @@ ApiResult Engine::modify(const Caller& who, std::int64_t id, const json_t* body)
   }
   std::string err;
   if (!store_.update_coalloc(next, "modified by " + who.user, &err)) {
+    if (Store::is_conflict(err)) {
+      return api_error(409, "conflict", "it changed while this request was read: nothing changed; "
+                                        "read it again and retry");
+    }
     return api_error(500, "internal_error", err);
   }
   auto fresh = store_.get_coalloc(id);

@@ -28,6 +28,7 @@
 #include "flexco_config.h"
 #include "flexcod/engine.hpp"
 #include "flexcod/log.hpp"
+#include "flexcod/db.hpp"
 #include "flexcod/server.hpp"
 #include "flexcod/store.hpp"
 
@@ -42,6 +43,7 @@ struct Options {
   std::string pid_file;
   int port = 0;
   std::string listen;
+  bool init_db = false;
 };
 
 void usage(FILE* out) {
@@ -55,6 +57,7 @@ void usage(FILE* out) {
                "  -p PORT       listen port (overrides ListenPort)\n"
                "  -a ADDRESS    listen address (overrides ListenAddress)\n"
                "  -v            more verbose (repeat for more)\n"
+               "      --init-db create (or migrate) the state database's schema and exit\n"
                "  -V, --version print the version and exit\n"
                "  -h, --help    this help\n",
                flexco::conf::kDefaultPath);
@@ -98,6 +101,51 @@ flexco::conf::Result<flexco::conf::FlexcodConf> load(const Options& o, const std
   return c;
 }
 
+// Where the state is (StorageType), and how it is named in messages.
+flexcod::Store::Location storage(const flexco::conf::FlexcodConf& c) {
+  flexcod::Store::Location loc;
+  loc.type = c.storage_type;
+  loc.path = c.storage_type == "postgresql" ? c.storage_loc : c.state_file;
+  loc.passfile = c.storage_pass_file;
+  return loc;
+}
+
+std::string storage_name(const flexco::conf::FlexcodConf& c) {
+  return c.storage_type == "postgresql"
+             ? "StorageLoc " + flexcod::db::redact_conninfo(c.storage_loc)
+             : "StateFile " + c.state_file;
+}
+
+// A password in StorageLoc is only kept in a flexcod.conf its owner alone
+// may read; a StoragePassFile must be owner-only (libpq ignores one that
+// is not, and the connection would fail for a reason far from here).
+bool storage_secrets_ok(const flexco::conf::FlexcodConf& c, const std::string& conf_path,
+                        std::string* why) {
+  if (c.storage_type != "postgresql") return true;
+  struct stat sb;
+  if (flexcod::db::conninfo_has_password(c.storage_loc) && stat(conf_path.c_str(), &sb) == 0 &&
+      (sb.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(sb.st_mode & 07777));
+    *why = "StorageLoc holds a password, but " + conf_path + " (mode " + mode +
+           ") may be read by others: make it owner-only (chmod 600) or move the password to "
+           "StoragePassFile";
+    return false;
+  }
+  if (!c.storage_pass_file.empty()) {
+    if (stat(c.storage_pass_file.c_str(), &sb) != 0) {
+      *why = "StoragePassFile " + c.storage_pass_file + ": " + std::strerror(errno);
+      return false;
+    }
+    if ((sb.st_mode & 077) != 0) {
+      *why = "StoragePassFile " + c.storage_pass_file +
+             ": may be read by others: make it owner-only (chmod 600)";
+      return false;
+    }
+  }
+  return true;
+}
+
 // The pid file, locked for the daemon's lifetime.
 int take_pid_file(const std::string& path, std::string* why) {
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -126,6 +174,7 @@ int main(int argc, char** argv) {
   int opt;
   // Long forms as Slurm's daemons take them (slurmctld --version, --help).
   static const struct option kLong[] = {{"version", no_argument, nullptr, 'V'},
+                                        {"init-db", no_argument, nullptr, 'I'},
                                         {"help", no_argument, nullptr, 'h'},
                                         {"usage", no_argument, nullptr, 'h'},
                                         {nullptr, 0, nullptr, 0}};
@@ -140,6 +189,7 @@ int main(int argc, char** argv) {
       case 'a': o.listen = optarg; break;
       case 'v': o.verbose++; break;
       case 'V': std::printf("flexcod %s\n", PACKAGE_VERSION); return 0;
+      case 'I': o.init_db = true; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 1;
     }
@@ -155,6 +205,28 @@ int main(int argc, char** argv) {
     return 1;
   }
   flexco::conf::FlexcodConf conf = loaded.value();
+  {
+    std::string why;
+    if (!storage_secrets_ok(conf, path, &why)) {
+      std::fprintf(stderr, "flexcod: fatal: %s\n", why.c_str());
+      return 1;
+    }
+  }
+  if (o.init_db) {
+    // The schema made (or migrated) as the first start would, by an admin
+    // before flexcod runs (doc/admin.md, "PostgreSQL"); the advisory lock
+    // or flock keeps it off a database a running flexcod uses.
+    std::string why;
+    auto store = flexcod::Store::open(storage(conf), &why);
+    if (!store) {
+      std::fprintf(stderr, "flexcod: fatal: %s: %s\n", conf.storage_type == "postgresql" ? "StorageLoc" : "StateFile",
+                   why.c_str());
+      return 1;
+    }
+    std::printf("flexcod: %s: schema %s ready (%s, instance %s)\n", storage_name(conf).c_str(),
+                store->schema_version().c_str(), store->kind(), store->instance().c_str());
+    return 0;
+  }
 
   // Daemonize before any thread exists; the parent waits until the child
   // listens (or failed), so that "flexcod && next" sees a ready daemon.
@@ -223,17 +295,25 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return fail("curl_global_init failed");
 
-  auto store = flexcod::Store::open(conf.state_file, &why);
-  if (!store) return fail("StateFile " + why);
+  auto store = flexcod::Store::open(storage(conf), &why);
+  if (!store) {
+    return fail((conf.storage_type == "postgresql" ? "StorageLoc " : "StateFile ") + why);
+  }
   // Fail-stop (doc/flexcod.md, "When the database fails"): whatever was
   // not written is acted on by nobody, and the restart (systemd's
   // Restart=on-failure) recovers from what the database holds, by the path
   // every crash takes.  _Exit: no destructor may run while other threads
   // still act.
-  store->set_failure_handler([path = conf.state_file](const std::string& what) {
-    fc_error("fatal: StateFile %s: %s; flexcod stops, and recovers from the database when it "
-             "is started again", path.c_str(), what.c_str());
+  store->set_failure_handler([name = storage_name(conf)](const std::string& what) {
+    fc_error("fatal: %s: %s; flexcod stops, and recovers from the database when it "
+             "is started again", name.c_str(), what.c_str());
     std::_Exit(EXIT_FAILURE);
+  });
+
+  // Compare-and-set conflicts (doc/flexcod.md, "Compare-and-set"): the
+  // write is refused and its caller, or its next pass, reads again.
+  store->set_conflict_handler([](const std::string& what) {
+    fc_info("%s; read again", what.c_str());
   });
 
   flexco::auth::SignerConfig sc;
@@ -247,7 +327,7 @@ int main(int argc, char** argv) {
   if (!verifier.ok()) return fail("MungeSocket: " + verifier.error().message);
 
   fc_info("flexcod version %s started: %zu clusters, state %s, policy %s, availability %s",
-          PACKAGE_VERSION, conf.clusters.size(), conf.state_file.c_str(), conf.default_policy.c_str(),
+          PACKAGE_VERSION, conf.clusters.size(), storage_name(conf).c_str(), conf.default_policy.c_str(),
           conf.availability_mode.c_str());
   auto engine = std::make_unique<flexcod::Engine>(conf, *store, signer.value());
   engine->start();
@@ -302,6 +382,20 @@ int main(int argc, char** argv) {
       if (!read_metrics_token(again.value(), &token, &terr)) {
         fc_error("reconfigure: %s; keeping the running configuration", terr.c_str());
         continue;
+      }
+      if (storage_name(again.value()) != storage_name(conf) ||
+          again.value().storage_pass_file != conf.storage_pass_file) {
+        fc_error("reconfigure: the state database (StorageType, StateFile, StorageLoc, "
+                 "StoragePassFile) changes when flexcod is started again; %s is kept until then",
+                 storage_name(conf).c_str());
+      }
+      {
+        // the database is the one flexcod opened; the rest is reloaded
+        auto& next = again.value();
+        next.storage_type = conf.storage_type;
+        next.state_file = conf.state_file;
+        next.storage_loc = conf.storage_loc;
+        next.storage_pass_file = conf.storage_pass_file;
       }
       conf = again.value();
       server->set_metrics_token(token);

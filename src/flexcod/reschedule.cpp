@@ -812,6 +812,7 @@ bool Engine::move(CoRecord& co, const Spec& spec, std::vector<PartRecord>& old_p
   }
   mv.reason = reason;
   CoRecord after = co;  // with a PATCH's changes
+  after.version = stored.version;  // as the move's own writes left it (compare-and-set)
   after.attempt = attempt;
   after.planned_start = start;
   after.planned_end = start + length;

@@ -3,18 +3,14 @@
 
 #include "flexcod/store.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <utility>
 
 #include "core/strings.hpp"
+#include "flexcod/db.hpp"
 #include "flexcod/states.hpp"
 
 namespace flexcod {
@@ -34,10 +30,15 @@ bool random_hex(std::size_t n, std::string* out) {
   return true;
 }
 
+// The schema in SQLite's spelling; db::Conn::dialect() makes PostgreSQL's
+// (db.hpp).  kSchemaVersion: what a database made by it, or migrated by
+// Store::migrate(), holds as meta's 'schema'.
+const char* const kSchemaVersion = "4";
 const char* kSchema =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS coallocations("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, user TEXT NOT NULL,"
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, \"user\" TEXT NOT NULL,"
+    " version INTEGER NOT NULL DEFAULT 1,"
     " state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', policy TEXT NOT NULL,"
     " nodes INTEGER NOT NULL, duration INTEGER NOT NULL, run_time INTEGER NOT NULL DEFAULT 0,"
     " overhead REAL NOT NULL DEFAULT 0, ready INTEGER NOT NULL, deadline INTEGER NOT NULL DEFAULT 0,"
@@ -48,6 +49,7 @@ const char* kSchema =
     "CREATE TABLE IF NOT EXISTS parts("
     " co_id INTEGER NOT NULL REFERENCES coallocations(id), attempt INTEGER NOT NULL,"
     " idx INTEGER NOT NULL, cluster TEXT NOT NULL, nodes INTEGER NOT NULL, state TEXT NOT NULL,"
+    " version INTEGER NOT NULL DEFAULT 1,"
     " reason TEXT NOT NULL DEFAULT '', resv_key TEXT NOT NULL DEFAULT '',"
     " reservation_id INTEGER NOT NULL DEFAULT 0, reservation TEXT NOT NULL DEFAULT '',"
     " node_list TEXT NOT NULL DEFAULT '', job_key TEXT NOT NULL DEFAULT '',"
@@ -74,74 +76,38 @@ const char* kSchema =
     " uid INTEGER NOT NULL, key TEXT NOT NULL, digest TEXT NOT NULL,"
     " co_id INTEGER NOT NULL, created INTEGER NOT NULL, PRIMARY KEY(uid, key));";
 
-// Prepared statement with RAII and positional binds.
-// A statement that cannot be prepared, or whose step ends in anything but
-// a row or done (SQLITE_FULL, SQLITE_BUSY past the busy timeout,
-// SQLITE_IOERR, SQLITE_CORRUPT, ...), is reported to `fail` (Store's
-// failure handler, store.hpp): a read that stops early would look like a
-// shorter list, and a write that did not happen like one that did.
+// A statement of the store's connection (db.hpp) with positional binds.
+// A statement that cannot be prepared, or whose step fails, is reported
+// to `fail` (Store's failure handler, store.hpp): a read that stops early
+// would look like a shorter list, and a write that did not happen like one
+// that did.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const Store::Failure& fail, const char* sql) : db_(db), fail_(fail), sql_(sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK) {
-      st_ = nullptr;
-      report("prepare");
-    }
-  }
-  ~Stmt() { sqlite3_finalize(st_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  bool ok() const { return st_ != nullptr; }
+  Stmt(const std::unique_ptr<db::Conn>& db, const Store::Failure& fail, const std::string& sql)
+      : st_(db->prepare(sql, fail)) {}
+  bool ok() const { return st_->ok(); }
   Stmt& bind(std::int64_t v) {
-    sqlite3_bind_int64(st_, ++n_, v);
+    st_->bind_i64(v);
     return *this;
   }
   Stmt& bind(int v) { return bind(static_cast<std::int64_t>(v)); }
   Stmt& bind(double v) {
-    sqlite3_bind_double(st_, ++n_, v);
+    st_->bind_dbl(v);
     return *this;
   }
   Stmt& bind(const std::string& v) {
-    sqlite3_bind_text(st_, ++n_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    st_->bind_text(v);
     return *this;
   }
-  int step() {
-    if (!st_) return SQLITE_ERROR;  // reported when prepared
-    const int rc = sqlite3_step(st_);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) report("step");
-    return rc;
-  }
-  std::int64_t i64(int col) { return sqlite3_column_int64(st_, col); }
-  double dbl(int col) { return sqlite3_column_double(st_, col); }
-  std::string str(int col) {
-    const unsigned char* t = sqlite3_column_text(st_, col);
-    return t ? std::string(reinterpret_cast<const char*>(t),
-                           static_cast<std::size_t>(sqlite3_column_bytes(st_, col)))
-             : std::string();
-  }
-  std::string errmsg() const { return sqlite3_errmsg(db_); }
+  db::Step step() { return st_->step(); }
+  std::int64_t i64(int col) { return st_->i64(col); }
+  double dbl(int col) { return st_->dbl(col); }
+  std::string str(int col) { return st_->str(col); }
+  std::int64_t changes() { return st_->changes(); }
+  std::string errmsg() const { return st_->errmsg(); }
 
  private:
-  void report(const char* what) {
-    if (fail_) fail_(std::string(what) + " \"" + first_words(sql_) + "\": " + sqlite3_errmsg(db_));
-  }
-  // The statement's first three words ("SELECT co_id, attempt,"), enough
-  // to tell which one failed without logging a whole query.
-  static std::string first_words(const char* sql) {
-    std::string out;
-    int words = 0;
-    for (const char* p = sql; *p && words < 3; ++p) {
-      if (*p == ' ') ++words;
-      if (words < 3) out += *p;
-    }
-    return out;
-  }
-
-  sqlite3* db_;
-  const Store::Failure& fail_;
-  const char* sql_;
-  sqlite3_stmt* st_ = nullptr;
-  int n_ = 0;
+  std::unique_ptr<db::Stmt> st_;
 };
 
 std::string join(const std::vector<std::string>& v) {
@@ -160,8 +126,9 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 const char* kCoCols =
-    "id, uid, user, state, reason, policy, nodes, duration, run_time, overhead, ready, deadline,"
-    " clusters, max_parts, request, submitted, changed, planned_start, planned_end, moves, attempt";
+    "id, uid, \"user\", state, reason, policy, nodes, duration, run_time, overhead, ready, deadline,"
+    " clusters, max_parts, request, submitted, changed, planned_start, planned_end, moves, attempt,"
+    " version";
 
 CoRecord read_co(Stmt& s) {
   CoRecord c;
@@ -187,11 +154,12 @@ CoRecord read_co(Stmt& s) {
   c.planned_end = s.i64(i++);
   c.moves = static_cast<int>(s.i64(i++));
   c.attempt = static_cast<int>(s.i64(i++));
+  c.version = s.i64(i++);
   return c;
 }
 
 const char* kPartCols =
-    "co_id, attempt, idx, cluster, nodes, state, reason, resv_key, reservation_id, reservation,"
+    "co_id, attempt, idx, version, cluster, nodes, state, reason, resv_key, reservation_id, reservation,"
     " node_list, job_key, job_id, job_state, planned_start, planned_end, actual_start, actual_end,"
     " exit_code, current, slurm_partition, slurm_account, slurm_qos, lease_end, start_confirmed";
 
@@ -201,6 +169,7 @@ PartRecord read_part(Stmt& s) {
   p.co_id = s.i64(i++);
   p.attempt = static_cast<int>(s.i64(i++));
   p.idx = static_cast<int>(s.i64(i++));
+  p.version = s.i64(i++);
   p.cluster = s.str(i++);
   p.nodes = s.i64(i++);
   p.state = s.str(i++);
@@ -232,21 +201,25 @@ std::string in_list(const std::vector<std::string>& states) {
   return q + ")";
 }
 
-// BEGIN IMMEDIATE ... COMMIT, rolled back unless commit() was called.
-// A BEGIN or COMMIT that fails is reported to `fail` as a Stmt's is.
+// A write transaction of the store's connection (db::Conn::begin: BEGIN
+// IMMEDIATE in SQLite), rolled back unless commit() was called.  A BEGIN
+// or COMMIT that fails is reported to `fail` as a Stmt's is.  (Issue 39
+// §2's lease and fencing checks belong in here: one place every write
+// passes.)
 class Txn {
  public:
-  Txn(sqlite3* db, const Store::Failure& fail) : db_(db), fail_(fail) {
-    ok_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
-    if (!ok_ && fail_) fail_(std::string("begin: ") + sqlite3_errmsg(db_));
+  Txn(const std::unique_ptr<db::Conn>& db, const Store::Failure& fail) : db_(*db), fail_(fail) {
+    std::string why;
+    ok_ = db_.begin(&why);
+    if (!ok_ && fail_) fail_(why);
   }
   ~Txn() {
-    if (ok_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (ok_ && !done_) db_.rollback();
   }
   bool ok() const { return ok_; }
   bool commit(std::string* error) {
-    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      const std::string why = std::string("commit: ") + sqlite3_errmsg(db_);
+    std::string why;
+    if (!db_.commit(&why)) {
       if (error) *error = why;
       if (fail_) fail_(why);
       return false;
@@ -256,7 +229,7 @@ class Txn {
   }
 
  private:
-  sqlite3* db_;
+  db::Conn& db_;
   const Store::Failure& fail_;
   bool ok_ = false;
   bool done_ = false;
@@ -266,77 +239,29 @@ class Txn {
 
 std::int64_t now_seconds() { return static_cast<std::int64_t>(std::time(nullptr)); }
 
-namespace {
-
-// The database holds job scripts and environments: owner only.  SQLite
-// gives its -wal and -shm files the database file's permissions, so the
-// file is created 0600 before SQLite opens it, and an existing one that is
-// more open (an older flexcod, a restored backup) is narrowed.
-bool make_private(const std::string& path, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
-    return false;
-  }
-  struct stat sb;
-  bool ok = fstat(fd, &sb) == 0;
-  if (ok && (sb.st_mode & 077) != 0) ok = fchmod(fd, sb.st_mode & 0700) == 0;
-  if (!ok) *error = path + ": cannot make it private: " + std::strerror(errno);
-  ::close(fd);
-  if (!ok) return false;
-  for (const char* suffix : {"-wal", "-shm"}) {
-    const std::string side = path + suffix;
-    if (stat(side.c_str(), &sb) == 0 && (sb.st_mode & 077) != 0 &&
-        chmod(side.c_str(), sb.st_mode & 0700) != 0) {
-      *error = side + ": cannot make it private: " + std::strerror(errno);
-      return false;
-    }
-  }
-  return true;
+std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) {
+  Location loc;
+  loc.path = path;
+  return open(loc, error);
 }
 
-}  // namespace
-
-std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) {
-  if (!make_private(path, error)) return nullptr;
-  // One flexcod per database (issue 38 §2.5): two would share the owner
-  // tag, fail each other's commits and sweep each other's reservations as
-  // orphans.  flock() on a descriptor of the database file itself, kept
-  // for the store's life: independent of SQLite's POSIX locks on Linux, and
-  // released by nothing but this store's end or the process's.
-  const int lock_fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (lock_fd < 0) {
-    *error = path + ": " + std::strerror(errno);
+std::unique_ptr<Store> Store::open(const Location& loc, std::string* error) {
+  const bool pg = loc.type == "postgresql";
+  if (!pg && loc.type != "sqlite") {
+    *error = "StorageType " + loc.type + ": not sqlite or postgresql";
     return nullptr;
   }
-  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    *error = path + ": " +
-             (e == EWOULDBLOCK ? std::string("in use by another flexcod (it holds the database's lock)")
-                               : std::string("cannot lock it: ") + std::strerror(e));
-    ::close(lock_fd);
-    return nullptr;
-  }
-  sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
-  if (rc != SQLITE_OK) {
-    *error = path + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-    sqlite3_close(db);
-    ::close(lock_fd);
-    return nullptr;
-  }
-  auto s = std::make_unique<Store>(Token{}, db, lock_fd);
-  sqlite3_busy_timeout(db, 5000);
-  if (!s->exec("PRAGMA journal_mode=WAL", error) || !s->exec("PRAGMA synchronous=FULL", error) ||
-      !s->exec("PRAGMA foreign_keys=ON", error) || !s->exec(kSchema, error)) {
-    *error = path + ": " + *error;
+  const std::string shown = pg ? db::redact_conninfo(loc.path) : loc.path;
+  auto conn = pg ? db::open_postgresql(loc.path, loc.passfile, error) : db::open_sqlite(loc.path, error);
+  if (!conn) return nullptr;
+  auto s = std::make_unique<Store>(Token{}, std::move(conn));
+  if (!s->exec(s->db_->dialect(kSchema).c_str(), error)) {
+    *error = shown + ": " + *error;
     return nullptr;
   }
   {
-    Stmt q(db, s->fail_, "SELECT value FROM meta WHERE key='instance'");
-    if (q.step() == SQLITE_ROW) s->instance_ = q.str(0);
+    Stmt q(s->db_, s->fail_, "SELECT value FROM meta WHERE key='instance'");
+    if (q.step() == db::kRow) s->instance_ = q.str(0);
   }
   // instance: made with the database; run: made at every open (store.hpp)
   const bool fresh = s->instance_.empty();
@@ -345,56 +270,77 @@ std::unique_ptr<Store> Store::open(const std::string& path, std::string* error) 
     return nullptr;
   }
   if (!s->migrate(error)) {
-    *error = path + ": " + *error;
+    *error = shown + ": " + *error;
     return nullptr;
   }
   if (fresh) {
-    Stmt ins(db, s->fail_, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', '3')");
-    ins.bind(s->instance_);
-    if (ins.step() != SQLITE_DONE) {
-      *error = path + ": " + ins.errmsg();
+    Stmt ins(s->db_, s->fail_, "INSERT INTO meta(key, value) VALUES('instance', ?), ('schema', ?)");
+    ins.bind(s->instance_).bind(std::string(kSchemaVersion));
+    if (ins.step() != db::kDone) {
+      *error = shown + ": " + ins.errmsg();
       return nullptr;
     }
   }
   return s;
 }
 
-Store::~Store() {
-  sqlite3_close(db_);
-  ::close(lock_fd_);  // after SQLite's own descriptors: its locks are gone
+Store::Store(Token, std::unique_ptr<db::Conn> db) : db_(std::move(db)) {}
+
+Store::~Store() = default;
+
+const char* Store::kind() const { return db_->kind(); }
+
+std::string Store::schema_version() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt q(db_, fail_, "SELECT value FROM meta WHERE key='schema'");
+  return q.step() == db::kRow ? q.str(0) : std::string();
 }
 
-// Schema 2 (issue 17) added the parts' Slurm partition, account and QOS;
-// schema 3 (issue 38 §2.2) their start leases.  A database made before has
-// not the columns: they are added, empty (the cluster's default, as those
-// parts were made; no lease), in one transaction with the schema mark.
+// The migrations, the same for both backends, each in one transaction
+// with its schema mark, each made only where its column is missing (a
+// database made by kSchema has them all):
+//  - schema 2 (issue 17) added the parts' Slurm partition, account and
+//    QOS, empty (the cluster's default, as those parts were made);
+//  - schema 3 (issue 38 §2.2) the parts' start leases, none for the
+//    parts there were;
+//  - schema 4 (issue 39 §1) the rows' version (compare-and-set,
+//    store.hpp), 1 for the rows there were.
 bool Store::migrate(std::string* error) {
-  auto has_column = [&](const char* name) {
-    Stmt q(db_, fail_, "SELECT 1 FROM pragma_table_info('parts') WHERE name=?");
-    q.bind(std::string(name));
-    return q.step() == SQLITE_ROW;
+  struct Step {
+    const char* table;
+    const char* column;
+    const char* sql;
   };
-  std::string sql;
-  if (!has_column("slurm_partition"))
-    sql += "ALTER TABLE parts ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';"
-           "ALTER TABLE parts ADD COLUMN slurm_account TEXT NOT NULL DEFAULT '';"
-           "ALTER TABLE parts ADD COLUMN slurm_qos TEXT NOT NULL DEFAULT '';";
-  if (!has_column("lease_end"))
-    sql += "ALTER TABLE parts ADD COLUMN lease_end INTEGER NOT NULL DEFAULT 0;"
-           "ALTER TABLE parts ADD COLUMN start_confirmed INTEGER NOT NULL DEFAULT 0;";
-  if (sql.empty()) return true;
-  sql = "BEGIN IMMEDIATE;" + sql + "UPDATE meta SET value='3' WHERE key='schema';COMMIT;";
-  return exec(sql.c_str(), error) || (exec("ROLLBACK", nullptr), false);
+  static const Step kSteps[] = {
+      {"parts", "slurm_partition",
+       "ALTER TABLE parts ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';"
+       "ALTER TABLE parts ADD COLUMN slurm_account TEXT NOT NULL DEFAULT '';"
+       "ALTER TABLE parts ADD COLUMN slurm_qos TEXT NOT NULL DEFAULT '';"
+       "UPDATE meta SET value='2' WHERE key='schema';"},
+      {"parts", "lease_end",
+       "ALTER TABLE parts ADD COLUMN lease_end INTEGER NOT NULL DEFAULT 0;"
+       "ALTER TABLE parts ADD COLUMN start_confirmed INTEGER NOT NULL DEFAULT 0;"
+       "UPDATE meta SET value='3' WHERE key='schema';"},
+      {"coallocations", "version",
+       "ALTER TABLE coallocations ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
+       "ALTER TABLE parts ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
+       "UPDATE meta SET value='4' WHERE key='schema';"},
+  };
+  for (const Step& step : kSteps) {
+    bool has = false;
+    if (!db_->has_column(step.table, step.column, &has, error)) return false;
+    if (has) continue;
+    if (!db_->begin(error)) return false;
+    if (!exec(db_->dialect(step.sql).c_str(), error) || !db_->commit(error)) {
+      db_->rollback();
+      return false;
+    }
+  }
+  return true;
 }
 
 bool Store::exec(const char* sql, std::string* error) {
-  char* msg = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
-    if (error) *error = msg ? msg : "sqlite error";
-    sqlite3_free(msg);
-    return false;
-  }
-  return true;
+  return db_->exec(sql, error);
 }
 
 bool Store::add_transition(std::int64_t co_id, const std::string& what, const std::string& from,
@@ -403,7 +349,7 @@ bool Store::add_transition(std::int64_t co_id, const std::string& what, const st
          "INSERT INTO transitions(co_id, time, what, from_state, to_state, reason)"
          " VALUES(?,?,?,?,?,?)");
   s.bind(co_id).bind(now_seconds()).bind(what).bind(from).bind(to).bind(reason);
-  if (s.step() != SQLITE_DONE) {
+  if (s.step() != db::kDone) {
     if (error) *error = "transition: " + s.errmsg();
     return false;
   }
@@ -412,24 +358,43 @@ bool Store::add_transition(std::int64_t co_id, const std::string& what, const st
 
 bool Store::put_co(const CoRecord& c, std::string* error) {
   Stmt s(db_, fail_,
-         "UPDATE coallocations SET uid=?, user=?, state=?, reason=?, policy=?, nodes=?, duration=?,"
+         "UPDATE coallocations SET uid=?, \"user\"=?, state=?, reason=?, policy=?, nodes=?, duration=?,"
          " run_time=?, overhead=?, ready=?, deadline=?, clusters=?, max_parts=?, request=?,"
-         " submitted=?, changed=?, planned_start=?, planned_end=?, moves=?, attempt=? WHERE id=?");
+         " submitted=?, changed=?, planned_start=?, planned_end=?, moves=?, attempt=?,"
+         " version=version+1 WHERE id=? AND version=?");
   s.bind(c.uid).bind(c.user).bind(c.state).bind(c.reason).bind(c.policy).bind(c.nodes)
       .bind(c.duration).bind(c.run_time).bind(c.overhead).bind(c.ready).bind(c.deadline)
       .bind(join(c.clusters)).bind(c.max_parts).bind(c.request).bind(c.submitted)
       .bind(now_seconds()).bind(c.planned_start).bind(c.planned_end).bind(c.moves)
-      .bind(c.attempt).bind(c.id);
-  if (s.step() != SQLITE_DONE) {
+      .bind(c.attempt).bind(c.id).bind(c.version);
+  if (s.step() != db::kDone) {
     if (error) *error = "update coallocation: " + s.errmsg();
+    return false;
+  }
+  if (s.changes() != 1) {
+    if (error) *error = conflict_co(c.id);
     return false;
   }
   return true;
 }
 
 bool Store::put_part(const PartRecord& p, std::string* error) {
+  // Replaced as SQLite's INSERT OR REPLACE did, where the version read
+  // still stands (a new part: none); its version one more.
+  {
+    Stmt d(db_, fail_, "DELETE FROM parts WHERE co_id=? AND attempt=? AND idx=? AND version=?");
+    d.bind(p.co_id).bind(p.attempt).bind(p.idx).bind(p.version);
+    if (d.step() != db::kDone) {
+      if (error) *error = "write part: " + d.errmsg();
+      return false;
+    }
+    if (d.changes() != (p.version == 0 ? 0 : 1)) {
+      if (error) *error = conflict_part(p);
+      return false;
+    }
+  }
   Stmt s(db_, fail_,
-         "INSERT OR REPLACE INTO parts(co_id, attempt, idx, cluster, nodes, state, reason, resv_key,"
+         "INSERT INTO parts(co_id, attempt, idx, cluster, nodes, state, reason, resv_key,"
          " reservation_id, reservation, node_list, job_key, job_id, job_state, planned_start,"
          " planned_end, actual_start, actual_end, exit_code, current, slurm_partition,"
          " slurm_account, slurm_qos, lease_end, start_confirmed)"
@@ -440,8 +405,14 @@ bool Store::put_part(const PartRecord& p, std::string* error) {
       .bind(p.planned_end).bind(p.actual_start).bind(p.actual_end).bind(p.exit_code)
       .bind(p.current ? 1 : 0).bind(p.partition).bind(p.account).bind(p.qos)
       .bind(p.lease_end).bind(p.start_confirmed ? 1 : 0);
-  if (s.step() != SQLITE_DONE) {
+  if (s.step() != db::kDone) {
     if (error) *error = "write part: " + s.errmsg();
+    return false;
+  }
+  Stmt v(db_, fail_, "UPDATE parts SET version=? WHERE co_id=? AND attempt=? AND idx=?");
+  v.bind(p.version + 1).bind(p.co_id).bind(p.attempt).bind(p.idx);
+  if (v.step() != db::kDone) {
+    if (error) *error = "write part: " + v.errmsg();
     return false;
   }
   return true;
@@ -450,7 +421,7 @@ bool Store::put_part(const PartRecord& p, std::string* error) {
 std::optional<CoRecord> Store::get_co_locked(std::int64_t id) {
   Stmt s(db_, fail_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE id=?").c_str());
   s.bind(id);
-  if (s.step() != SQLITE_ROW) return std::nullopt;
+  if (s.step() != db::kRow) return std::nullopt;
   return read_co(s);
 }
 
@@ -458,7 +429,7 @@ std::optional<PartRecord> Store::get_part_locked(std::int64_t co, int attempt, i
   Stmt s(db_, fail_, (std::string("SELECT ") + kPartCols +
                " FROM parts WHERE co_id=? AND attempt=? AND idx=?").c_str());
   s.bind(co).bind(attempt).bind(idx);
-  if (s.step() != SQLITE_ROW) return std::nullopt;
+  if (s.step() != db::kRow) return std::nullopt;
   return read_part(s);
 }
 
@@ -466,7 +437,7 @@ std::optional<SubmitKey> Store::find_key_locked(std::int64_t uid, const std::str
                                                 std::int64_t now) {
   Stmt s(db_, fail_, "SELECT digest, co_id, created FROM submit_keys WHERE uid=? AND key=? AND created>?");
   s.bind(uid).bind(key).bind(now - kSubmitKeyKeep);
-  if (s.step() != SQLITE_ROW) return std::nullopt;
+  if (s.step() != db::kRow) return std::nullopt;
   SubmitKey k;
   k.digest = s.str(0);
   k.co_id = s.i64(1);
@@ -486,7 +457,7 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
   std::lock_guard<std::mutex> lock(mutex_);
   Txn t(db_, fail_);
   if (!t.ok()) {
-    *error = std::string("begin: ") + sqlite3_errmsg(db_);
+    *error = std::string("begin: ") + db_->errmsg();
     return false;
   }
   const std::int64_t now = now_seconds();
@@ -499,7 +470,7 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
     }
     Stmt del(db_, fail_, "DELETE FROM submit_keys WHERE created<=?");
     del.bind(now - kSubmitKeyKeep);
-    if (del.step() != SQLITE_DONE) {
+    if (del.step() != db::kDone) {
       *error = "submit_keys: " + del.errmsg();
       return false;
     }
@@ -509,7 +480,7 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
            "SELECT COUNT(*), COALESCE(SUM(nodes * duration), 0) FROM coallocations"
            " WHERE uid=? AND state NOT IN ('completed','failed','cancelled')");
     q.bind(c->uid);
-    if (q.step() != SQLITE_ROW) {
+    if (q.step() != db::kRow) {
       *error = "user limits: " + q.errmsg();
       return false;
     }
@@ -531,23 +502,30 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
     }
   }
   Stmt s(db_, fail_,
-         "INSERT INTO coallocations(uid, user, state, reason, policy, nodes, duration, run_time,"
+         "INSERT INTO coallocations(uid, \"user\", state, reason, policy, nodes, duration, run_time,"
          " overhead, ready, deadline, clusters, max_parts, request, submitted, changed)"
-         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
   s.bind(c->uid).bind(c->user).bind(c->state).bind(c->reason).bind(c->policy).bind(c->nodes)
       .bind(c->duration).bind(c->run_time).bind(c->overhead).bind(c->ready).bind(c->deadline)
       .bind(join(c->clusters)).bind(c->max_parts).bind(c->request).bind(now).bind(now);
-  if (s.step() != SQLITE_DONE) {
+  if (s.step() != db::kRow) {
     *error = "insert coallocation: " + s.errmsg();
     return false;
   }
-  c->id = sqlite3_last_insert_rowid(db_);
+  c->id = s.i64(0);
+  if (s.step() != db::kDone) {  // RETURNING's statement ends after its row
+    *error = "insert coallocation: " + s.errmsg();
+    return false;
+  }
+  c->version = 1;
   c->submitted = c->changed = now;
   if (!add_transition(c->id, "coallocation", "", c->state, reason, error)) return false;
   if (!key.empty()) {
-    Stmt k(db_, fail_, "INSERT OR REPLACE INTO submit_keys(uid, key, digest, co_id, created) VALUES(?,?,?,?,?)");
+    Stmt k(db_, fail_, "INSERT INTO submit_keys(uid, key, digest, co_id, created) VALUES(?,?,?,?,?)"
+                       " ON CONFLICT(uid, key) DO UPDATE SET digest=excluded.digest,"
+                       " co_id=excluded.co_id, created=excluded.created");
     k.bind(c->uid).bind(key).bind(digest).bind(c->id).bind(now);
-    if (k.step() != SQLITE_DONE) {
+    if (k.step() != db::kDone) {
       *error = "submit_keys: " + k.errmsg();
       return false;
     }
@@ -555,16 +533,44 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
   return t.commit(error);
 }
 
-bool Store::update_coalloc(const CoRecord& c, const std::string& reason, std::string* error) {
+bool Store::update_coalloc(CoRecord& c, const std::string& reason, std::string* error) {
   return write(c, {}, reason, error);
 }
 
-bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
-                  const std::string& reason, std::string* error, const MoveRecord* move) {
+bool Store::is_conflict(const std::string& error) {
+  return error.compare(0, std::strlen(kConflict), kConflict) == 0;
+}
+
+// A conflict's text, counted and told to the conflict handler (under the
+// mutex, as every write).
+std::string Store::conflict_co(std::int64_t id) {
+  return note_conflict_locked(std::string(kConflict) + "co-" + std::to_string(id) +
+                              " was written by another writer since it was read: not written");
+}
+
+std::string Store::conflict_part(const PartRecord& p) {
+  return note_conflict_locked(std::string(kConflict) + "co-" + std::to_string(p.co_id) + " part " +
+                              std::to_string(p.idx) + " (attempt " + std::to_string(p.attempt) +
+                              ") was written by another writer since it was read: not written");
+}
+
+std::string Store::note_conflict_locked(std::string what) {
+  ++conflicts_;
+  if (conflict_) conflict_(what);
+  return what;
+}
+
+std::int64_t Store::conflicts() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return conflicts_;
+}
+
+bool Store::write(CoRecord& c, std::vector<PartRecord>& parts, const std::string& reason,
+                  std::string* error, const MoveRecord* move) {
   std::lock_guard<std::mutex> lock(mutex_);
   Txn t(db_, fail_);
   if (!t.ok()) {
-    *error = std::string("begin: ") + sqlite3_errmsg(db_);
+    *error = std::string("begin: ") + db_->errmsg();
     return false;
   }
   auto old = get_co_locked(c.id);
@@ -582,6 +588,18 @@ bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
     if (before && !may_overwrite(*before, p)) {
       *error = "co-" + std::to_string(p.co_id) + " part " + std::to_string(p.idx) + " is " +
                before->state + " in the database: not written " + p.state + " over it";
+      return false;
+    }
+  }
+  // Compare-and-set (store.hpp): every row as the caller read it.
+  if (old->version != c.version) {
+    *error = conflict_co(c.id);
+    return false;
+  }
+  for (const auto& p : parts) {
+    auto before = get_part_locked(p.co_id, p.attempt, p.idx);
+    if ((before ? before->version : 0) != p.version) {
+      *error = conflict_part(p);
       return false;
     }
   }
@@ -606,20 +624,27 @@ bool Store::write(const CoRecord& c, const std::vector<PartRecord>& parts,
     }
   }
   if (move != nullptr && !insert_move(c.id, *move, error)) return false;
-  return t.commit(error);
+  if (!t.commit(error)) return false;
+  ++c.version;
+  for (auto& p : parts) ++p.version;
+  return true;
 }
 
-bool Store::update_part(const PartRecord& p, const std::string& reason, std::string* error) {
+bool Store::update_part(PartRecord& p, const std::string& reason, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
   Txn t(db_, fail_);
   if (!t.ok()) {
-    *error = std::string("begin: ") + sqlite3_errmsg(db_);
+    *error = std::string("begin: ") + db_->errmsg();
     return false;
   }
   auto before = get_part_locked(p.co_id, p.attempt, p.idx);
   if (before && !may_overwrite(*before, p)) {
     *error = "co-" + std::to_string(p.co_id) + " part " + std::to_string(p.idx) + " is " +
              before->state + " in the database: not written " + p.state + " over it";
+    return false;
+  }
+  if ((before ? before->version : 0) != p.version) {
+    *error = conflict_part(p);
     return false;
   }
   note_write_locked(p.co_id);
@@ -630,7 +655,9 @@ bool Store::update_part(const PartRecord& p, const std::string& reason, std::str
                       before ? before->state : "", p.state, reason, error)) {
     return false;
   }
-  return t.commit(error);
+  if (!t.commit(error)) return false;
+  ++p.version;
+  return true;
 }
 
 std::optional<CoRecord> Store::get_coalloc(std::int64_t id) {
@@ -653,7 +680,7 @@ std::vector<CoRecord> Store::list_coallocs(std::int64_t uid, const std::string& 
   if (!state.empty() && state != "active") s.bind(state);
   s.bind(limit);
   std::vector<CoRecord> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_co(s));
+  while (s.step() == db::kRow) out.push_back(read_co(s));
   return out;
 }
 
@@ -663,7 +690,7 @@ std::vector<CoRecord> Store::in_states(const std::vector<std::string>& states) {
                in_list(states) + " ORDER BY id").c_str());
   for (const auto& st : states) s.bind(st);
   std::vector<CoRecord> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_co(s));
+  while (s.step() == db::kRow) out.push_back(read_co(s));
   return out;
 }
 
@@ -673,7 +700,7 @@ std::vector<PartRecord> Store::parts(std::int64_t co_id, bool current_only) {
                (current_only ? " AND current=1" : "") + " ORDER BY attempt, idx").c_str());
   s.bind(co_id);
   std::vector<PartRecord> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_part(s));
+  while (s.step() == db::kRow) out.push_back(read_part(s));
   return out;
 }
 
@@ -704,7 +731,7 @@ Store::Snapshot Store::snapshot(const std::vector<std::string>& states) {
     Stmt s(db_, fail_, (std::string("SELECT ") + kCoCols + " FROM coallocations WHERE state IN " +
                  in_list(states) + " ORDER BY id").c_str());
     for (const auto& st : states) s.bind(st);
-    while (s.step() == SQLITE_ROW) snap.cos.push_back(read_co(s));
+    while (s.step() == db::kRow) snap.cos.push_back(read_co(s));
   }
   std::string cols;
   for (const std::string& c : split(kPartCols)) cols += (cols.empty() ? "p." : ", p.") + c.substr(c.find_first_not_of(' '));
@@ -712,7 +739,7 @@ Store::Snapshot Store::snapshot(const std::vector<std::string>& states) {
                " WHERE p.current=1 AND c.state IN " + in_list(states) +
                " ORDER BY p.co_id, p.attempt, p.idx").c_str());
   for (const auto& st : states) s.bind(st);
-  while (s.step() == SQLITE_ROW) {
+  while (s.step() == db::kRow) {
     PartRecord p = read_part(s);
     snap.parts[p.co_id].push_back(std::move(p));
   }
@@ -725,7 +752,7 @@ std::vector<PartRecord> Store::parts_in_states(const std::vector<std::string>& s
                in_list(states) + " ORDER BY co_id, attempt, idx").c_str());
   for (const auto& st : states) s.bind(st);
   std::vector<PartRecord> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_part(s));
+  while (s.step() == db::kRow) out.push_back(read_part(s));
   return out;
 }
 
@@ -738,7 +765,7 @@ std::vector<std::int64_t> Store::with_part_on(const std::string& cluster,
   s.bind(cluster);
   for (const auto& st : states) s.bind(st);
   std::vector<std::int64_t> out;
-  while (s.step() == SQLITE_ROW) out.push_back(s.i64(0));
+  while (s.step() == db::kRow) out.push_back(s.i64(0));
   return out;
 }
 
@@ -748,7 +775,7 @@ std::vector<Transition> Store::transitions(std::int64_t co_id) {
          "SELECT time, what, from_state, to_state, reason FROM transitions WHERE co_id=? ORDER BY id");
   s.bind(co_id);
   std::vector<Transition> out;
-  while (s.step() == SQLITE_ROW) {
+  while (s.step() == db::kRow) {
     out.push_back(Transition{s.i64(0), s.str(1), s.str(2), s.str(3), s.str(4)});
   }
   return out;
@@ -765,7 +792,7 @@ bool Store::insert_move(std::int64_t co_id, const MoveRecord& m, std::string* er
          " to_parts, reason) VALUES(?,?,?,?,?,?,?,?,?,?)");
   s.bind(co_id).bind(m.time).bind(m.kind).bind(m.from_start).bind(m.to_start).bind(m.from_end)
       .bind(m.to_end).bind(m.from_parts).bind(m.to_parts).bind(m.reason);
-  if (s.step() != SQLITE_DONE) {
+  if (s.step() != db::kDone) {
     *error = "insert move: " + s.errmsg();
     return false;
   }
@@ -775,7 +802,7 @@ bool Store::insert_move(std::int64_t co_id, const MoveRecord& m, std::string* er
 std::int64_t Store::count_moves() {
   std::lock_guard<std::mutex> lock(mutex_);
   Stmt s(db_, fail_, "SELECT COUNT(*) FROM moves");
-  return s.step() == SQLITE_ROW ? s.i64(0) : 0;
+  return s.step() == db::kRow ? s.i64(0) : 0;
 }
 
 std::vector<MoveRecord> Store::moves(std::int64_t co_id) {
@@ -785,7 +812,7 @@ std::vector<MoveRecord> Store::moves(std::int64_t co_id) {
          " FROM moves WHERE co_id=? ORDER BY id");
   s.bind(co_id);
   std::vector<MoveRecord> out;
-  while (s.step() == SQLITE_ROW) {
+  while (s.step() == db::kRow) {
     MoveRecord m;
     m.time = s.i64(0);
     m.kind = s.str(1);
@@ -805,7 +832,7 @@ std::map<std::string, std::int64_t> Store::count_by_state() {
   std::lock_guard<std::mutex> lock(mutex_);
   Stmt s(db_, fail_, "SELECT state, COUNT(*) FROM coallocations GROUP BY state");
   std::map<std::string, std::int64_t> out;
-  while (s.step() == SQLITE_ROW) out[s.str(0)] = s.i64(1);
+  while (s.step() == db::kRow) out[s.str(0)] = s.i64(1);
   return out;
 }
 
@@ -813,7 +840,7 @@ std::int64_t Store::purge_finished(std::int64_t before, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
   Txn t(db_, fail_);
   if (!t.ok()) {
-    *error = std::string("begin: ") + sqlite3_errmsg(db_);
+    *error = std::string("begin: ") + db_->errmsg();
     return -1;
   }
   static const char* const kFinished =
@@ -823,7 +850,7 @@ std::int64_t Store::purge_finished(std::int64_t before, std::string* error) {
     const std::string sql = std::string("DELETE FROM ") + table + " WHERE co_id IN (" + kFinished + ")";
     Stmt d(db_, fail_, sql.c_str());
     d.bind(before);
-    if (d.step() != SQLITE_DONE) {
+    if (d.step() != db::kDone) {
       *error = std::string(table) + ": " + d.errmsg();
       return -1;
     }
@@ -831,11 +858,11 @@ std::int64_t Store::purge_finished(std::int64_t before, std::string* error) {
   Stmt d(db_, fail_,
          "DELETE FROM coallocations WHERE state IN ('completed','failed','cancelled') AND changed<?");
   d.bind(before);
-  if (d.step() != SQLITE_DONE) {
+  if (d.step() != db::kDone) {
     *error = "coallocations: " + d.errmsg();
     return -1;
   }
-  const std::int64_t n = sqlite3_changes(db_);
+  const std::int64_t n = d.changes();
   if (!t.commit(error)) return -1;
   return n;
 }
@@ -844,14 +871,15 @@ std::int64_t Store::event_seq(const std::string& cluster) {
   std::lock_guard<std::mutex> lock(mutex_);
   Stmt s(db_, fail_, "SELECT seq FROM cluster_seq WHERE name=?");
   s.bind(cluster);
-  return s.step() == SQLITE_ROW ? s.i64(0) : 0;
+  return s.step() == db::kRow ? s.i64(0) : 0;
 }
 
 bool Store::set_event_seq(const std::string& cluster, std::int64_t seq, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Stmt s(db_, fail_, "INSERT OR REPLACE INTO cluster_seq(name, seq) VALUES(?, ?)");
+  Stmt s(db_, fail_, "INSERT INTO cluster_seq(name, seq) VALUES(?, ?)"
+                     " ON CONFLICT(name) DO UPDATE SET seq=excluded.seq");
   s.bind(cluster).bind(seq);
-  if (s.step() != SQLITE_DONE) {
+  if (s.step() != db::kDone) {
     *error = "cluster_seq: " + s.errmsg();
     return false;
   }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// store.hpp - flexcod's state in SQLite (WAL, synchronous=FULL).
+// store.hpp - flexcod's state in SQLite (WAL, synchronous=FULL) or
+// PostgreSQL (StorageType, flexcod.conf(5)): one Store over either
+// backend of db.hpp, with one schema and one set of migrations.
 //
 // Tables: coallocations, parts (one row per part per placement attempt),
 // transitions (every state change of a co-allocation or a part, with time
@@ -9,12 +11,20 @@
 // it, so after a crash the database always names every request that may be
 // in flight (doc/flexcod.md, "Write before act").
 //
+// Compare-and-set: every co-allocation and part row carries a version,
+// read into CoRecord::version and PartRecord::version.  A write (write,
+// update_coalloc, update_part) of a row whose stored version is not the
+// one its record was read with fails with an error that is_conflict()
+// tells (nothing of it written, nothing told to the failure handler): the
+// caller reads the row again and decides anew.  A write that succeeds
+// sets the records' versions to the new ones, so a caller may go on
+// writing what it wrote.  A new part is written with version 0.
+//
 // Thread-safe: one connection, every call under an internal mutex.
 
 #ifndef FLEXCO_FLEXCOD_STORE_HPP
 #define FLEXCO_FLEXCOD_STORE_HPP
 
-#include <sqlite3.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -50,12 +60,14 @@ struct CoRecord {
   std::int64_t planned_end = 0;
   int moves = 0;
   int attempt = 0;         // the current placement attempt (parts.attempt)
+  std::int64_t version = 0;  // the row's, as read (compare-and-set); 0 = not stored
 };
 
 struct PartRecord {
   std::int64_t co_id = 0;
   int attempt = 0;
   int idx = 0;
+  std::int64_t version = 0;  // the row's, as read (compare-and-set); 0 = a new part
   std::string cluster;
   std::int64_t nodes = 0;
   std::string state;  // planned, reserving, tentative, confirming, confirmed, submitting, submitted,
@@ -111,9 +123,24 @@ struct SubmitKey {
 };
 constexpr std::int64_t kSubmitKeyKeep = 24 * 3600;
 
+namespace db {
+class Conn;
+}
+
 class Store {
  public:
-  // Opens (creating if needed) the database at `path`; "" or an error.
+  // Where the state is (flexcod.conf's StorageType, StateFile or
+  // StorageLoc, StoragePassFile).
+  struct Location {
+    std::string type = "sqlite";  // sqlite | postgresql
+    std::string path;             // sqlite: the file; postgresql: libpq's conninfo
+    std::string passfile;         // postgresql: libpq's passfile ("" = its default)
+  };
+  // Opens (creating the schema if needed, migrating an older one) the
+  // database; nullptr and *error if it cannot, or if another flexcod uses
+  // it (SQLite: flock on the file; PostgreSQL: a session advisory lock).
+  static std::unique_ptr<Store> open(const Location& where, std::string* error);
+  // The SQLite database at `path`.
   static std::unique_ptr<Store> open(const std::string& path, std::string* error);
   ~Store();
   Store(const Store&) = delete;
@@ -133,6 +160,23 @@ class Store {
     std::lock_guard<std::mutex> lock(mutex_);
     fail_ = std::move(f);
   }
+
+  // "sqlite" or "postgresql"
+  const char* kind() const;
+  // meta's 'schema' ("4"), the same for both backends.
+  std::string schema_version();
+
+  // The error text of a compare-and-set conflict starts with kConflict.
+  static constexpr const char* kConflict = "write conflict: ";
+  static bool is_conflict(const std::string& error);
+  // Told every conflict's text (flexcod logs it: many callers only go on
+  // and read again at their next pass), and their count.  Set it before
+  // other threads use the store; it must not call the store.
+  void set_conflict_handler(Failure f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    conflict_ = std::move(f);
+  }
+  std::int64_t conflicts();
 
   // A random id made when the database was created: part of every
   // Idempotency-Key, so a fresh database never collides with old keys.
@@ -163,13 +207,20 @@ class Store {
   // The live (younger than kSubmitKeyKeep) key `key` of `uid`, if any.
   std::optional<SubmitKey> find_key(std::int64_t uid, const std::string& key);
   // Writes every column of `co`; records a transition if the state changed.
-  bool update_coalloc(const CoRecord& co, const std::string& reason, std::string* error);
+  bool update_coalloc(CoRecord& co, const std::string& reason, std::string* error);
   // Writes `co` and inserts/overwrites `parts` in one transaction (with a
-  // transition per changed state), and `move` when given.
-  bool write(const CoRecord& co, const std::vector<PartRecord>& parts, const std::string& reason,
+  // transition per changed state), and `move` when given.  Refused, with
+  // nothing written, when a state may not be overwritten by the one given
+  // (states.cpp's may_overwrite) or a version is not the stored one
+  // (is_conflict).  On success the records' versions are the new ones.
+  bool write(CoRecord& co, std::vector<PartRecord>& parts, const std::string& reason,
              std::string* error, const MoveRecord* move = nullptr);
-  // Writes one part (transition if its state changed).
-  bool update_part(const PartRecord& part, const std::string& reason, std::string* error);
+  bool write(CoRecord& co, std::vector<PartRecord>&& parts, const std::string& reason,
+             std::string* error, const MoveRecord* move = nullptr) {
+    return write(co, parts, reason, error, move);
+  }
+  // Writes one part (transition if its state changed), as write() does.
+  bool update_part(PartRecord& part, const std::string& reason, std::string* error);
 
   std::optional<CoRecord> get_coalloc(std::int64_t id);
   // Newest first; uid < 0 = all users; state "" = all, "active" = unfinished.
@@ -219,7 +270,7 @@ class Store {
   struct Token {};
 
  public:
-  Store(Token, sqlite3* db, int lock_fd) : db_(db), lock_fd_(lock_fd) {}
+  Store(Token, std::unique_ptr<db::Conn> db);
 
  private:
   bool exec(const char* sql, std::string* error);
@@ -233,9 +284,14 @@ class Store {
   bool insert_move(std::int64_t co_id, const MoveRecord& m, std::string* error);
   std::optional<PartRecord> get_part_locked(std::int64_t co, int attempt, int idx);
   void note_write_locked(std::int64_t co_id);
+  std::string conflict_co(std::int64_t id);
+  std::string conflict_part(const PartRecord& p);
+  std::string note_conflict_locked(std::string what);
 
   std::mutex mutex_;
   Failure fail_;
+  Failure conflict_;
+  std::int64_t conflicts_ = 0;
   // Writes to co-allocations and parts (written_since): their count, the
   // last one of each co-allocation written since floor_, at most
   // kWrittenKeep entries (then forgotten: floor_ moves up to writes_).
@@ -243,8 +299,7 @@ class Store {
   std::uint64_t writes_ = 0;
   std::uint64_t floor_ = 0;
   std::map<std::int64_t, std::uint64_t> written_;
-  sqlite3* db_;
-  int lock_fd_;  // flock()ed: one flexcod per database (store.cpp)
+  std::unique_ptr<db::Conn> db_;  // exclusive to this flexcod (db.hpp)
   std::string instance_;
   std::string run_;
 };

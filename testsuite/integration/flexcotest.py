@@ -490,6 +490,18 @@ class Grid:
         self.clusters = clusters
         self.extra = list(args) + shlex.split(
             os.environ.get("FLEXCO_LOCALGRID_ARGS", ""))
+        # FLEXCO_TEST_STORAGE=postgresql: the grid's flexcod keeps its state
+        # in a PostgreSQL the grid starts (pgserver.py), for running any
+        # flexcod test on it by hand (tests that open StateFile themselves
+        # are SQLite's); CI runs them on SQLite, and test_flexcod_postgresql
+        # on PostgreSQL.
+        self.pg = None
+        if os.environ.get("FLEXCO_TEST_STORAGE", "sqlite") == "postgresql":
+            from pgserver import PgServer
+            self.pg = PgServer()
+            self.extra += ["--flexcod-option", "StorageType=postgresql",
+                           "--flexcod-option",
+                           "StorageLoc=postgresql:///flexcod?host=%s&user=flexco" % self.pg.dir]
         self.timeout = timeout
         self.run_dir = os.path.join(builddir(), "testsuite", "integration",
                                     f"run-{self.name}")
@@ -548,13 +560,20 @@ class Grid:
     def __enter__(self):
         signal.signal(signal.SIGTERM, _on_sigterm)
         try:
+            if self.pg:
+                self.pg.start()
+                self.pg.create_database("flexcod")
             return self.start()
         except BaseException:
             self.stop()  # a failed start cleans up itself; be sure anyway
+            if self.pg:
+                self.pg.__exit__(None, None, None)
             raise
 
     def __exit__(self, exc_type, exc, tb):
         r = self.stop()
+        if self.pg:  # after flexcod: stopped by its pid
+            self.pg.__exit__(None, None, None)
         for proc in getattr(self, "_restarted", []):
             try:  # localgrid stop ended it; reap it
                 proc.wait(timeout=30)

@@ -147,6 +147,14 @@ START_TEST(defaults_and_case) {
     auto pf = conf::parse(std::string("Cluster=a URL=http://h:1\nPurgeFinishedAfter=") + text + "\n", "t");
     ck_assert_msg(pf.ok() && pf.value().purge_finished_after == secs, "%s", text);
   }
+  // the state database: SQLite's StateFile by default, or PostgreSQL
+  ck_assert(c.storage_type == "sqlite" && c.storage_loc.empty() && c.storage_pass_file.empty());
+  auto pgc = conf::parse("Cluster=a URL=http://h:1\nStorageType=PostgreSQL\n"
+                         "StorageLoc=\"host=/run/postgresql dbname=flexcod\"\n"
+                         "StoragePassFile=/etc/flexco/pgpass\n", "t");
+  ck_assert(pgc.ok() && pgc.value().storage_type == "postgresql" &&
+            pgc.value().storage_loc == "host=/run/postgresql dbname=flexcod" &&
+            pgc.value().storage_pass_file == "/etc/flexco/pgpass");
   // the web view: UiDir, UiTokenLifetime, UiReadAll
   ck_assert(c.ui_dir == conf::kDefaultUiDir && c.ui_dir.size() > 1 && c.ui_dir[0] == '/');
   ck_assert_int_eq(c.ui_token_lifetime, 28800);
@@ -165,6 +173,14 @@ struct Bad {
 };
 
 const Bad kBad[] = {
+    {"Cluster=a URL=http://h:1\nStorageType=mysql\n", 2, "not sqlite or postgresql"},
+    {"Cluster=a URL=http://h:1\nStorageType=postgresql\n", 0, "needs StorageLoc"},
+    {"Cluster=a URL=http://h:1\nStorageType=postgresql\nStorageLoc=dbname=f\nStateFile=/x.db\n", 0,
+     "StateFile is SQLite's"},
+    {"Cluster=a URL=http://h:1\nStorageLoc=dbname=f\n", 0, "StorageLoc is for StorageType=postgresql"},
+    {"Cluster=a URL=http://h:1\nStoragePassFile=/p\n", 0, "StoragePassFile is for"},
+    {"Cluster=a URL=http://h:1\nStorageType=postgresql\nStoragePassFile=p\n", 3, "absolute path"},
+    {"Cluster=a URL=http://h:1\nStorageLoc=\n", 2, "StorageLoc: empty"},
     {"Cluster=a URL=http://h:1,https://g:2\n", 1, "one scheme"},
     {"Cluster=a URL=http://h:1,\n", 1, "is not http"},
     {"Cluster=a URL=http://h:1,http://g:2/x\n", 1, "is not http"},

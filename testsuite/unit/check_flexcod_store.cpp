@@ -1,24 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Unit tests of src/flexcod/store (real SQLite files in a mkdtemp folder):
+// Unit tests of src/flexcod/store, against real SQLite files in a mkdtemp
+// folder and (test case "postgresql") a real PostgreSQL server that the
+// test starts (pg_server.hpp), one fresh database per test:
 // schema creation, the instance id kept across reopenings, WAL mode,
 // co-allocations and parts written with one transition per state change,
 // list filters, parts by state, moves, event sequence numbers, a pass's
 // snapshot and the writes since it, and that a
 // second connection (another process after a crash) sees every committed
-// change.
+// change; compare-and-set versions, the migration of an older schema, and
+// PostgreSQL's lost connection told to the failure handler.
 
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "flexcod/db.hpp"
 #include "flexcod/states.hpp"
 #include "flexcod/store.hpp"
+#include "pg_server.hpp"
 
 #include <check.h>
 
@@ -31,6 +37,10 @@ using flexcod::SubmitKey;
 namespace {
 
 std::string g_dir;
+PgServer* g_pg = nullptr;  // started by main()
+bool g_use_pg = false;     // set by the postgresql test case's fixture
+
+void use_pg() { g_use_pg = true; }
 
 std::string fresh_path(const char* name) {
   const std::string p = g_dir + "/" + name;
@@ -38,6 +48,46 @@ std::string fresh_path(const char* name) {
   std::remove((p + "-wal").c_str());
   std::remove((p + "-shm").c_str());
   return p;
+}
+
+// A new empty database named after `name` ("b.db": file b.db, or the
+// PostgreSQL database t_b) in the backend of the running test case.
+Store::Location fresh_loc(const char* name) {
+  Store::Location loc;
+  if (!g_use_pg) {
+    loc.path = fresh_path(name);
+    return loc;
+  }
+  std::string db = "t_";
+  for (const char* c = name; *c && *c != '.'; ++c) db += static_cast<char>(std::tolower(*c));
+  const std::string e = g_pg->create_database(db);
+  ck_assert_msg(e.empty(), "create database %s: %s", db.c_str(), e.c_str());
+  loc.type = "postgresql";
+  loc.path = g_pg->conninfo(db);
+  return loc;
+}
+
+// The schema a store made in the test's backend, in that backend's SQL
+// (`sql`: SQLite's spelling, as store.cpp's kSchema).
+std::string run_sql(const Store::Location& loc, std::string sql) {
+  if (loc.type != "postgresql") {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(loc.path.c_str(), &db) != SQLITE_OK) return "cannot open";
+    char* msg = nullptr;
+    std::string e;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) e = msg ? msg : "error";
+    sqlite3_free(msg);
+    sqlite3_close(db);
+    return e;
+  }
+  auto replace = [&sql](const std::string& from, const std::string& to) {
+    for (std::size_t at = sql.find(from); at != std::string::npos; at = sql.find(from, at + to.size()))
+      sql.replace(at, from.size(), to);
+  };
+  replace(" INTEGER PRIMARY KEY AUTOINCREMENT", " BIGSERIAL PRIMARY KEY");
+  replace(" INTEGER", " BIGINT");
+  replace(" REAL", " DOUBLE PRECISION");
+  return g_pg->exec(loc.path.substr(loc.path.rfind('=') + 1), sql);
 }
 
 CoRecord sample_co() {
@@ -139,7 +189,7 @@ END_TEST
 
 START_TEST(coalloc_round_trip_and_transitions) {
   std::string err;
-  auto s = Store::open(fresh_path("b.db"), &err);
+  auto s = Store::open(fresh_loc("b.db"), &err);
   CoRecord c = sample_co();
   ck_assert(s->insert_coalloc(&c, "submitted", &err));
   ck_assert_int_eq(c.id, 1);
@@ -246,7 +296,7 @@ START_TEST(schema_1_is_migrated) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, nullptr);
   ck_assert(sqlite3_step(st) == SQLITE_ROW);
-  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "2");
+  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "4");
   sqlite3_finalize(st);
   sqlite3_close(db);
 }
@@ -254,7 +304,7 @@ END_TEST
 
 START_TEST(attempts_and_states) {
   std::string err;
-  auto s = Store::open(fresh_path("c.db"), &err);
+  auto s = Store::open(fresh_loc("c.db"), &err);
   CoRecord c = sample_co();
   ck_assert(s->insert_coalloc(&c, "x", &err));
   c.state = "committing";
@@ -273,7 +323,7 @@ END_TEST
 
 START_TEST(list_filters) {
   std::string err;
-  auto s = Store::open(fresh_path("d.db"), &err);
+  auto s = Store::open(fresh_loc("d.db"), &err);
   const char* states[] = {"scheduled", "completed", "failed", "running"};
   for (int i = 0; i < 4; ++i) {
     CoRecord c = sample_co();
@@ -295,7 +345,7 @@ END_TEST
 
 START_TEST(moves_and_event_seq) {
   std::string err;
-  auto s = Store::open(fresh_path("e.db"), &err);
+  auto s = Store::open(fresh_loc("e.db"), &err);
   CoRecord c = sample_co();
   ck_assert(s->insert_coalloc(&c, "x", &err));
   flexcod::MoveRecord m;
@@ -322,7 +372,7 @@ END_TEST
 // all in one transaction; a failing switch writes no move.
 START_TEST(switch_with_move_is_one_transaction) {
   std::string err;
-  auto s = Store::open(fresh_path("h.db"), &err);
+  auto s = Store::open(fresh_loc("h.db"), &err);
   CoRecord c = sample_co();
   ck_assert(s->insert_coalloc(&c, "x", &err));
   c.state = "scheduled";
@@ -330,7 +380,9 @@ START_TEST(switch_with_move_is_one_transaction) {
   ck_assert(s->write(c, {sample_part(c.id, 1, 0, "alpha", "submitted")}, "placed", &err));
   PartRecord fresh = sample_part(c.id, 2, 0, "beta", "submitted");
   fresh.current = false;
-  ck_assert(s->write(c, {fresh}, "move planned", &err));
+  std::vector<PartRecord> planned = {fresh};
+  ck_assert(s->write(c, planned, "move planned", &err));
+  fresh = planned[0];  // with the version written
   ck_assert_int_eq(s->parts(c.id, true).size(), 1);  // the old set is still current
   flexcod::MoveRecord m;
   m.time = 7;
@@ -340,7 +392,8 @@ START_TEST(switch_with_move_is_one_transaction) {
   m.from_parts = "[{\"cluster\":\"alpha\",\"nodes\":5}]";
   m.to_parts = "[{\"cluster\":\"beta\",\"nodes\":5}]";
   m.reason = "early end";
-  PartRecord old = sample_part(c.id, 1, 0, "alpha", "cancelling");
+  PartRecord old = s->parts(c.id, false).at(0);  // as stored (its version)
+  old.state = "cancelling";
   old.current = false;
   fresh.current = true;
   c.attempt = 2;
@@ -401,7 +454,7 @@ END_TEST
 // key), kept across a reopen, per uid.
 START_TEST(submit_keys) {
   std::string err;
-  const std::string path = fresh_path("k.db");
+  const Store::Location path = fresh_loc("k.db");
   std::int64_t first = 0;
   {
     auto s = Store::open(path, &err);
@@ -431,7 +484,7 @@ END_TEST
 
 START_TEST(unknown_coalloc_write_fails) {
   std::string err;
-  auto s = Store::open(fresh_path("g.db"), &err);
+  auto s = Store::open(fresh_loc("g.db"), &err);
   CoRecord c = sample_co();
   c.id = 99;
   ck_assert(!s->write(c, {}, "x", &err));
@@ -461,7 +514,7 @@ START_TEST(failed_write_reaches_the_handler) {
   sqlite3* other = nullptr;
   ck_assert_int_eq(sqlite3_open(path.c_str(), &other), SQLITE_OK);
   ck_assert_int_eq(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
-  PartRecord ended = p;
+  PartRecord ended = s->parts(c.id, true).at(0);  // as stored (its version)
   ended.state = "completed";
   ck_assert(!s->update_part(ended, "part_job_ended", &err));
   ck_assert_msg(told.size() == 1, "told %zu times", told.size());
@@ -482,7 +535,7 @@ END_TEST
 // first is open is refused with the reason; once it is closed, it opens.
 START_TEST(one_store_per_database) {
   std::string err;
-  const std::string path = fresh_path("one.db");
+  const Store::Location path = fresh_loc("one.db");
   {
     auto s = Store::open(path, &err);
     ck_assert(s != nullptr);
@@ -505,7 +558,7 @@ END_TEST
 // one of the same state are written.
 START_TEST(older_copy_cannot_overwrite) {
   std::string err;
-  auto s = Store::open(fresh_path("stale.db"), &err);
+  auto s = Store::open(fresh_loc("stale.db"), &err);
   CoRecord c = sample_co();
   ck_assert(s->insert_coalloc(&c, "submitted", &err));
   CoRecord stale = c;  // planning
@@ -544,7 +597,7 @@ END_TEST
 // user's and ended ones do not count; over a limit nothing is inserted.
 START_TEST(user_caps) {
   std::string err, capped;
-  auto s = Store::open(fresh_path("caps.db"), &err);
+  auto s = Store::open(fresh_loc("caps.db"), &err);
   Store::UserCap cap;
   cap.max_live = 2;
   cap.max_node_seconds = 30 * 600;  // 10 nodes x 600 s each: 3 fit by hours
@@ -587,7 +640,7 @@ END_TEST
 // with every row that names them; live ones and younger ones stay.
 START_TEST(purge_finished_keeps_live_and_young) {
   std::string err;
-  auto s = Store::open(fresh_path("purge.db"), &err);
+  auto s = Store::open(fresh_loc("purge.db"), &err);
   std::vector<std::int64_t> ids;
   for (const char* state : {"completed", "failed", "cancelled", "running", "scheduled"}) {
     CoRecord c = sample_co();
@@ -626,7 +679,7 @@ END_TEST
 // too), and none when nothing was written.
 START_TEST(snapshot_and_written_since) {
   std::string err;
-  auto s = Store::open(fresh_path("h.db"), &err);
+  auto s = Store::open(fresh_loc("h.db"), &err);
   CoRecord a = sample_co(), b = sample_co(), c = sample_co();
   ck_assert(s->insert_coalloc(&a, "x", &err));
   ck_assert(s->insert_coalloc(&b, "x", &err));
@@ -667,6 +720,210 @@ START_TEST(snapshot_and_written_since) {
 }
 END_TEST
 
+// Compare-and-set (issue 39 §1): two copies of one co-allocation read at
+// the same version; the first write wins and moves the version on (in the
+// writer's record too, so it may write again); the second is refused as
+// a conflict with nothing written and nothing told to the failure handler
+// (it is not a database failure); read again, it is written.  The same
+// for parts, through write and update_part; a part that is not stored
+// written with a version is a conflict too (it went, e.g. purged).
+START_TEST(versions_compare_and_set) {
+  std::string err;
+  auto s = Store::open(fresh_loc("cas.db"), &err);
+  ck_assert_msg(s != nullptr, "%s", err.c_str());
+  int told = 0, conflicts = 0;
+  s->set_failure_handler([&told](const std::string&) { ++told; });
+  s->set_conflict_handler([&conflicts](const std::string& what) {
+    ++conflicts;
+    ck_assert(Store::is_conflict(what));
+  });
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "submitted", &err));
+  ck_assert_int_eq(c.version, 1);
+  CoRecord a = *s->get_coalloc(c.id), b = *s->get_coalloc(c.id);
+  ck_assert_int_eq(a.version, 1);
+  a.reason = "first";
+  ck_assert_msg(s->update_coalloc(a, "x", &err), "%s", err.c_str());
+  ck_assert_int_eq(a.version, 2);
+  a.reason = "first again";
+  ck_assert_msg(s->update_coalloc(a, "x", &err), "%s", err.c_str());  // its own write: no conflict
+  ck_assert_int_eq(a.version, 3);
+  const std::size_t transitions = s->transitions(c.id).size();
+  b.state = "committing";
+  b.reason = "second";
+  ck_assert(!s->write(b, {sample_part(c.id, 1, 0, "alpha", "reserving")}, "x", &err));
+  ck_assert_msg(Store::is_conflict(err), "%s", err.c_str());
+  ck_assert_int_eq(b.version, 1);
+  auto now = s->get_coalloc(c.id);
+  ck_assert_str_eq(now->reason.c_str(), "first again");
+  ck_assert_str_eq(now->state.c_str(), "planning");
+  ck_assert_int_eq(now->version, 3);
+  ck_assert_int_eq(s->parts(c.id, false).size(), 0);
+  ck_assert_int_eq(s->transitions(c.id).size(), transitions);
+  // the caller reads again and writes
+  b = *now;
+  b.state = "committing";
+  std::vector<PartRecord> parts = {sample_part(c.id, 1, 0, "alpha", "reserving")};
+  ck_assert_msg(s->write(b, parts, "attempt 1", &err), "%s", err.c_str());
+  ck_assert(b.version == 4 && parts[0].version == 1);
+
+  PartRecord p1 = s->parts(c.id, true).at(0), p2 = p1;
+  p1.state = "tentative";
+  ck_assert_msg(s->update_part(p1, "reserved", &err), "%s", err.c_str());
+  ck_assert_int_eq(p1.version, 2);
+  p2.state = "tentative";  // a stale copy (the state allowed): a blind overwrite before
+  p2.reservation_id = 99;
+  ck_assert(!s->update_part(p2, "late", &err));
+  ck_assert_msg(Store::is_conflict(err), "%s", err.c_str());
+  ck_assert(!s->write(b, {p2}, "late", &err));
+  ck_assert_msg(Store::is_conflict(err), "%s", err.c_str());
+  ck_assert_int_eq(s->get_coalloc(c.id)->version, 4);  // nothing of that write
+  auto stored = s->parts(c.id, true).at(0);
+  ck_assert(stored.state == "tentative" && stored.reservation_id == 0 && stored.version == 2);
+  // the part writer's record goes on from its own write
+  p1.reservation_id = 7;
+  ck_assert_msg(s->update_part(p1, "id", &err), "%s", err.c_str());
+  // a part that is not stored, written as if read
+  PartRecord ghost = sample_part(c.id, 1, 5, "beta", "reserving");
+  ghost.version = 3;
+  ck_assert(!s->update_part(ghost, "x", &err));
+  ck_assert_msg(Store::is_conflict(err), "%s", err.c_str());
+  ck_assert_int_eq(s->parts(c.id, false).size(), 1);
+  ck_assert_int_eq(told, 0);
+  ck_assert_int_eq(conflicts, 4);
+  ck_assert_int_eq(s->conflicts(), 4);
+}
+END_TEST
+
+// A database of schema 2 (before issue 38's start leases and issue 39's
+// row versions) opens as schema 4 in either backend: the columns are
+// added, version 1 for the rows it held, which are then written by
+// compare-and-set like new ones.
+START_TEST(schema_2_is_migrated) {
+  const Store::Location loc = fresh_loc("v2.db");
+  const std::string v2 =
+      "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "INSERT INTO meta VALUES('instance', 'fedcba9876543210'), ('schema', '2');"
+      "CREATE TABLE coallocations("
+      " id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, \"user\" TEXT NOT NULL,"
+      " state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', policy TEXT NOT NULL,"
+      " nodes INTEGER NOT NULL, duration INTEGER NOT NULL, run_time INTEGER NOT NULL DEFAULT 0,"
+      " overhead REAL NOT NULL DEFAULT 0, ready INTEGER NOT NULL, deadline INTEGER NOT NULL DEFAULT 0,"
+      " clusters TEXT NOT NULL, max_parts INTEGER NOT NULL, request TEXT NOT NULL,"
+      " submitted INTEGER NOT NULL, changed INTEGER NOT NULL,"
+      " planned_start INTEGER NOT NULL DEFAULT 0, planned_end INTEGER NOT NULL DEFAULT 0,"
+      " moves INTEGER NOT NULL DEFAULT 0, attempt INTEGER NOT NULL DEFAULT 0);"
+      "CREATE TABLE parts("
+      " co_id INTEGER NOT NULL REFERENCES coallocations(id), attempt INTEGER NOT NULL,"
+      " idx INTEGER NOT NULL, cluster TEXT NOT NULL, nodes INTEGER NOT NULL, state TEXT NOT NULL,"
+      " reason TEXT NOT NULL DEFAULT '', resv_key TEXT NOT NULL DEFAULT '',"
+      " reservation_id INTEGER NOT NULL DEFAULT 0, reservation TEXT NOT NULL DEFAULT '',"
+      " node_list TEXT NOT NULL DEFAULT '', job_key TEXT NOT NULL DEFAULT '',"
+      " job_id INTEGER NOT NULL DEFAULT 0, job_state TEXT NOT NULL DEFAULT '',"
+      " planned_start INTEGER NOT NULL DEFAULT 0, planned_end INTEGER NOT NULL DEFAULT 0,"
+      " actual_start INTEGER NOT NULL DEFAULT 0, actual_end INTEGER NOT NULL DEFAULT 0,"
+      " exit_code INTEGER NOT NULL DEFAULT -1, current INTEGER NOT NULL DEFAULT 1,"
+      " slurm_partition TEXT NOT NULL DEFAULT '', slurm_account TEXT NOT NULL DEFAULT '',"
+      " slurm_qos TEXT NOT NULL DEFAULT '',"
+      " PRIMARY KEY(co_id, attempt, idx));"
+      "INSERT INTO coallocations(uid, \"user\", state, policy, nodes, duration, ready, clusters,"
+      " max_parts, request, submitted, changed, attempt)"
+      " VALUES(1000, 'alice', 'running', 'flexco', 5, 600, 100, 'alpha', 4, '{}', 1, 1, 1);"
+      "INSERT INTO parts(co_id, attempt, idx, cluster, nodes, state, job_id, slurm_qos)"
+      " VALUES(1, 1, 0, 'alpha', 5, 'running', 42, 'long');";
+  const std::string e = run_sql(loc, v2);
+  ck_assert_msg(e.empty(), "%s", e.c_str());
+  std::string err;
+  auto s = Store::open(loc, &err);
+  ck_assert_msg(s != nullptr, "%s", err.c_str());
+  ck_assert_str_eq(s->instance().c_str(), "fedcba9876543210");
+  ck_assert_str_eq(s->schema_version().c_str(), "4");
+  auto co = s->get_coalloc(1);
+  ck_assert(co.has_value() && co->version == 1 && co->state == "running");
+  auto p = s->parts(1, true).at(0);
+  ck_assert(p.version == 1 && p.job_id == 42 && p.qos == "long");
+  CoRecord stale = *co;
+  co->state = "completed";
+  p.state = "completed";
+  std::vector<PartRecord> ps = {p};
+  ck_assert_msg(s->write(*co, ps, "ended", &err), "%s", err.c_str());
+  ck_assert(co->version == 2 && ps[0].version == 2);
+  stale.state = "completed";  // allowed by the state table: only the version refuses it
+  stale.reason = "stale";
+  ck_assert(!s->update_coalloc(stale, "x", &err) && Store::is_conflict(err));
+  s.reset();
+  s = Store::open(loc, &err);  // again: nothing more to migrate
+  ck_assert_msg(s != nullptr, "%s", err.c_str());
+  ck_assert_str_eq(s->schema_version().c_str(), "4");
+  ck_assert_int_eq(s->get_coalloc(1)->version, 2);
+  // a database made new is schema 4 too
+  auto fresh = Store::open(fresh_loc("v3.db"), &err);
+  ck_assert_msg(fresh != nullptr, "%s", err.c_str());
+  ck_assert_str_eq(fresh->schema_version().c_str(), "4");
+}
+END_TEST
+
+// Fail-stop on PostgreSQL: the server ends flexcod's session (an admin's
+// pg_terminate_backend, a restart of the server, a lost link: libpq does
+// not reconnect), and the next write and read are told to the failure
+// handler, which flexcod's main() makes a fatal exit; nothing is written.
+START_TEST(pg_lost_connection_reaches_the_handler) {
+  std::string err;
+  const Store::Location loc = fresh_loc("lost.db");
+  auto s = Store::open(loc, &err);
+  ck_assert_msg(s != nullptr, "%s", err.c_str());
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "submitted", &err));
+  std::vector<PartRecord> ps = {sample_part(c.id, 1, 0, "alpha", "running")};
+  ck_assert(s->write(c, ps, "placed", &err));
+  std::vector<std::string> told;
+  s->set_failure_handler([&told](const std::string& what) { told.push_back(what); });
+  const std::string e = g_pg->exec("postgres",
+                                   "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                   " WHERE datname='t_lost' AND application_name='flexcod'");
+  ck_assert_msg(e.empty(), "%s", e.c_str());
+  PartRecord ended = ps[0];
+  ended.state = "completed";
+  ck_assert(!s->update_part(ended, "part_job_ended", &err));
+  ck_assert_msg(!told.empty(), "not told");
+  ck_assert_msg(told[0].find("terminat") != std::string::npos ||
+                    told[0].find("connection") != std::string::npos,
+                "%s", told[0].c_str());
+  const std::size_t n = told.size();
+  ck_assert(!s->get_coalloc(c.id).has_value());  // a read fails too, and is told
+  ck_assert_int_eq(told.size(), n + 1);
+  // the part is as it was, seen by a new connection
+  s.reset();
+  auto again = Store::open(loc, &err);
+  ck_assert_msg(again != nullptr, "%s", err.c_str());
+  ck_assert_str_eq(again->parts(c.id, true).at(0).state.c_str(), "running");
+}
+END_TEST
+
+// StorageLoc's errors name the database without its password, and one
+// that cannot be reached is refused at open with libpq's reason.
+START_TEST(pg_open_errors) {
+  ck_assert(flexcod::db::conninfo_has_password("host=/x dbname=f password=s3cret"));
+  ck_assert(flexcod::db::conninfo_has_password("postgresql://fc:s3cret@db.example/flexcod"));
+  ck_assert(!flexcod::db::conninfo_has_password("host=/x dbname=f"));
+  const std::string r = flexcod::db::redact_conninfo("host=/x password = 's3 cret' dbname=f");
+  ck_assert_msg(r.find("s3") == std::string::npos && r.find("dbname=f") != std::string::npos,
+                "%s", r.c_str());
+  const std::string u = flexcod::db::redact_conninfo("postgresql://fc:s3cret@db.example/flexcod");
+  ck_assert_msg(u == "postgresql://fc:***@db.example/flexcod", "%s", u.c_str());
+  Store::Location loc;
+  loc.type = "postgresql";
+  loc.path = "host=" + g_dir + "/nowhere dbname=x password=s3cret";
+  std::string err;
+  ck_assert(Store::open(loc, &err) == nullptr);
+  ck_assert_msg(err.find("cannot connect") != std::string::npos && err.find("s3cret") == std::string::npos,
+                "%s", err.c_str());
+  loc.path = "host=/x = bad";
+  ck_assert(Store::open(loc, &err) == nullptr);
+  ck_assert_msg(err.find("StorageLoc") != std::string::npos, "%s", err.c_str());
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("flexcod_store");
   TCase* tc = tcase_create("sqlite");
@@ -688,8 +945,32 @@ Suite* make_suite() {
   tcase_add_test(tc, one_store_per_database);
   tcase_add_test(tc, older_copy_cannot_overwrite);
   tcase_add_test(tc, user_caps);
+  tcase_add_test(tc, versions_compare_and_set);
+  tcase_add_test(tc, schema_2_is_migrated);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
+  // The same tests where the backend matters, on PostgreSQL (the SQLite
+  // files' modes, WAL, busy lock and second connection stay above).
+  TCase* pg = tcase_create("postgresql");
+  tcase_add_checked_fixture(pg, use_pg, nullptr);
+  tcase_add_test(pg, coalloc_round_trip_and_transitions);
+  tcase_add_test(pg, attempts_and_states);
+  tcase_add_test(pg, list_filters);
+  tcase_add_test(pg, submit_keys);
+  tcase_add_test(pg, moves_and_event_seq);
+  tcase_add_test(pg, switch_with_move_is_one_transaction);
+  tcase_add_test(pg, unknown_coalloc_write_fails);
+  tcase_add_test(pg, snapshot_and_written_since);
+  tcase_add_test(pg, purge_finished_keeps_live_and_young);
+  tcase_add_test(pg, one_store_per_database);
+  tcase_add_test(pg, older_copy_cannot_overwrite);
+  tcase_add_test(pg, user_caps);
+  tcase_add_test(pg, versions_compare_and_set);
+  tcase_add_test(pg, schema_2_is_migrated);
+  tcase_add_test(pg, pg_lost_connection_reaches_the_handler);
+  tcase_add_test(pg, pg_open_errors);
+  tcase_set_timeout(pg, 60);
+  suite_add_tcase(s, pg);
   return s;
 }
 
@@ -702,11 +983,21 @@ int main() {
     return 1;
   }
   g_dir = dir;
+  // A real PostgreSQL for the "postgresql" test case; without one the
+  // test fails (contrib/install-deps installs it), it does not skip.
+  PgServer pg;
+  const std::string why = pg.start();
+  if (!why.empty()) {
+    std::printf("Bail out! PostgreSQL: %s\n", why.c_str());
+    return 1;
+  }
+  g_pg = &pg;
   SRunner* sr = srunner_create(make_suite());
   srunner_set_tap(sr, "-");
   srunner_run_all(sr, CK_SILENT);
   const int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
+  pg.stop();
   std::string cmd = "rm -rf '" + g_dir + "'";
   if (std::system(cmd.c_str()) != 0) std::printf("# could not remove %s\n", g_dir.c_str());
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
