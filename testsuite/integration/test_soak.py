@@ -6,8 +6,9 @@ MaxClockOffset=30) with co-allocations from 3 users, random partitions,
 flexcod kills and owner cancels, and its goals checked from the clusters'
 own job records: nothing lost, no part started twice, no part of a
 co-allocation cancelled or failed before its start started, no part ran
-alone beyond PartStartSkew.  About 5 minutes (at most 6: 200 s of load,
-the end waited for at most 90 s).  Host Slurm only (localgrid --sites).
+alone beyond PartStartSkew.  About 5 minutes (at most 6: 230 s of load
+and faults, no new request in the last 50 s nor while a start is booked
+more than 120 s ahead, the end waited for at most 120 s).  Host Slurm only (localgrid --sites).
 FLEXCO_SOAK_ARGS adds soak arguments (e.g. "--seed 7")."""
 
 import json
@@ -34,8 +35,9 @@ def main():
     os.makedirs(run_dir, exist_ok=True)
     argv = [sys.executable, os.path.join(t.srcdir(), "contrib", "soak"),
             "--builddir", t.builddir(), "--run-dir", run_dir, "--json", out_json,
-            "--duration", "200", "--drain", "90", "--interval", "20",
-            "--partition-every", "45", "--kill-every", "70", "--cancel", "0.25",
+            "--duration", "230", "--tail", "50", "--backlog", "120", "--drain", "120",
+            "--interval", "12", "--partition-every", "45", "--kill-every", "70",
+            "--cancel", "0.25",
             "--users", "3", "--seed", "38",
             "--base-port", str(t.pick_base_port("test_soak", 3))]
     argv += shlex.split(os.environ.get("FLEXCO_SOAK_ARGS", ""))
@@ -51,7 +53,7 @@ def main():
     with open(out_json) as f:
         fig = json.load(f)["figures"]
     ev = fig["events"]
-    t.ok(fig["accepted"] >= 5, "co-allocations were accepted (%d of %d requests)"
+    t.ok(fig["accepted"] >= 4, "co-allocations were accepted (%d of %d requests)"
          % (fig["accepted"], fig["requests"]), "%r" % fig["refused"])
     t.ok(ev["partitions"] >= 1 and ev["kills"] >= 1,
          "faults happened: %d partitions, %d flexcod kills, %d owner cancels"
@@ -78,6 +80,8 @@ def main():
         import shutil
         shutil.rmtree(run_dir, ignore_errors=True)
         shutil.rmtree(run_dir + ".users", ignore_errors=True)
+        if os.path.exists(run_dir + ".raw.json"):
+            os.unlink(run_dir + ".raw.json")
 
 
 if __name__ == "__main__":
