@@ -227,7 +227,10 @@ class Case:
         later = int(time.time()) + 900
         soon = {"ready": int(time.time()) + 20} if SITES else {}
         if self.op in ("move", "cancel"):
-            s, co = fc.submit(self.body(ready=later))
+            # on the site grid a cancel's co-allocation starts 30 s ahead,
+            # so that a partition from the cancel on can outlast its start
+            s, co = fc.submit(self.body(ready=int(time.time()) + 30
+                                        if SITES and self.op == "cancel" else later))
             if s != 201 or co.get("state") != "scheduled":
                 return "setup: submit answered %s %r" % (s, co)
         h = Hold(self.hold_dir, self.step)
