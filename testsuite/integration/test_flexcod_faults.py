@@ -24,7 +24,23 @@ live and consistent with its parts.
 By default (CI) a representative subset runs; FLEXCO_FAULT_MATRIX=full
 runs every step x fault (contrib/fault-matrix), FLEXCO_FAULT_MATRIX=
 "step:fault,..." the given cases.  FLEXCO_FAULT_TABLE=<file> writes the
-result table (markdown) there."""
+result table (markdown) there.
+
+FLEXCO_FAULT_GRID=sites runs the matrix on a grid of sites instead
+(issue 38 §3; localgrid --sites: every link delay 40ms loss 1 %, clocks
+alpha -20 s, beta 0, gamma +20 s, MaxClockOffset=30), with the faults a
+site has:
+
+    partition          the cluster's site partitioned (`localgrid net
+                       partition`) from S on, healed once flexcod has gone
+                       past S
+    partition-outlast  the same, healed only 30 s after the co-allocation's
+                       planned start (the start is 20 s after the request):
+                       the partition outlasts the step and the start gate
+    kill-flexcod       as above (flexcod restarted in its namespace)
+    none               no fault: the step under the clock offsets alone
+
+and the part jobs' start times converted from each cluster's clock."""
 
 import os
 import signal
@@ -54,12 +70,24 @@ SUBSET = [("reserving", "drop"), ("reserved", "kill-flexcod"),
           ("move-submitted", "kill-flexcod"), ("move-switched", "drop"),
           ("cancelling", "kill-flexcod"), ("cancelling", "blackhole"),
           ("finishing", "kill-slurmctld"), ("finishing", "blackhole")]
+SITE_FAULTS = ["kill-flexcod", "partition", "partition-outlast", "none"]
+SITE_SUBSET = [("reserving", "partition-outlast"), ("reserved", "partition-outlast"),
+               ("confirmed", "partition-outlast"), ("submitted", "partition-outlast"),
+               ("cancelling", "partition-outlast"), ("finishing", "partition-outlast"),
+               ("confirmed", "partition"), ("submitted", "partition"),
+               ("submitted", "kill-flexcod"), ("cancelling", "kill-flexcod"),
+               ("submitted", "none"), ("finishing", "none")]
+SITES = os.environ.get("FLEXCO_FAULT_GRID") == "sites"
+CLOCKS = {"alpha": -20, "beta": 0, "gamma": 20} if SITES else {}
+OUTLAST = 30   # s a partition-outlast heals after the planned start
 LIVE = ("scheduled", "running")
 FINAL = ("completed", "failed", "cancelled")
 
 
 def cases():
     sel = os.environ.get("FLEXCO_FAULT_MATRIX", "")
+    if SITES and sel in ("", "full"):
+        return SITE_SUBSET if sel == "" else [(s, f) for s, _ in STEPS for f in SITE_FAULTS]
     if sel == "full":
         return [(s, f) for s, _ in STEPS for f in FAULTS]
     if sel:
@@ -151,11 +179,13 @@ def violations(grid, fc, skew, since=0):
                 bad.append("co-%d (%s): part %d's job %s on %s is %s in Slurm"
                            % (cid, state, p["index"], p.get("job_id"), c,
                               mine[0].get("JobState") if mine else "missing"))
-        running = [j for js in active.values() for j in js if j.get("JobState") == "RUNNING"]
+        running = [(c, j) for c, js in active.items() for j in js
+                   if j.get("JobState") == "RUNNING"]
         if running:
             started = [j for js in ran.values() for j in js]
+            # StartTime is by the cluster's clock: to real time
             first = min(time.mktime(time.strptime(j["StartTime"], "%Y-%m-%dT%H:%M:%S"))
-                        for j in running)
+                        - CLOCKS.get(c, 0) for c, j in running)
             if len(started) < len(parts) and now > first + skew:
                 bad.append("co-%d: %d of %d parts running alone for %d s (skew limit %d s)"
                            % (cid, len(started), len(parts), now - first, skew))
@@ -195,13 +225,17 @@ class Case:
         r = fc.client().get("/v1/coallocations?limit=1000")
         since = 1 + max([x["id"] for x in (r.json or {}).get("coallocations", [])] or [0])
         later = int(time.time()) + 900
+        soon = {"ready": int(time.time()) + 20} if SITES else {}
         if self.op in ("move", "cancel"):
-            s, co = fc.submit(self.body(ready=later))
+            # on the site grid a cancel's co-allocation starts 30 s ahead,
+            # so that a partition from the cancel on can outlast its start
+            s, co = fc.submit(self.body(ready=int(time.time()) + 30
+                                        if SITES and self.op == "cancel" else later))
             if s != 201 or co.get("state") != "scheduled":
                 return "setup: submit answered %s %r" % (s, co)
         h = Hold(self.hold_dir, self.step)
         if self.op in ("submit", "commit", "finish"):
-            th = self.background(lambda: fc.submit(self.body()))
+            th = self.background(lambda: fc.submit(self.body(**soon)))
         elif self.op == "move":
             # away from its largest part: the two other clusters then
             # have room for it beside the old set (make before break)
@@ -249,6 +283,25 @@ class Case:
                 h.release()
                 passed()
             self.grid.restart_slurmctld(target, sig=signal.SIGKILL, while_down=while_down)
+            t0 = time.monotonic()
+        elif self.fault == "none":
+            h.release()
+            passed()
+            t0 = time.monotonic()
+        elif self.fault in ("partition", "partition-outlast"):
+            self.grid.localgrid("net", target, "partition")
+            p0 = time.time()
+            h.release()
+            passed()
+            if self.fault == "partition-outlast":
+                start = max(co.get("planned_start") or 0,
+                            (fc.get(coid)[1] or {}).get("planned_start") or 0)
+                t.wait_for(lambda: time.time() > start + OUTLAST, 900 + OUTLAST,
+                           "the planned start + %d s" % OUTLAST)
+                self.outlast = time.time() - start
+            self.grid.localgrid("net", target, "heal")
+            self.grid.localgrid("net", target, "delay", "40ms", "loss", "1%")
+            self.partitioned = time.time() - p0
             t0 = time.monotonic()
         else:
             self.proxies[target].set(self.fault)
@@ -299,11 +352,23 @@ def main():
     todo = cases()
     ops = dict(STEPS)
     results = []
-    with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
+    args = ["--test-hooks"]
+    if SITES:
+        args += ["--sites", "--clock", "alpha=-20s", "--clock", "gamma=+20s",
+                 "--flexcod-option", "MaxClockOffset=30"]
+    with t.Grid(nodes=NODES, args=args,
+                name=t.test_name() + ("_sites" if SITES else "")) as grid:
         fc = Flexcod(grid)
-        proxies = flexcod_via_proxies(grid, fc)
-        t.ok(fc.listening() and all(p.accepted > 0 for p in proxies.values()),
-             "flexcod reaches every cluster through its fault proxy")
+        if SITES:
+            proxies = {}
+            for c in grid.cluster_names():
+                grid.localgrid("net", c, "delay", "40ms", "loss", "1%")
+            t.ok(t.wait_for(fc.listening, 60, "flexcod to reach every site"),
+                 "flexcod reaches every site (delay 40ms, loss 1%, clocks -20/0/+20 s)")
+        else:
+            proxies = flexcod_via_proxies(grid, fc)
+            t.ok(fc.listening() and all(p.accepted > 0 for p in proxies.values()),
+                 "flexcod reaches every cluster through its fault proxy")
         tmp = t.scratch_dir("flexcod-faults-")
         os.chmod(tmp, 0o777)
         for step, fault in todo:
@@ -315,23 +380,40 @@ def main():
                 why = "%s: %s" % (type(e).__name__, e)
             for p in proxies.values():
                 p.heal()
+            if SITES:
+                for c in grid.cluster_names():
+                    grid.localgrid("net", c, "heal")
+                    grid.localgrid("net", c, "delay", "40ms", "loss", "1%")
             secs = getattr(case, "seconds", None)
+            if SITES:
+                extra = []
+                if getattr(case, "partitioned", None) is not None:
+                    extra.append("partition %.0f s" % case.partitioned)
+                if getattr(case, "outlast", None) is not None:
+                    extra.append("healed %.0f s after the planned start" % case.outlast)
+                spread = (fc.get(case.coid)[1] or {}).get("start_spread") \
+                    if getattr(case, "coid", None) else None
+                if spread is not None:
+                    extra.append("start spread %d s" % spread)
+                case.extra = ", ".join(extra)
             t.ok(why is None, "%s at '%s' (%s, %s): consistent after %s" % (
                 fault, step, ops[step], getattr(case, "target", "?"),
                 "%.1f s" % secs if secs is not None else "-"), why)
             results.append((step, ops[step], fault, why is None, secs,
-                            time.monotonic() - t0, why))
+                            time.monotonic() - t0, why, getattr(case, "extra", "")))
             t.ok(cleanup(grid, fc), "after %s at '%s': the grid is cleaned for the next case"
                  % (fault, step))
         fc.no_illegal_transitions()
         for p in proxies.values():
             p.close()
-    lines = ["| step | operation | fault | result | quiescence s | case s |",
-             "|---|---|---|---|---|---|"]
-    for step, op, fault, good, secs, total, why in results:
+    lines = ["| step | operation | fault | result | quiescence s | case s |"
+             + (" notes |" if SITES else ""),
+             "|---|---|---|---|---|---|" + ("---|" if SITES else "")]
+    for step, op, fault, good, secs, total, why, extra in results:
         lines.append("| %s | %s | %s | %s | %s | %.0f |" % (
             step, op, fault, "pass" if good else "FAIL: " + why.replace("|", "/")[:200],
-            "%.1f" % secs if secs is not None else "-", total))
+            "%.1f" % secs if secs is not None else "-", total)
+            + (" %s |" % extra if SITES else ""))
     for line in lines:
         t.note(line)
     path = os.environ.get("FLEXCO_FAULT_TABLE")
