@@ -184,6 +184,29 @@ void Engine::run_gate(std::int64_t co_id) {
     bool admin_held = false;
     std::string fatal;  // the part can never start
   };
+  // What a release or a confirmation came to (the breaker fed either way).
+  auto outcome = [](Cluster* c, const http::Result<http::PartJob>& r) {
+    Out o;
+    if (r.ok()) {
+      c->note(true, "");
+      o.ok = true;
+      return o;
+    }
+    c->note_error(r.error());
+    const auto& e = r.error();
+    if (e.code != http::Errc::kHttp) return o;  // no answer: sent again
+    if (e.http_status == 409 && e.api_code == "held") {
+      // an administrator holds it: the release was answered and the job
+      // cannot start until the hold goes; then it starts late, which the
+      // part-start watchdog judges (PartStartPolicy)
+      o.ok = true;
+      o.admin_held = true;
+    } else if (e.http_status == 404 || e.api_code == "lease_lapsed" ||
+               e.api_code == "lease_expired") {
+      o.fatal = e.message;
+    }
+    return o;
+  };
   std::vector<std::size_t> todo;
   for (std::size_t i : g)
     if (!parts[i].start_confirmed && !acked(parts[i])) todo.push_back(i);
@@ -193,31 +216,10 @@ void Engine::run_gate(std::int64_t co_id) {
       Cluster* c = cluster(parts[i].cluster);
       const PartRecord* p = &parts[i];
       const std::int64_t lease_end = cluster_time(p->cluster, p->lease_end);
-      fs.push_back(std::async(std::launch::async, [this, c, p, lease_end]() {
-        Out o;
-        if (c == nullptr || !c->client) return o;
+      fs.push_back(std::async(std::launch::async, [this, c, p, lease_end, &outcome]() {
+        if (c == nullptr || !c->client) return Out{};
         bump("messages.release");
-        auto r = c->client->open_gate(p->reservation_id, p->job_id, lease_end);
-        if (r.ok()) {
-          c->note(true, "");
-          o.ok = true;
-          return o;
-        }
-        c->note_error(r.error());
-        const auto& e = r.error();
-        if (e.code == http::Errc::kHttp && e.http_status == 409 && e.api_code == "held") {
-          // an administrator holds it: the release was answered and the
-          // job cannot start until the hold goes; then it starts late,
-          // which the part-start watchdog judges (PartStartPolicy)
-          o.ok = true;
-          o.admin_held = true;
-          return o;
-        }
-        if (e.code == http::Errc::kHttp &&
-            (e.http_status == 404 || e.api_code == "lease_lapsed" ||
-             e.api_code == "lease_expired"))
-          o.fatal = e.message;
-        return o;
+        return outcome(c, c->client->open_gate(p->reservation_id, p->job_id, lease_end));
       }));
     }
     for (std::size_t k = 0; k < todo.size(); ++k) {
@@ -258,21 +260,10 @@ void Engine::run_gate(std::int64_t co_id) {
   for (std::size_t i : todo) {
     Cluster* c = cluster(parts[i].cluster);
     const PartRecord* p = &parts[i];
-    fs.push_back(std::async(std::launch::async, [this, c, p]() {
-      Out o;
-      if (c == nullptr || !c->client) return o;
+    fs.push_back(std::async(std::launch::async, [this, c, p, &outcome]() {
+      if (c == nullptr || !c->client) return Out{};
       bump("messages.confirm_start");
-      auto r = c->client->confirm_start(p->reservation_id, p->job_id);
-      if (r.ok()) {
-        c->note(true, "");
-        o.ok = true;
-        return o;
-      }
-      c->note_error(r.error());
-      const auto& e = r.error();
-      if (e.code == http::Errc::kHttp && (e.http_status == 404 || e.api_code == "lease_lapsed"))
-        o.fatal = e.message;
-      return o;
+      return outcome(c, c->client->confirm_start(p->reservation_id, p->job_id));
     }));
   }
   std::string fatal_why;
