@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -264,7 +265,7 @@ std::string availability_to_json(const Availability& a) {
   return dump(r);
 }
 
-Result<Availability> availability_from_json(std::string_view text) {
+Result<Availability> availability_from_json(std::string_view text, Duration clock_shift) {
   constexpr std::int64_t kTimeMax = kForever - 1;
   Reader rd("availability_from_json");
   JsonPtr root = parse(text, rd);
@@ -332,6 +333,21 @@ Result<Availability> availability_from_json(std::string_view text) {
   }
   if (rd.failed()) return rd.error();
 
+  if (clock_shift != 0) {
+    // Checked above: every time is in [0, kTimeMax]; a shift that takes
+    // one out of it is no clock this reader can plan with.
+    auto out = [&](Time t) { return t - clock_shift < 0 || t - clock_shift > kTimeMax; };
+    if (out(when) || out(horizon_end))
+      return Error{Errc::kInvalidArgument, "availability_from_json: clock shift " +
+                                               std::to_string(clock_shift) + " out of range"};
+    when -= clock_shift;
+    horizon_end -= clock_shift;
+    if (bf_last != 0) bf_last = std::max<Time>(1, bf_last - clock_shift);
+    for (Step& s : steps) {
+      s.start -= clock_shift;
+      s.end -= clock_shift;
+    }
+  }
   auto profiles = profiles_from_steps(steps, counts[0][2], counts[1][2]);
   if (!profiles.ok())
     return Error{Errc::kInvalidArgument,

@@ -37,7 +37,10 @@ std::string availability_to_json(const Availability& a);
 // profiles are rebuilt from the steps (profiles_from_steps).  Unknown
 // members are ignored.  Error: Errc::kInvalidArgument, the message names the
 // member ("availability_from_json: steps[2].end: ...").
-Result<Availability> availability_from_json(std::string_view text);
+// `clock_shift`: the answering cluster's clock less the reader's, in
+// seconds; every time read (snapshot_time, horizon_end, the steps, the
+// last backfill cycle) is kept less it, by the reader's clock.
+Result<Availability> availability_from_json(std::string_view text, Duration clock_shift = 0);
 
 // The project's HTTP error body {"error":{"code":CODE,"message":MESSAGE}},
 // compact.  Only std::bad_alloc can escape.

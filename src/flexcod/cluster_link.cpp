@@ -170,6 +170,9 @@ bool Engine::reconcile_cluster(std::size_t ci) {
 
 void Engine::handle_event(std::size_t ci, const http::Event& e) {
   Cluster& c = *clusters_[ci];
+  // Its times by flexcod's clock (doc/flexcod.md, "Clocks"); a part job's
+  // by its part's own shift (apply_job_phase).
+  const std::int64_t shift = c.clock_shift();
   if (e.type == "job_ended_early") {
     bump("events.job_ended_early");
     {
@@ -181,14 +184,15 @@ void Engine::handle_event(std::size_t ci, const http::Event& e) {
       const json_t* nc = json_object_get(r, "node_count");
       if (json_is_integer(st) && json_is_integer(en) && json_is_integer(nc)) {
         std::lock_guard<std::mutex> lock(c.m);
-        c.hpcm.record(json_integer_value(st), json_integer_value(en), json_integer_value(nc));
+        c.hpcm.record(json_integer_value(st) - shift, json_integer_value(en) - shift,
+                      json_integer_value(nc));
       }
     }
     // A rescheduling pass once the cluster's next backfill pass has run.
     const json_t* j = json_object_get(e.raw.get(), "job_id");
     std::lock_guard<std::mutex> lock(resched_mutex_);
     Trigger& t = resched_pending_[ci];
-    t.event_time = std::max(t.event_time, e.time);
+    t.event_time = std::max(t.event_time, e.time - shift);
     if (t.seen == 0) t.seen = now_seconds();
     t.what = "job " + std::to_string(json_integer_value(j)) + " on " + c.conf.name + " ended early";
     return;

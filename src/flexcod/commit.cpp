@@ -35,6 +35,8 @@ std::vector<PartRecord> Engine::new_parts(const CoRecord& co, const Spec& spec,
     p.resv_key = key(co, attempt, p.idx, "resv");
     p.planned_start = start;
     p.planned_end = start + length;
+    // Its cluster is told times by its own clock (doc/flexcod.md, "Clocks").
+    p.clock_shift = clusters_[plan.parts[i].cluster]->clock_shift();
     parts.push_back(std::move(p));
   }
   return parts;
@@ -50,7 +52,7 @@ http::ReservationRequest Engine::reserve_request(const CoRecord& co, const PartR
     q.user = flexco::conf::name_at(conf_, co.user, p.cluster);
   }
   q.nodes = p.nodes;
-  q.start = p.planned_start;
+  q.start = p.planned_start + p.clock_shift;  // by the cluster's clock
   q.duration = p.planned_end - p.planned_start;
   q.partition = p.partition.empty() ? c->conf.partition : p.partition;
   q.confirm_within = confirm_within;
@@ -177,7 +179,7 @@ Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
     q.coallocation = "co-" + std::to_string(co.id);
     q.part_index = p.idx;
     q.parts = layout;
-    q.start = p.planned_start;
+    q.start = p.planned_start + p.clock_shift;  // FLEXCO_START, by the cluster's clock
     q.time_limit = time_limit;
     // Held until the start gate opens at the planned start (gate.cpp): a
     // part job must not start, and run alone, while a sibling's submission

@@ -87,6 +87,18 @@ struct Engine::Cluster {
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     return v[v.size() / 2];
   }
+  // Under m: the whole seconds flexcod adds to one of its times to get
+  // the cluster's (doc/flexcod.md, "Clocks"): the estimate rounded, 0
+  // while there is none or it is under a second (within its own error).
+  std::int64_t clock_shift_locked() const {
+    const auto off = clock_offset_locked();
+    if (!off || std::fabs(*off) < 1.0) return 0;
+    return static_cast<std::int64_t>(std::llround(*off));
+  }
+  std::int64_t clock_shift() {
+    std::lock_guard<std::mutex> lock(m);
+    return clock_shift_locked();
+  }
 
   // Every call's outcome: answered (any HTTP answer) or not (no
   // connection, timeout, cut).  Feeds the circuit breaker below.
@@ -342,9 +354,13 @@ inline JobPhase phase_of(const std::string& slurm_state) {
 // The transition of part q that its job reaching `phase` implies: the one
 // place where a live part_job_started / part_job_ended event and a job
 // state read at reconciliation change a part.  Times and exit code are
-// taken when known (> 0, >= 0).  true if the part's state changed.
+// taken when known (> 0, >= 0), by the cluster's clock, and kept by
+// flexcod's (less the part's clock_shift).  true if the part's state
+// changed.
 inline bool apply_job_phase(PartRecord& q, JobPhase phase, const std::string& job_state,
                      std::int64_t start, std::int64_t end, int exit_code) {
+  if (start > 0) start -= q.clock_shift;
+  if (end > 0) end -= q.clock_shift;
   if (!job_state.empty()) q.job_state = job_state;
   if (start > 0 && phase != JobPhase::kPending) q.actual_start = start;
   const std::string before = q.state;

@@ -69,9 +69,7 @@ void Engine::gate_loop() {
 std::int64_t Engine::cluster_time(const std::string& name, std::int64_t t) {
   Cluster* c = cluster(name);
   if (c == nullptr) return t;
-  std::lock_guard<std::mutex> g(c->m);
-  const auto off = c->clock_offset_locked();
-  return off ? t + static_cast<std::int64_t>(std::llround(*off)) : t;
+  return t + c->clock_shift();
 }
 
 void Engine::fail_at_gate(CoRecord& co, std::vector<PartRecord>& parts, const std::string& why) {

@@ -78,7 +78,8 @@ std::optional<flexco::Availability> Engine::read_profile(std::size_t ci,
     }
     text = http::json_text(r.value().get());
   }
-  auto a = flexco::availability_from_json(text);
+  // Its times by flexcod's clock (doc/flexcod.md, "Clocks").
+  auto a = flexco::availability_from_json(text, c.clock_shift());
   if (!a.ok()) {
     *why = "bad profile: " + a.error().message;
     return std::nullopt;
@@ -294,8 +295,10 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
         // The query core/offer_probe.hpp defines for the planners (flexco-sim
         // answers the same one itself): node counts up to the request,
         // the split duration of the planner's request, from its ready time.
+        // Asked and answered by the cluster's clock (doc/flexcod.md, "Clocks").
+        const std::int64_t shift = c.clock_shift();
         const std::string body =
-            probe_body(plan_ask(spec), one.avail->nodes_published, now_seconds(), part);
+            probe_body(plan_ask(spec), one.avail->nodes_published, now_seconds(), part, shift);
         JsonPtr q(json_loads(body.c_str(), 0, nullptr));
         if (!q) throw std::bad_alloc();  // our own JSON: only memory can fail
         auto p = c.client->probe(q.get(), 1000L * conf.cluster_timeout);
@@ -304,7 +307,19 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
           auto offers = flexco::offers_from_probe_answer(http::json_text(p.value().get()));
           if (offers.ok()) {
             one.offers = std::move(offers).value();
+            for (auto& o : one.offers) {
+              o.start -= shift;
+              o.end -= shift;
+            }
             one.raw = http::json_ref(json_object_get(p.value().get(), "offers"));
+            // shown to the user beside the plan: by flexcod's clock too
+            for (std::size_t k = 0; shift != 0 && k < json_array_size(one.raw.get()); ++k) {
+              json_t* o = json_array_get(one.raw.get(), k);
+              for (const char* f : {"start", "end"}) {
+                json_t* v = json_object_get(o, f);
+                if (json_is_integer(v)) json_integer_set(v, json_integer_value(v) - shift);
+              }
+            }
           } else {
             failed = offers.error().message;
           }

@@ -29,8 +29,11 @@ flexco::CoallocOptions plan_options(std::int64_t now) {
 bool policy_probes(const std::string& policy) { return policy == "coarp" || policy == "cores" || policy == "cores-seq"; }
 
 std::string probe_body(const PlanAsk& ask, std::int64_t published, std::int64_t now,
-                       const std::string& partition) {
-  const flexco::CoallocRequest req = plan_request(ask, now);
+                       const std::string& partition, std::int64_t clock_shift) {
+  PlanAsk there = ask;
+  if (there.ready > 0) there.ready += clock_shift;
+  if (there.deadline > 0) there.deadline += clock_shift;
+  const flexco::CoallocRequest req = plan_request(there, now + clock_shift);
   return flexco::plan_probe_query(req, published, req.ready, partition);
 }
 

@@ -42,9 +42,11 @@ flexco::CoallocOptions plan_options(std::int64_t now);
 // cores): gather probes every cluster before planning.
 bool policy_probes(const std::string& policy);
 // The body of the probe sent to a cluster whose profile publishes
-// `published` nodes (core/offer_probe.hpp, plan_probe_query).
+// `published` nodes (core/offer_probe.hpp, plan_probe_query), in the
+// cluster's clock: flexcod's times (now, ready, deadline) plus
+// `clock_shift` (its clock less flexcod's).
 std::string probe_body(const PlanAsk& ask, std::int64_t published, std::int64_t now,
-                       const std::string& partition);
+                       const std::string& partition, std::int64_t clock_shift = 0);
 // The planner's views of the clusters that answered: name, published nodes,
 // free profile and offers (empty: none or the probe failed).  The views
 // point into `avail`.

@@ -217,7 +217,7 @@ void Engine::resched_loop() {
           const json_t* bf = json_object_get(r.value().get(), "backfill");
           const json_t* lc = json_object_get(bf, "last_cycle");
           go = json_is_integer(lc) &&
-               local_queue_went_first(json_integer_value(lc),
+               local_queue_went_first(json_integer_value(lc) - c.clock_shift(),
                                       !json_is_false(json_object_get(bf, "active")), t.event_time);
         }
       }

@@ -33,7 +33,7 @@ bool random_hex(std::size_t n, std::string* out) {
 // The schema in SQLite's spelling; db::Conn::dialect() makes PostgreSQL's
 // (db.hpp).  kSchemaVersion: what a database made by it, or migrated by
 // Store::migrate(), holds as meta's 'schema'.
-const char* const kSchemaVersion = "4";
+const char* const kSchemaVersion = "5";
 const char* kSchema =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS coallocations("
@@ -60,6 +60,7 @@ const char* kSchema =
     " slurm_partition TEXT NOT NULL DEFAULT '', slurm_account TEXT NOT NULL DEFAULT '',"
     " slurm_qos TEXT NOT NULL DEFAULT '',"
     " lease_end INTEGER NOT NULL DEFAULT 0, start_confirmed INTEGER NOT NULL DEFAULT 0,"
+    " clock_shift INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(co_id, attempt, idx));"
     "CREATE INDEX IF NOT EXISTS parts_state ON parts(state);"
     "CREATE INDEX IF NOT EXISTS coallocations_state ON coallocations(state);"
@@ -161,7 +162,7 @@ CoRecord read_co(Stmt& s) {
 const char* kPartCols =
     "co_id, attempt, idx, version, cluster, nodes, state, reason, resv_key, reservation_id, reservation,"
     " node_list, job_key, job_id, job_state, planned_start, planned_end, actual_start, actual_end,"
-    " exit_code, current, slurm_partition, slurm_account, slurm_qos, lease_end, start_confirmed";
+    " exit_code, current, slurm_partition, slurm_account, slurm_qos, lease_end, start_confirmed, clock_shift";
 
 PartRecord read_part(Stmt& s) {
   PartRecord p;
@@ -192,6 +193,7 @@ PartRecord read_part(Stmt& s) {
   p.qos = s.str(i++);
   p.lease_end = s.i64(i++);
   p.start_confirmed = s.i64(i++) != 0;
+  p.clock_shift = s.i64(i++);
   return p;
 }
 
@@ -304,7 +306,9 @@ std::string Store::schema_version() {
 //  - schema 3 (issue 38 §2.2) the parts' start leases, none for the
 //    parts there were;
 //  - schema 4 (issue 39 §1) the rows' version (compare-and-set,
-//    store.hpp), 1 for the rows there were.
+//    store.hpp), 1 for the rows there were;
+//  - schema 5 the parts' clock shift (doc/flexcod.md, "Clocks"), 0 (no
+//    translation) for the parts there were.
 bool Store::migrate(std::string* error) {
   struct Step {
     const char* table;
@@ -325,6 +329,9 @@ bool Store::migrate(std::string* error) {
        "ALTER TABLE coallocations ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
        "ALTER TABLE parts ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
        "UPDATE meta SET value='4' WHERE key='schema';"},
+      {"parts", "clock_shift",
+       "ALTER TABLE parts ADD COLUMN clock_shift INTEGER NOT NULL DEFAULT 0;"
+       "UPDATE meta SET value='5' WHERE key='schema';"},
   };
   for (const Step& step : kSteps) {
     bool has = false;
@@ -397,14 +404,14 @@ bool Store::put_part(const PartRecord& p, std::string* error) {
          "INSERT INTO parts(co_id, attempt, idx, cluster, nodes, state, reason, resv_key,"
          " reservation_id, reservation, node_list, job_key, job_id, job_state, planned_start,"
          " planned_end, actual_start, actual_end, exit_code, current, slurm_partition,"
-         " slurm_account, slurm_qos, lease_end, start_confirmed)"
-         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         " slurm_account, slurm_qos, lease_end, start_confirmed, clock_shift)"
+         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(p.co_id).bind(p.attempt).bind(p.idx).bind(p.cluster).bind(p.nodes).bind(p.state)
       .bind(p.reason).bind(p.resv_key).bind(p.reservation_id).bind(p.reservation)
       .bind(p.node_list).bind(p.job_key).bind(p.job_id).bind(p.job_state).bind(p.planned_start)
       .bind(p.planned_end).bind(p.actual_start).bind(p.actual_end).bind(p.exit_code)
       .bind(p.current ? 1 : 0).bind(p.partition).bind(p.account).bind(p.qos)
-      .bind(p.lease_end).bind(p.start_confirmed ? 1 : 0);
+      .bind(p.lease_end).bind(p.start_confirmed ? 1 : 0).bind(p.clock_shift);
   if (s.step() != db::kDone) {
     if (error) *error = "write part: " + s.errmsg();
     return false;

@@ -94,6 +94,11 @@ struct PartRecord {
   // opened), and whether its plugin confirmed the start.
   std::int64_t lease_end = 0;
   bool start_confirmed = false;
+  // Its cluster's clock less flexcod's, in whole seconds, as estimated when
+  // the part was planned (doc/flexcod.md, "Clocks"): its reservation's and
+  // part job's start were sent as planned_start plus this, and the times
+  // its cluster reports are kept less this.
+  std::int64_t clock_shift = 0;
 };
 
 struct Transition {
@@ -163,7 +168,7 @@ class Store {
 
   // "sqlite" or "postgresql"
   const char* kind() const;
-  // meta's 'schema' ("4"), the same for both backends.
+  // meta's 'schema' ("5"), the same for both backends.
   std::string schema_version();
 
   // The error text of a compare-and-set conflict starts with kConflict.

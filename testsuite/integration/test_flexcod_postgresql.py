@@ -39,7 +39,7 @@ def main():
         to_postgresql(fc, pg.conninfo("flexcod"))
         r = subprocess.run([fc.launch_info()["argv"][0], "--init-db", "-f", fc.info["conf"]],
                            capture_output=True, text=True, timeout=60)
-        t.ok(r.returncode == 0 and "schema 4 ready" in r.stdout and "postgresql" in r.stdout,
+        t.ok(r.returncode == 0 and "schema 5 ready" in r.stdout and "postgresql" in r.stdout,
              "flexcod --init-db makes the schema in PostgreSQL", "%r %r" % (r.stdout, r.stderr))
         tables = sorted(x[0] for x in pg.query("flexcod", "SELECT table_name FROM "
                                                "information_schema.tables WHERE table_schema='public'"))

@@ -639,6 +639,32 @@ START_TEST(test_capi_round_trip) {
     EQ(y.cpus.free_at(t).value(), x.cpus.free_at(t).value());
   }
   check_invariants(y, "read back");
+
+  // Read by a clock 20 s behind the cluster's: every time 20 s earlier,
+  // the same function of the reader's time.
+  auto sh = availability_from_json(a.json, 20);
+  ck_assert_msg(sh.ok(), "%s", sh.ok() ? "" : sh.error().message.c_str());
+  const Availability& z = sh.value();
+  EQ(z.when, x.when - 20);
+  EQ(z.horizon_end, x.horizon_end - 20);
+  EQ(z.bf_last_cycle, x.bf_last_cycle == 0 ? 0 : x.bf_last_cycle - 20);
+  EQ(z.steps.size(), x.steps.size());
+  for (std::size_t i = 0; i < z.steps.size(); ++i) {
+    EQ(z.steps[i].start, x.steps[i].start - 20);
+    EQ(z.steps[i].end, x.steps[i].end - 20);
+  }
+  for (Time t = x.when; t < x.horizon_end + 10; t += 50) {
+    EQ(z.nodes.free_at(t - 20).value(), x.nodes.free_at(t).value());
+    EQ(z.cpus.free_at(t - 20).value(), x.cpus.free_at(t).value());
+  }
+  check_invariants(z, "read back shifted");
+  // and by one ahead of it (a negative shift)
+  auto ahead = availability_from_json(a.json, -7);
+  ck_assert(ahead.ok() && ahead.value().when == x.when + 7);
+  // a shift that leaves the range of times is refused, not wrapped
+  auto bad = availability_from_json(a.json, x.when + 1);
+  ck_assert(!bad.ok());
+  HAS(bad.error().message, "clock shift");
 }
 END_TEST
 

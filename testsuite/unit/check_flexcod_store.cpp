@@ -296,7 +296,7 @@ START_TEST(schema_1_is_migrated) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, nullptr);
   ck_assert(sqlite3_step(st) == SQLITE_ROW);
-  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "4");
+  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "5");
   sqlite3_finalize(st);
   sqlite3_close(db);
 }
@@ -795,10 +795,10 @@ START_TEST(versions_compare_and_set) {
 }
 END_TEST
 
-// A database of schema 2 (before issue 38's start leases and issue 39's
-// row versions) opens as schema 4 in either backend: the columns are
-// added, version 1 for the rows it held, which are then written by
-// compare-and-set like new ones.
+// A database of schema 2 (before the start leases, the row versions and
+// the parts' clock shift) opens as schema 5 in either backend: the
+// columns are added, version 1 and clock shift 0 for the rows it held,
+// which are then written by compare-and-set like new ones.
 START_TEST(schema_2_is_migrated) {
   const Store::Location loc = fresh_loc("v2.db");
   const std::string v2 =
@@ -837,11 +837,12 @@ START_TEST(schema_2_is_migrated) {
   auto s = Store::open(loc, &err);
   ck_assert_msg(s != nullptr, "%s", err.c_str());
   ck_assert_str_eq(s->instance().c_str(), "fedcba9876543210");
-  ck_assert_str_eq(s->schema_version().c_str(), "4");
+  ck_assert_str_eq(s->schema_version().c_str(), "5");
   auto co = s->get_coalloc(1);
   ck_assert(co.has_value() && co->version == 1 && co->state == "running");
   auto p = s->parts(1, true).at(0);
-  ck_assert(p.version == 1 && p.job_id == 42 && p.qos == "long");
+  ck_assert(p.version == 1 && p.job_id == 42 && p.qos == "long" && p.clock_shift == 0);
+  p.clock_shift = -20;
   CoRecord stale = *co;
   co->state = "completed";
   p.state = "completed";
@@ -854,12 +855,13 @@ START_TEST(schema_2_is_migrated) {
   s.reset();
   s = Store::open(loc, &err);  // again: nothing more to migrate
   ck_assert_msg(s != nullptr, "%s", err.c_str());
-  ck_assert_str_eq(s->schema_version().c_str(), "4");
+  ck_assert_str_eq(s->schema_version().c_str(), "5");
   ck_assert_int_eq(s->get_coalloc(1)->version, 2);
-  // a database made new is schema 4 too
+  ck_assert_int_eq(s->parts(1, true).at(0).clock_shift, -20);  // written and read back
+  // a database made new is schema 5 too
   auto fresh = Store::open(fresh_loc("v3.db"), &err);
   ck_assert_msg(fresh != nullptr, "%s", err.c_str());
-  ck_assert_str_eq(fresh->schema_version().c_str(), "4");
+  ck_assert_str_eq(fresh->schema_version().c_str(), "5");
 }
 END_TEST
 
