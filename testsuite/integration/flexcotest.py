@@ -413,10 +413,10 @@ def free_port(avoid=()):
     raise GridError("no free port outside the ephemeral range")
 
 
-def tcp_accepts(port, timeout=0.5):
-    """Something accepts TCP connections on 127.0.0.1:port."""
+def tcp_accepts(port, timeout=0.5, host="127.0.0.1"):
+    """Something accepts TCP connections on host:port (127.0.0.1)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -725,6 +725,11 @@ class Grid:
             raise GridError(f"slurmctld {pid} of {cluster} did not stop")
         if while_down:
             while_down()
+        site = c.get("site")
+        if site:
+            # localgrid --sites: in the site's namespace again, with its
+            # /etc/netns files (its own user database)
+            argv = ["ip", "netns", "exec", site["netns"]] + argv
         out = open(out_path, "ab") if out_path.startswith("/") else subprocess.DEVNULL
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out,
                                 stderr=subprocess.STDOUT,
@@ -741,7 +746,8 @@ class Grid:
         if not wait_for(up, timeout, f"restarted slurmctld of {cluster} to answer"):
             raise GridError(f"restarted slurmctld of {cluster} does not answer")
         port = c.get("plugin_port")
-        if port and not wait_for(lambda: tcp_accepts(port), timeout,
+        host = site["addr"] if site else "127.0.0.1"
+        if port and not wait_for(lambda: tcp_accepts(port, host=host), timeout,
                                  f"the plugin of {cluster} to listen again"):
             raise GridError(f"the restarted plugin of {cluster} does not listen")
         return proc.pid

@@ -15,7 +15,10 @@ as flexcod ran.  Now flexcod must stop with a "fatal: StateFile" line, and
 nothing may be written in its name while it is down; once the lock is let
 go and flexcod is started again (as systemd's Restart=on-failure would),
 its reconciliation finds the part jobs ended and completes the
-co-allocation, each part job having run once."""
+co-allocation, each part job having run once.
+
+On a grid of sites (localgrid --sites): each cluster and flexcod in a
+network namespace of its own."""
 
 import os
 import sqlite3
@@ -28,7 +31,7 @@ NODES = [4, 4]
 
 def main():
     t.require_grid_tools()
-    with t.Grid(nodes=NODES) as grid:
+    with t.Grid(nodes=NODES, args=["--sites"]) as grid:
         fc = Flexcod(grid)
         tmp = t.scratch_dir("flexcod-dbfail-")
         os.chmod(tmp, 0o777)

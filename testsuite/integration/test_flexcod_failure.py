@@ -9,7 +9,10 @@ everything is released, the part on the stopped cluster as soon as it is
 back; (3) a part deleted on its cluster after scheduling makes flexcod
 release the others, also when flexcod is killed right after writing the
 failure (3b); (4) with every usable cluster refusing, the request is reported
-unplaceable and nothing is left anywhere."""
+unplaceable and nothing is left anywhere.
+
+On a grid of sites (localgrid --sites): each cluster and flexcod in a
+network namespace of its own."""
 
 import os
 import subprocess
@@ -47,7 +50,7 @@ def main():
     t.require_grid_tools()
     hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
-    with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
+    with t.Grid(nodes=NODES, args=["--sites", "--test-hooks"]) as grid:
         fc = Flexcod(grid)
         tmp = t.scratch_dir("flexcod-failure-")
         os.chmod(tmp, 0o777)

@@ -8,7 +8,10 @@ flexco reservation with this flexcod's owner tag that its database does
 not know (an orphan) is deleted at the restart; one without an owner is
 left alone.
 A clean SIGTERM stop keeps scheduled co-allocations, which a restart
-picks up and follows to completion."""
+picks up and follows to completion.
+
+On a grid of sites (localgrid --sites): each cluster and flexcod in a
+network namespace of its own."""
 
 import os
 import threading
@@ -26,7 +29,7 @@ def main():
     t.require_grid_tools()
     hold_dir = t.scratch_dir("flexcod-hold-")
     os.environ[HOLD_ENV] = hold_dir
-    with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
+    with t.Grid(nodes=NODES, args=["--sites", "--test-hooks"]) as grid:
         fc = Flexcod(grid)
         st = grid.status()
         tmp = t.scratch_dir("flexcod-recovery-")

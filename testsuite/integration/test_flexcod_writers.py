@@ -11,7 +11,10 @@ co-allocation (DELETE) after its submission was written but before the
 submission took the co-allocation's lock: the submission must leave it
 cancelled and place nothing; before, it placed its older copy and the
 cancelled co-allocation came back to life, scheduled, with reservations on
-the clusters."""
+the clusters.
+
+On a grid of sites (localgrid --sites): each cluster and flexcod in a
+network namespace of its own."""
 
 import os
 import subprocess
@@ -27,7 +30,7 @@ def main():
     t.require_grid_tools()
     hold_dir = t.scratch_dir("flexcod-writers-hold-")
     os.environ[HOLD_ENV] = hold_dir
-    with t.Grid(nodes=NODES, args=["--test-hooks"]) as grid:
+    with t.Grid(nodes=NODES, args=["--sites", "--test-hooks"]) as grid:
         fc = Flexcod(grid)
         tmp = t.scratch_dir("flexcod-writers-")
         os.chmod(tmp, 0o777)
