@@ -73,9 +73,8 @@ def main():
          "no part ran alone beyond PartStartSkew (max %.0f s, skew %d s)"
          % (fig["alone_max"], fig["part_start_skew"]), "co-%s" % fig["alone_max_id"])
     t.is_(fig["stray_jobs"], [], "every part job at the clusters belongs to a co-allocation")
-    t.note("start spread p50/p99/max: %s/%s/%s s (clocks 40 s apart, flexcod does not "
-           "translate start times)" % (fig["spread"]["p50"], fig["spread"]["p99"],
-                                       fig["spread"]["max"]))
+    t.note("start spread p50/p99/max: %s/%s/%s s (clocks 40 s apart, translated by "
+           "flexcod)" % (fig["spread"]["p50"], fig["spread"]["p99"], fig["spread"]["max"]))
     if r.returncode == 0 and not t._failed:
         import shutil
         shutil.rmtree(run_dir, ignore_errors=True)
