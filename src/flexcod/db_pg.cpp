@@ -145,7 +145,17 @@ class PgStmt final : public Stmt {
 class PgConn final : public Conn {
  public:
   explicit PgConn(PGconn* c) : c_(c) {}
-  ~PgConn() override { PQfinish(c_); }  // the session's advisory lock goes with it
+  ~PgConn() override {
+    // The session's advisory lock would go with it, but only once its
+    // server process has seen the close, which a flexcod started right
+    // after may beat (seen: "in use by another flexcod" from a store
+    // opened just after the last one closed).  Given back first, at once.
+    if (c_ != nullptr && PQstatus(c_) == CONNECTION_OK &&
+        PQtransactionStatus(c_) == PQTRANS_IDLE) {
+      PQclear(PQexec(c_, "SELECT pg_advisory_unlock_all()"));
+    }
+    PQfinish(c_);
+  }
   const char* kind() const override { return "postgresql"; }
   std::unique_ptr<Stmt> prepare(const std::string& sql, const Failure& fail) override {
     return std::make_unique<PgStmt>(c_, fail, sql);
