@@ -261,7 +261,10 @@ def done():
 
 
 def run_main(fn):
-    """Run a test's main(); an uncaught exception is one failed test."""
+    """Run a test's main(); an uncaught exception is one failed test.  Its
+    last note is its wall time ("# wall time: N s"), which CI's budget is
+    counted from (contrib/run-tests prints the slowest)."""
+    started = time.monotonic()
     try:
         fn()
     except SystemExit:
@@ -272,6 +275,7 @@ def run_main(fn):
     http = sys.modules.get("flexcohttp")
     if http is not None:  # the responses it received against the OpenAPI files
         http.report(ok, note)
+    note("wall time: %.0f s" % (time.monotonic() - started))
     sys.exit(done())
 
 
