@@ -322,8 +322,8 @@ extern int flexco_job_cancel(uint32_t job_id, const char *resv_name)
 	}
 	unlock_slurmctld(lk);
 	if (sent) {
-		info("%s: JobId=%u in %s cancelled: its start lease lapsed unconfirmed",
-		     plugin_type, job_id, resv_name);
+		info("%s: JobId=%u in %s cancelled", plugin_type, job_id,
+		     resv_name);
 		schedule_job_save();	/* own locks */
 		queue_job_scheduler();
 	}

@@ -614,16 +614,16 @@ int resv_record(json_t* o, size_t i, size_t max_jobs, flexco_state_resv_t* r, ch
   json_t* jo;
   json_array_foreach(jobs, j, jo) {
     json_int_t jid = 0, sub = 0, lease_end = 0;
-    int pi = 0, started = 0, ended = 0, confirmed = 0, lapsed = 0;
-    if (json_unpack_ex(jo, &jerr, JSON_STRICT, "{s:I, s:i, s:I, s:b, s:b, s?I, s?b, s?b}",
+    int pi = 0, started = 0, ended = 0, confirmed = 0, lapsed = 0, gated = 0;
+    if (json_unpack_ex(jo, &jerr, JSON_STRICT, "{s:I, s:i, s:I, s:b, s:b, s?I, s?b, s?b, s?b}",
                        "job_id", &jid, "part_index", &pi, "submitted", &sub, "started", &started,
                        "ended", &ended, "lease_end", &lease_end, "confirmed", &confirmed,
-                       "lapsed", &lapsed) ||
+                       "lapsed", &lapsed, "gated", &gated) ||
         jid < 1 || jid > static_cast<json_int_t>(UINT32_MAX) || lease_end < 0)
       return state_fail(why, why_len, "malformed job %zu of reservation record %zu", j, i);
     r->jobs[r->job_cnt++] = flexco_state_job_t{jid,        pi,          sub,        started != 0,
                                                ended != 0, lease_end,   confirmed != 0,
-                                               lapsed != 0};
+                                               lapsed != 0, gated != 0};
   }
   if (jsub && !json_is_null(jsub)) {
     const char *key = nullptr, *target = nullptr, *digest = nullptr;
@@ -765,12 +765,12 @@ json_t* resv_json(const flexco_state_resv_t* r, bool with_submitting) {
   for (size_t i = 0; jobs && i < r->job_cnt; i++) {
     const flexco_state_job_t& j = r->jobs[i];
     if (json_array_append_new(
-            jobs, json_pack("{s:I, s:i, s:I, s:b, s:b, s:I, s:b, s:b}", "job_id",
+            jobs, json_pack("{s:I, s:i, s:I, s:b, s:b, s:I, s:b, s:b, s:b}", "job_id",
                             static_cast<json_int_t>(j.job_id), "part_index", j.part_index,
                             "submitted", static_cast<json_int_t>(j.submitted), "started",
                             j.started, "ended", j.ended, "lease_end",
                             static_cast<json_int_t>(j.lease_end), "confirmed", j.confirmed,
-                            "lapsed", j.lapsed))) {
+                            "lapsed", j.lapsed, "gated", j.gated))) {
       json_decref(jobs);
       return nullptr;
     }

@@ -207,6 +207,9 @@ typedef struct {
 	 * state files: 0, false, false. */
 	int64_t lease_end;
 	bool confirmed, lapsed;
+	/* submitted held and not released through the API since: a start
+	 * of it is someone else's release (absent in older files: false) */
+	bool gated;
 } flexco_state_job_t;
 
 typedef struct {

@@ -168,6 +168,7 @@ void view_of(const R& r, flexco_state_resv_t* v, flexco_state_job_t* jobs) {
     jobs[i].lease_end = r.jobs[i].lease_end;
     jobs[i].confirmed = r.jobs[i].confirmed;
     jobs[i].lapsed = r.jobs[i].lapsed;
+    jobs[i].gated = r.jobs[i].gated;
   }
   v->jobs = r.jobs.empty() ? nullptr : jobs;
   v->job_cnt = r.jobs.size();
@@ -397,6 +398,7 @@ int ResvService::parse_state(const char* text, std::size_t len, char* why, std::
       pj.lease_end = s.jobs[j].lease_end;
       pj.confirmed = s.jobs[j].confirmed;
       pj.lapsed = s.jobs[j].lapsed;
+      pj.gated = s.jobs[j].gated;
       r.jobs.push_back(pj);
     }
     if (s.submit_key != nullptr) {
@@ -1083,6 +1085,7 @@ int ResvService::job_submit(std::uint32_t uid, const flexco_rsvc_idem_t* rq, con
       pj.job_id = job_id;
       pj.part_index = part;
       pj.submitted = t;
+      pj.gated = spec.hold != 0;
       r->jobs.push_back(pj);
       r->changed = now();
       log(FLEXCO_RSVC_INFO, "part job %u (part %d) of %s: %" PRId64 " nodes, %" PRId64 " min",
@@ -1200,6 +1203,10 @@ int ResvService::job_release(std::uint32_t uid, const char* id, const char* job_
   const std::int64_t t = now();
   const std::int64_t was_lease_end = pj->lease_end;
   const bool was_confirmed = pj->confirmed;
+  const bool was_gated = pj->gated;
+  // released through the API from now on: on disk before the hold goes,
+  // or a restart would take the job's start for someone else's release
+  if (!confirm) pj->gated = false;
   if (confirm) {
     if (!pj->confirmed) {
       pj->confirmed = true;
@@ -1216,11 +1223,12 @@ int ResvService::job_release(std::uint32_t uid, const char* id, const char* job_
     if (pj->lease_end == 0) leases_opened_++;
     pj->lease_end = lease_end;
   }
-  if (gated && save() != 0) {  // the lease on disk before the hold goes
+  if ((gated || pj->gated != was_gated) && save() != 0) {  // on disk before the hold goes
     if (pj->lease_end != was_lease_end && was_lease_end == 0) leases_opened_--;
     if (pj->confirmed != was_confirmed) leases_confirmed_--;
     pj->lease_end = was_lease_end;  // not kept: nothing was done
     pj->confirmed = was_confirmed;
+    pj->gated = was_gated;
     *json_out = not_saved(false, "nothing is released or confirmed until it can");
     return 503;
   }
@@ -1256,6 +1264,30 @@ int ResvService::job_release(std::uint32_t uid, const char* id, const char* job_
 bool ResvService::enforce_leases(Record& r, std::int64_t t) {
   bool changed = false;
   for (auto& j : r.jobs) {
+    if (j.gated && !j.ended) {
+      // Held for the start gate and never released through the API, yet
+      // running: released by hand (scontrol release), it would run
+      // without its siblings.  Cancelled like a lapsed lease.
+      bool ran = false;
+      if (host_.job_phase(host_.arg, j.job_id, &ran) == FLEXCO_RSVC_PJ_RUNNING) {
+        char why[256] = "";
+        if (host_.job_cancel(host_.arg, j.job_id, name_of(r.id).c_str(), why, sizeof(why)) !=
+            FLEXCO_RSVC_OK) {
+          log(FLEXCO_RSVC_ERROR, "part job %u in %s: started without FlexCo's release, but "
+              "could not be cancelled: %s; next pass tries again", j.job_id,
+              name_of(r.id).c_str(), why);
+          continue;
+        }
+        j.gated = false;
+        j.lapsed = true;  // never to be released or confirmed again
+        ungated_cancels_++;
+        changed = true;
+        log(FLEXCO_RSVC_INFO, "part job %u in %s: started without FlexCo's release (released by "
+            "hand?), before its co-allocation's start gate: the job was cancelled",
+            j.job_id, name_of(r.id).c_str());
+        continue;
+      }
+    }
     if (j.lease_end == 0 || j.confirmed || j.lapsed || j.ended || t < j.lease_end) continue;
     bool ran = false;
     const int phase = host_.job_phase(host_.arg, j.job_id, &ran);
@@ -1417,10 +1449,11 @@ json_t* ResvService::stats_json() {
   json_object_set_new(root, "adopted", json_integer(static_cast<json_int_t>(adopted_)));
   json_object_set_new(root, "ticks", json_integer(static_cast<json_int_t>(ticks_)));
   json_object_set_new(root, "start_leases",
-                      json_pack("{s:I, s:I, s:I}", "opened",
+                      json_pack("{s:I, s:I, s:I, s:I}", "opened",
                                 static_cast<json_int_t>(leases_opened_), "confirmed",
                                 static_cast<json_int_t>(leases_confirmed_), "lapsed",
-                                static_cast<json_int_t>(leases_lapsed_)));
+                                static_cast<json_int_t>(leases_lapsed_), "ungated_cancels",
+                                static_cast<json_int_t>(ungated_cancels_)));
   json_object_set_new(root, "unaccounted", json_integer(static_cast<json_int_t>(unaccounted_)));
   const auto is = idem_.stats(now());
   json_object_set_new(

@@ -76,6 +76,10 @@ class ResvService {
     std::int64_t lease_end = 0;
     bool confirmed = false;
     bool lapsed = false;
+    // Submitted held, and not released through the API since: if it
+    // runs, someone released it by hand (scontrol release) outside the
+    // start gate, and the agent's pass cancels it.
+    bool gated = false;
   };
   // A part-job submission under way, saved before Slurm gets the job.
   struct Submission {
@@ -157,6 +161,7 @@ class ResvService {
   std::uint64_t saves_ = 0, save_errors_ = 0, adopted_ = 0, unaccounted_ = 0;
   std::uint64_t ticks_ = 0;   // agent passes this term
   std::uint64_t leases_opened_ = 0, leases_confirmed_ = 0, leases_lapsed_ = 0;
+  std::uint64_t ungated_cancels_ = 0;  // part jobs that started without the API's release
   std::string last_save_error_;
   std::int64_t last_save_error_at_ = 0;
 };

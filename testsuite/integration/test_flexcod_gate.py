@@ -106,7 +106,7 @@ def main():
             t.ok(0 <= secs <= LEASE + AGENT_PASS + 2,
                  "%s's part ran %d s, at most the lease (%d s) and the plugin's pass"
                  % (c, secs, LEASE), "%r" % {k: f.get(k) for k in ("JobState", "RunTime")})
-        t.ok("start lease lapsed unconfirmed" in grid.log_tail("beta", n=400),
+        t.ok("start lease lapsed at" in grid.log_tail("beta", n=400),
              "beta's slurmctld log says why")
         t.ok(t.wait_for(lambda: (fc.get(coid)[1] or {}).get("state") == "failed", 30,
                         "flexcod to fail it"),

@@ -252,6 +252,23 @@ def main():
              and job.get("JobState") == "PENDING" and job.get("Reason") == "JobHeldAdmin",
              "a job an administrator holds (scontrol hold): 409 held, it stays held",
              "%s %r %r" % (r.status, r.raw[:300], job))
+        # released by hand, not through the API: it would run outside the
+        # start gate, alone; the plugin's next pass cancels it.  Before,
+        # it ran to its end.
+        out5 = os.path.join(tmp, "hand.txt")
+        r = c.request("POST", path, body=dict(held, script="#!/bin/sh\nsleep 20\necho ran > %s\n"
+                                              % out5))
+        j5 = (r.json or {}).get("job_id")
+        hr = grid.run("alpha", ["scontrol", "release", str(j5)])
+        job = grid.wait_job("alpha", j5, timeout=60)
+        log = grid.log_tail("alpha", n=300)
+        t.ok(r.status == 201 and hr.returncode == 0 and job.get("JobState") == "CANCELLED"
+             and not os.path.exists(out5)
+             and "part job %s in flexco_%s: started without FlexCo's release" % (j5, rid) in log,
+             "a held part job released by hand (scontrol release) is cancelled by the plugin's "
+             "next pass, before its script's end",
+             "%s %s %r %s %r" % (r.status, hr.returncode, job.get("JobState"),
+                                 os.path.exists(out5), log[-600:]))
 
         # -- gone -----------------------------------------------------------
         r = c.request("DELETE", "/v1/reservations/%s" % rid)

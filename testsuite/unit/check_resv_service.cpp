@@ -1801,6 +1801,54 @@ START_TEST(start_gate_cancel_retried) {
 }
 END_TEST
 
+// A part job submitted held that runs although the API never released it
+// (someone's `scontrol release`) is cancelled at the next pass, across a
+// restart too; one released through the API runs on, and so does one
+// submitted without a hold.
+START_TEST(start_gate_hand_release) {
+  STARTED(f, s);
+  ck_assert_int_eq(s.create(kDaemon, resv_body("alice", 4, kT0 + 60, 7200)).status, 201);
+  ck_assert_int_eq(s.confirm(kDaemon, 1).status, 200);
+  for (int part = 0; part < 2; part++)
+    ck_assert_int_eq(s.submit(kDaemon, 1, job_body(1, 600, part, true)).status, 201);
+  ck_assert_int_eq(s.submit(kDaemon, 1, job_body(1, 600, 2, false)).status, 201);
+  // 7002 through the API, with a lease, then confirmed
+  ck_assert_int_eq(
+      s.release(kDaemon, 1, 7002, "{\"lease_end\":" + std::to_string(kT0 + 30) + "}").status, 200);
+  ck_assert_int_eq(s.release(kDaemon, 1, 7002, "{\"confirm\":true}").status, 200);
+  {
+    auto rec = saved_record(f.saved_texts.back(), 1);
+    json_t* jobs = json_object_get(rec.get(), "jobs");
+    ck_assert(json_is_true(json_object_get(json_array_get(jobs, 0), "gated")));
+    ck_assert(json_is_false(json_object_get(json_array_get(jobs, 1), "gated")));
+    ck_assert(json_is_false(json_object_get(json_array_get(jobs, 2), "gated")));
+  }
+  // a restart keeps the flag
+  s.close();
+  Svc b(f);
+  b.tick();
+  ck_assert_int_eq(f.job_cancels, 0);
+  // all three run; 7001's hold went by hand
+  f.jobs[7001].held = false;
+  for (std::uint32_t j : {7001u, 7002u, 7003u}) {
+    f.jobs[j].phase = FLEXCO_RSVC_PJ_RUNNING;
+    f.jobs[j].ran = true;
+  }
+  b.tick();
+  ck_assert_int_eq(f.job_cancels, 1);
+  ck_assert_int_eq(f.jobs[7001].phase, FLEXCO_RSVC_PJ_FINISHED);
+  ck_assert_int_eq(f.jobs[7002].phase, FLEXCO_RSVC_PJ_RUNNING);
+  ck_assert_int_eq(f.jobs[7003].phase, FLEXCO_RSVC_PJ_RUNNING);
+  ck_assert_int_eq(json_integer_value(at(b.stats(), "start_leases", "ungated_cancels")), 1);
+  // its gate stays shut, and it is cancelled once
+  Res r = b.release(kDaemon, 1, 7001, "{\"lease_end\":" + std::to_string(kT0 + 60) + "}");
+  ck_assert_int_eq(r.status, 409);
+  CK_STR(r.code().c_str(), "lease_lapsed");
+  b.tick();
+  ck_assert_int_eq(f.job_cancels, 1);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // 9. ids
 
@@ -1948,6 +1996,7 @@ Suite* make_suite() {
   tcase_add_test(tc, part_job_events);
   tcase_add_test(tc, start_gate);
   tcase_add_test(tc, start_gate_cancel_retried);
+  tcase_add_test(tc, start_gate_hand_release);
   tcase_add_test(tc, id_sequence);
   tcase_add_test(tc, adopted_without_users_survives_a_restart);
   tcase_add_test(tc, stats);
