@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Clusters whose clocks are off (doc/flexcod.md, "Clocks").
 
-beta's slurmctld and slurmd run 20 s ahead, gamma's 20 s behind
-(localgrid --clock).  flexcod estimates each cluster's clock offset from
+On a grid of sites (localgrid --sites: each cluster and flexcod in a
+network namespace of its own), beta's slurmctld and slurmd run 20 s ahead,
+gamma's 20 s behind (localgrid --clock).  flexcod estimates each cluster's clock offset from
 its answers' Date headers and shows it (GET /v1/clusters clock_offset,
 flexcod_cluster_clock_offset_seconds); with MaxClockOffset=10 it refuses
 to split a co-allocation onto beta or gamma (before, it did); with
@@ -32,7 +33,7 @@ def epoch(text):
 
 def main():
     t.require_grid_tools()
-    with t.Grid(nodes=NODES, args=["--clock", "beta=+%ds" % OFFSET,
+    with t.Grid(nodes=NODES, args=["--sites", "--clock", "beta=+%ds" % OFFSET,
                                    "--clock", "gamma=-%ds" % OFFSET]) as grid:
         fc = Flexcod(grid)
         tmp = t.scratch_dir("flexcod-clock-")
