@@ -905,7 +905,7 @@ START_TEST(resv_state_written) {
   char* one = flexco_encode_resv_record(&st.resvs[0]);
   ck_assert_str_eq(one,
                    "{\"changed\":60,\"confirm_by\":null,\"created\":50,\"end\":200,\"id\":3,"
-                   "\"jobs\":[{\"confirmed\":false,\"ended\":false,\"job_id\":7,"
+                   "\"jobs\":[{\"confirmed\":false,\"ended\":false,\"gated\":false,\"job_id\":7,"
                    "\"lapsed\":false,\"lease_end\":0,\"part_index\":1,\"started\":true,"
                    "\"submitted\":70}],\"name\":\"flexco_3\",\"node_list\":\"n[1-2]\",\"nodes\":2,"
                    "\"owner\":\"flexcod-ab\",\"partition\":null,\"reason\":null,\"start\":100,"
