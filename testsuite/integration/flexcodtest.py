@@ -118,8 +118,8 @@ class Flexcod:
             while_down()
         if self.info.get("netns"):
             # localgrid --sites: flexcod runs in a namespace of its own (and
-            # sees its /etc/netns files); start it there again
-            argv = ["ip", "netns", "exec", self.info["netns"]] + argv
+            # sees its own /etc files); start it there again as localgrid did
+            argv = self.info["exec"] + argv
         out = open(out_path, "ab") if out_path.startswith("/") else subprocess.DEVNULL
         proc = subprocess.Popen(argv, env=penv, cwd=cwd, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

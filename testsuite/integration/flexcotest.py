@@ -732,8 +732,8 @@ class Grid:
         site = c.get("site")
         if site:
             # localgrid --sites: in the site's namespace again, with its
-            # /etc/netns files (its own user database)
-            argv = ["ip", "netns", "exec", site["netns"]] + argv
+            # own /etc files (its user database), as localgrid started it
+            argv = site["exec"] + argv
         out = open(out_path, "ab") if out_path.startswith("/") else subprocess.DEVNULL
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out,
                                 stderr=subprocess.STDOUT,

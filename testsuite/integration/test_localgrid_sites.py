@@ -259,6 +259,31 @@ def main():
         t.is_(ran, {"alpha": "64110", "beta": "64220"},
               "carol's jobs run as uid 64110 at alpha and 64220 at beta")
 
+        # -- the host's user database changes: the sites' daemons keep theirs -------
+        # useradd and userdel write a new /etc/passwd and rename it over the
+        # old one.  Before, a site's files were bound over /etc/passwd
+        # file by file, and the kernel drops such a bind when the file
+        # under it is renamed over: beta's slurmctld then saw the host's
+        # users and could not launch carol's job ("getpwuid failed").
+        tmp_user = "flexcolgtmp"
+        made = subprocess.run(["useradd", "-M", "-N", "-g", "nogroup", "-d", "/nonexistent",
+                               "-s", "/usr/sbin/nologin", tmp_user],
+                              capture_output=True, text=True, timeout=60)
+        subprocess.run(["userdel", tmp_user], capture_output=True, timeout=60)
+        r = subprocess.run([t.localgrid_path(), "--run-dir", grid.run_dir, "exec", "beta",
+                            "--", "setpriv", "--reuid=carol", "--regid=64220",
+                            "--clear-groups", "sbatch", "--parsable", "-o",
+                            os.path.join(tmp, "after-%j.out"), "--wrap", "id -u"],
+                           capture_output=True, text=True, timeout=60)
+        job = r.stdout.strip()
+        j = grid.wait_job("beta", job, timeout=60) if r.returncode == 0 else {}
+        out = t.read_file(os.path.join(tmp, "after-%s.out" % job)).strip() \
+            if j.get("JobState") == "COMPLETED" else None
+        t.ok(made.returncode == 0 and j.get("JobState") == "COMPLETED" and out == "64220",
+             "after a user was added and removed on the host, beta's running slurmctld still "
+             "has its own users: carol's job runs as 64220",
+             "%s %r %r %r" % (made.stderr, r.stderr, j.get("JobState"), out))
+
         # -- stop removes everything ------------------------------------------------
         grid.localgrid("net", "beta", "delay", "10ms", "loss", "1%")
         with open(os.path.join(grid.run_dir, "state.json")) as f:
@@ -267,11 +292,12 @@ def main():
         r = grid.stop()
         t.ok(r.returncode == 0, "stop (%.1fs)" % grid.stop_seconds, r.stdout + r.stderr)
         left_ns = [n for n in wan["netns"] if os.path.exists("/run/netns/" + n)
-                   or os.path.exists("/etc/netns/" + n)]
+                   or os.path.exists("/etc/netns/" + n)
+                   or os.path.exists("/run/flexco-localgrid/" + n)]
         links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True,
                                text=True).stdout
         left_links = [w for w in links.split() if w.startswith("fcw%d" % wan["octet"])]
-        t.ok(not left_ns and not left_links, "stop leaves no namespace, /etc/netns folder, "
+        t.ok(not left_ns and not left_links, "stop leaves no namespace, /etc folder, "
              "bridge or veth of the grid", "%r %r" % (left_ns, left_links))
         t.ok(relays and not any(t.pid_alive(p, s) for p, s in relays),
              "stop ends the delay relay", "%r" % relays)
