@@ -20,13 +20,20 @@ in its environment.
 4. Cut off: C's beta part reaches flexcod only through a fault proxy
    (RendezvousURL, SIGHUP), which black-holes: its flexco-rendezvous
    times out (exit 2), C fails naming beta's part, alpha's part is told
-   to abort."""
+   to abort.
+5. MPI across the clusters (Open MPI 4.1, contrib/examples): D's parts
+   run contrib/examples/flexco-mpi-part with the example program, 2
+   processes on alpha and 3 on beta.  Part 0's ompi-server URI travels
+   by the rendezvous; the parts join one communicator of 5 in layout
+   order, the allreduce is right, every process took part, and both
+   mpiruns exit 0 (no SIGPIPE at the end)."""
 
 import http.client
 import json
 import os
 import re
 import secrets
+import subprocess
 
 import flexcotest as t
 from faultproxy import FaultProxy
@@ -34,6 +41,9 @@ from flexcodtest import Flexcod, nothing_left
 
 NODES = [4, 4]
 TIMEOUT = 10  # RendezvousTimeout
+# A grid's nodes are one machine whose slurmd cannot run Open MPI's
+# daemons under srun: each part's mpirun starts its processes itself.
+GRID_MPIRUN_ARGS = "--oversubscribe --mca plm isolated --mca ras ^slurm"
 
 SCRIPT = r"""#!/bin/sh
 o="$RDV_OUT/$FLEXCO_COALLOCATION.$FLEXCO_PART_INDEX"
@@ -218,6 +228,40 @@ def main():
             with open(fc.info["conf"], "w") as f:
                 f.write(conf)
         t.ok(fc.reconfigure(RendezvousTimeout=TIMEOUT), "beta's RendezvousURL removed (SIGHUP)")
+
+        # -- 5. one MPI program over both clusters ------------------------------
+        example = os.path.join(out, "flexco_mpi_example")
+        r = subprocess.run(["mpicc", "-Wall", "-Wextra", "-Werror", "-o", example,
+                            os.path.join(t.srcdir(), "contrib", "examples", "flexco_mpi_example.c")],
+                           capture_output=True, text=True, timeout=120)
+        t.ok(r.returncode == 0, "mpicc builds contrib/examples/flexco_mpi_example.c", r.stderr[-2000:])
+        mpi_script = ("#!/bin/sh\n"
+                      "MPI_NP=$((FLEXCO_PART_INDEX + 2)) %s %s > %s/$FLEXCO_COALLOCATION.$FLEXCO_PART_INDEX.mpi"
+                      " 2>&1\necho $? > %s/$FLEXCO_COALLOCATION.$FLEXCO_PART_INDEX.rc\n"
+                      % (os.path.join(t.srcdir(), "contrib", "examples", "flexco-mpi-part"), example, out, out))
+        s, doc = fc.submit({
+            "parts": [{"cluster": "alpha", "nodes": 1}, {"cluster": "beta", "nodes": 1}],
+            "duration": 300, "script": mpi_script, "std_out": "/dev/null", "std_err": "/dev/null",
+            "environment": {"RENDEZVOUS_CMD": rdv_bin, "MPIRUN_ARGS": GRID_MPIRUN_ARGS,
+                            "RENDEZVOUS_TIMEOUT": "60",
+                            # the grid's part jobs run as the submitter, root here
+                            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                            "PATH": os.environ.get("PATH", "/usr/bin:/bin")}})
+        t.ok(s == 201, "co-allocation D (MPI) over alpha and beta is scheduled", "%s %r" % (s, doc))
+        d_id = (doc or {}).get("id")
+        if d_id:
+            done(d_id, 0, 120)
+            done(d_id, 1, 60)
+        mpi0, mpi1 = read(d_id, 0, "mpi") or "", read(d_id, 1, "mpi") or ""
+        t.ok("allreduce over 5 processes on 2 clusters (alpha:2 beta:3): ok" in mpi0,
+             "D: one communicator of 5 processes in layout order, the allreduce right, every "
+             "process counted", mpi0[-3000:] + mpi1[-3000:])
+        t.ok(len(re.findall(r"^pingpong alpha-beta +\d+ bytes: +[\d.]+ us +[\d.]+ MB/s$", mpi0, re.M)) == 4,
+             "D: a ping-pong between alpha and beta, 4 message sizes", mpi0[-2000:])
+        t.ok(read(d_id, 0, "rc") == "0" and read(d_id, 1, "rc") == "0"
+             and "signal" not in mpi0 + mpi1,
+             "D: both parts' mpirun exit 0, no process killed by a signal",
+             "%r %r %s %s" % (read(d_id, 0, "rc"), read(d_id, 1, "rc"), mpi0[-1500:], mpi1[-1500:]))
         t.ok(t.wait_for(lambda: nothing_left(grid), 90, "every reservation and job to go"),
              "no reservation or job is left on either cluster")
         log = fc.log_tail(10 ** 6)
