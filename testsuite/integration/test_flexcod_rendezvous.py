@@ -35,11 +35,25 @@ import re
 import secrets
 import subprocess
 
+import flexcohttp
 import flexcotest as t
 from faultproxy import FaultProxy
 from flexcodtest import Flexcod, nothing_left
 
 NODES = [4, 4]
+
+
+class Answer:
+    """A response as flexcohttp.check_response() reads it."""
+
+    def __init__(self, status, doc, raw=b""):
+        self.status, self.json, self.raw = status, doc, raw
+
+
+def documented(method, target, status, doc):
+    """Check an answer against doc/openapi-flexcod.yaml (reported at the end)."""
+    flexcohttp.check_response("flexcod", method, target, Answer(status, doc, b"x"))
+
 TIMEOUT = 10  # RendezvousTimeout
 # A grid's nodes are one machine whose slurmd cannot run Open MPI's
 # daemons under srun: each part's mpirun starts its processes itself.
@@ -112,6 +126,8 @@ def main():
         done(a, 0)
         done(a, 1)
         lay = [json.loads(read(a, i, "json") or "{}") for i in (0, 1)]
+        for i in (0, 1):
+            documented("POST", "/v1/rendezvous/%d/parts/%d" % (a, i), 200, lay[i])
         t.ok(read(a, 0, "rc") == "0" and read(a, 1, "rc") == "0",
              "A: both parts' flexco-rendezvous exit 0",
              "%r %r %r" % (read(a, 0, "rc"), read(a, 0, "err"), read(a, 1, "err")))
@@ -167,6 +183,7 @@ def main():
                 doc = json.loads(raw)
             except ValueError:
                 doc = raw
+            documented(method, target, r.status, doc if isinstance(doc, dict) else None)
             return r.status, doc, r.getheader("WWW-Authenticate")
 
         def refused(what, got, status, code):
