@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
     }
     std::string code;
     const std::string msg = error_message(r.body, &code);
-    if (r.status == 409 || code == "token_expired") {
+    if (code == "rendezvous_aborted" || code == "token_expired" || code == "not_started") {
       return die(3, "the rendezvous of " + co + " is over: " + msg);
     }
     if (r.status >= 500) {
