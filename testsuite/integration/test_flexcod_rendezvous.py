@@ -275,7 +275,7 @@ def main():
              "process counted", mpi0[-3000:] + mpi1[-3000:])
         t.ok(len(re.findall(r"^pingpong alpha-beta +\d+ bytes: +[\d.]+ us +[\d.]+ MB/s$", mpi0, re.M)) == 4,
              "D: a ping-pong between alpha and beta, 4 message sizes", mpi0[-2000:])
-        uris = re.findall(r"part 0's ompi-server: (\S+)", mpi0 + mpi1)
+        uris = re.findall(r"part 0's ompi-server: (\S+)", mpi0 + "\n" + mpi1)
         t.ok(len(uris) == 2 and uris[0] == uris[1]
              and re.findall(r"tcp://([\d.]+):", uris[0]) == ["127.0.0.1"],
              "D: both parts had part 0's ompi-server URI from the rendezvous, on loopback only",
