@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The start-up rendezvous (doc/one-program.md) on a grid of two clusters,
-with real slurmctld, slurmd, munged and flexcod; RendezvousTimeout=10.
+"""The start-up rendezvous (doc/one-program.md) on a grid of two sites
+(localgrid --sites: each cluster and flexcod in a network namespace of its
+own, joined by the grid's "WAN" bridge), with real slurmctld, slurmd,
+munged and flexcod; RendezvousTimeout=10.
 Every part job runs flexco-rendezvous with the URL and token flexcod put
 in its environment.
 
@@ -17,15 +19,15 @@ in its environment.
    tokens are 401, A's token on B's co-allocation or on another part of A
    is 403, and a token whose co-allocation has ended is 401
    token_expired.
-4. Cut off: C's beta part reaches flexcod only through a fault proxy
-   (RendezvousURL, SIGHUP), which black-holes: its flexco-rendezvous
+4. Cut off: C's beta part reaches flexcod only through a fault proxy on
+   the WAN (RendezvousURL, SIGHUP), which black-holes: its flexco-rendezvous
    times out (exit 2), C fails naming beta's part, alpha's part is told
    to abort.
 5. MPI across the clusters (Open MPI 4.1, contrib/examples): D's parts
    run contrib/examples/flexco-mpi-part with the example program, 2
    processes on alpha and 3 on beta.  Part 0's ompi-server URI travels
-   by the rendezvous; the parts join one communicator of 5 in layout
-   order, the allreduce is right, every process took part, and both
+   by the rendezvous, and MPI's TCP stays on the sites' WAN interface;
+   the parts join one communicator of 5 in layout order, the allreduce is right, every process took part, and both
    mpiruns exit 0 (no SIGPIPE at the end)."""
 
 import http.client
@@ -58,6 +60,8 @@ TIMEOUT = 10  # RendezvousTimeout
 # A grid's nodes are one machine whose slurmd cannot run Open MPI's
 # daemons under srun: each part's mpirun starts its processes itself.
 GRID_MPIRUN_ARGS = "--oversubscribe --mca plm isolated --mca ras ^slurm"
+# A site namespace's end of the WAN (localgrid's SITE_IF): MPI's only network.
+SITE_IF = "wan"
 
 SCRIPT = r"""#!/bin/sh
 o="$RDV_OUT/$FLEXCO_COALLOCATION.$FLEXCO_PART_INDEX"
@@ -89,8 +93,12 @@ def main():
     t.ok(os.access(rdv_bin, os.X_OK), "flexco-rendezvous is built", rdv_bin)
     out = t.scratch_dir("flexcod-rendezvous-")
     os.chmod(out, 0o777)
-    with t.Grid(nodes=NODES) as grid:
+    with t.Grid(nodes=NODES, args=["--sites"]) as grid:
         fc = Flexcod(grid)
+        wan_host = (grid.status().get("wan") or {}).get("host_addr", "")
+        t.ok(re.fullmatch(r"\d+\.\d+\.\d+\.1", wan_host) is not None and fc.info.get("netns"),
+             "a grid of sites: flexcod in its own namespace, the host on the WAN at %s" % wan_host)
+        wan_net = wan_host.rsplit(".", 1)[0] + "."
         t.ok(fc.reconfigure(RendezvousTimeout=TIMEOUT), "RendezvousTimeout=%d (SIGHUP)" % TIMEOUT)
 
         def submit(mode, nodes, beta_timeout=60):
@@ -165,7 +173,7 @@ def main():
         # -- 3. tokens ----------------------------------------------------------
         url = read(a, 0, "url")
         tok = read(a, 0, "token")
-        t.ok(re.fullmatch(r"http://127\.0\.0\.1:\d+", url or "") is not None
+        t.ok(url == fc.url
              and re.fullmatch(r"[0-9a-f]{64}", tok or "") is not None and tok != read(a, 1, "token"),
              "each part job got the rendezvous URL and a token of its own", "%r %r" % (url, tok))
         host, port = url[len("http://"):].split(":")
@@ -213,11 +221,11 @@ def main():
                                           json.dumps({"colour": "red"})), 400, "bad_request")
 
         # -- 4. beta's compute nodes cut off from flexcod -----------------------
-        proxy = FaultProxy(int(port), name="rendezvous-beta")
+        proxy = FaultProxy(int(port), upstream_host=host, name="rendezvous-beta", listen_host=wan_host)
         try:
             with open(fc.info["conf"]) as f:
                 conf = f.read()
-            cut = re.sub(r"^(Cluster=beta .*)$", r"\1 RendezvousURL=http://127.0.0.1:%d" % proxy.port,
+            cut = re.sub(r"^(Cluster=beta .*)$", r"\1 RendezvousURL=http://%s:%d" % (wan_host, proxy.port),
                          conf, flags=re.M)
             with open(fc.info["conf"], "w") as f:
                 f.write(cut)
@@ -225,7 +233,7 @@ def main():
             proxy.set("blackhole")
             c = submit("cut", [1, 1], beta_timeout=6)
             done(c, 1, 90)
-            t.ok(read(c, 1, "url") == "http://127.0.0.1:%d" % proxy.port,
+            t.ok(read(c, 1, "url") == "http://%s:%d" % (wan_host, proxy.port),
                  "C: beta's part was given beta's RendezvousURL", "%r" % read(c, 1, "url"))
             err1 = read(c, 1, "err") or ""
             t.ok(read(c, 1, "rc") == "2" and "timed out" in err1,
@@ -259,7 +267,7 @@ def main():
         s, doc = fc.submit({
             "parts": [{"cluster": "alpha", "nodes": 1}, {"cluster": "beta", "nodes": 1}],
             "duration": 300, "script": mpi_script, "std_out": "/dev/null", "std_err": "/dev/null",
-            "environment": {"RENDEZVOUS_CMD": rdv_bin, "MPIRUN_ARGS": GRID_MPIRUN_ARGS,
+            "environment": {"RENDEZVOUS_CMD": rdv_bin, "MPIRUN_ARGS": GRID_MPIRUN_ARGS, "MPI_IF": SITE_IF,
                             "RENDEZVOUS_TIMEOUT": "60",
                             # the grid's part jobs run as the submitter, root here
                             "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -276,10 +284,11 @@ def main():
         t.ok(len(re.findall(r"^pingpong alpha-beta +\d+ bytes: +[\d.]+ us +[\d.]+ MB/s$", mpi0, re.M)) == 4,
              "D: a ping-pong between alpha and beta, 4 message sizes", mpi0[-2000:])
         uris = re.findall(r"part 0's ompi-server: (\S+)", mpi0 + "\n" + mpi1)
-        t.ok(len(uris) == 2 and uris[0] == uris[1]
-             and re.findall(r"tcp://([\d.]+):", uris[0]) == ["127.0.0.1"],
-             "D: both parts had part 0's ompi-server URI from the rendezvous, on loopback only",
-             "%r" % uris)
+        addrs = re.findall(r"tcp://([\d.]+):", uris[0]) if uris else []
+        t.ok(len(uris) == 2 and uris[0] == uris[1] and addrs
+             and all(a.startswith(wan_net) and a != wan_host for a in addrs),
+             "D: both parts had part 0's ompi-server URI from the rendezvous, on alpha's WAN "
+             "address only", "%r" % uris)
         t.ok(read(d_id, 0, "rc") == "0" and read(d_id, 1, "rc") == "0"
              and "signal" not in mpi0 + mpi1,
              "D: both parts' mpirun exit 0, no process killed by a signal",
