@@ -76,9 +76,11 @@ struct PartView {
 // {"coallocation", "part" (the caller's index), "complete", "registered",
 // "parts": [{"index", "cluster", "node_count", "nodes", "ranks",
 // "rank_offset", "contact", "registered"}], "world_size", "deadline"
-// (0: none yet)}; rank offsets and the world size count only once the
-// layout is complete (before: the parts registered so far, in order).
-// nullptr only without memory.
+// (0: none yet)}.  A part's ranks are its registration's, else its node
+// count; rank offsets sum the ranks of the parts before it in index order
+// and the world size all of them, so they are final once every part has
+// registered.  contact is null until its part registered.  nullptr only
+// without memory.
 json_t* layout_json(std::int64_t co, int self, const std::vector<PartView>& parts,
                     std::int64_t deadline);
 
