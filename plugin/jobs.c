@@ -129,6 +129,14 @@ extern int flexco_job_submit(const flexco_jobspec_t *spec,
 	if (spec->start)
 		_env_add(&d->environment, &d->env_size, "FLEXCO_START=%" PRId64,
 			 spec->start);
+	/* flexcod's start-up rendezvous (doc/one-program.md): the token is a
+	 * secret of this part, in its environment only, never logged */
+	if (spec->rendezvous_url && spec->rendezvous_token) {
+		_env_add(&d->environment, &d->env_size,
+			 "FLEXCO_RENDEZVOUS_URL=%s", spec->rendezvous_url);
+		_env_add(&d->environment, &d->env_size,
+			 "FLEXCO_RENDEZVOUS_TOKEN=%s", spec->rendezvous_token);
+	}
 	d->work_dir = xstrdup(spec->work_dir ? spec->work_dir :
 			      (pw.pw_dir && pw.pw_dir[0] ? pw.pw_dir : "/"));
 	d->std_out = xstrdup(spec->std_out);

@@ -133,7 +133,7 @@ int jobspec_members(json_t* o, flexco_jobspec_t* s, char** json_out) {
                                      "std_out", "std_err", "time_limit", "nodes",
                                      "name",    "coallocation", "part_index", "parts",
                                      "start",   "hold",    "account", "qos",
-                                     nullptr};
+                                     "rendezvous", nullptr};
   const char* bad = unknown_member(o, keys);
   if (bad) return fail(json_out, "bad_request", "unknown field '%.64s'", bad);
   if (!json_object_get(o, "script")) return fail(json_out, "bad_request", "'script' is required");
@@ -154,6 +154,25 @@ int jobspec_members(json_t* o, flexco_jobspec_t* s, char** json_out) {
   if (json_t* h = json_object_get(o, "hold")) {
     if (!json_is_boolean(h)) return fail(json_out, "bad_request", "'hold' must be true or false");
     s->hold = json_is_true(h);
+  }
+  if (json_t* rv = json_object_get(o, "rendezvous")) {
+    // flexcod's rendezvous for this part: where (http(s)://host:port) and
+    // the part's token (doc/one-program.md); never logged.
+    const char* url = nullptr;
+    const char* tok = nullptr;
+    if (!json_is_object(rv) || json_object_size(rv) != 2 ||
+        json_unpack(rv, "{s:s, s:s}", "url", &url, "token", &tok))
+      return fail(json_out, "bad_request", "'rendezvous' must be {\"url\": string, \"token\": string}");
+    const std::size_t ul = std::strlen(url), tl = std::strlen(tok);
+    bool good = ul > 8 && ul <= 512 && (!std::strncmp(url, "http://", 7) || !std::strncmp(url, "https://", 8));
+    for (std::size_t k = 0; good && k < ul; k++) good = url[k] > 0x20 && url[k] < 0x7f;
+    if (!good) return fail(json_out, "bad_request", "'rendezvous.url' must be an http(s) URL of at most 512 bytes");
+    good = tl >= 16 && tl <= 128;
+    for (std::size_t k = 0; good && k < tl; k++)
+      good = std::isalnum(static_cast<unsigned char>(tok[k])) || tok[k] == '-' || tok[k] == '_';
+    if (!good) return fail(json_out, "bad_request", "'rendezvous.token' must be 16 to 128 of [A-Za-z0-9_-]");
+    if (!(s->rendezvous_url = strdup(url)) || !(s->rendezvous_token = strdup(tok)))
+      return fail(json_out, "bad_request", "out of memory");
   }
   if (std::strncmp(s->script, "#!", 2)) return fail(json_out, "bad_request", "'script' must start with #!");
   if (s->work_dir && s->work_dir[0] != '/')
@@ -240,6 +259,8 @@ extern "C" void flexco_jobspec_free(flexco_jobspec_t* s) {
   std::free(s->account);
   std::free(s->qos);
   std::free(s->parts);
+  std::free(s->rendezvous_url);
+  std::free(s->rendezvous_token);
   std::memset(s, 0, sizeof *s);
   s->part_index = -1;
 }

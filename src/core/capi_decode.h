@@ -68,6 +68,10 @@ typedef struct {
 	int64_t start;		/* common start, 0 if not given */
 	int hold;		/* "hold": true: submitted held (priority 0)
 				 * until POST .../jobs/{job}/release */
+	char *rendezvous_url;	/* "rendezvous": flexcod's start-up
+				 * rendezvous for this part (its URL and the
+				 * part's capability token), NULL if not given */
+	char *rendezvous_token;
 } flexco_jobspec_t;
 
 int flexco_decode_jobspec(const char *body, size_t len, flexco_jobspec_t *spec,

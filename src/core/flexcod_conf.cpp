@@ -198,7 +198,7 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       if (!names.insert(lower(cl.name)).second) {
         return parser.err(line, "Cluster: '" + cl.name + "' is defined twice");
       }
-      bool have_url = false, have_part = false;
+      bool have_url = false, have_part = false, have_rdv = false;
       for (std::size_t i = 1; i < pairs.size(); ++i) {
         const Pair& p = pairs[i];
         if (p.key == "url" && !have_url) {
@@ -229,11 +229,18 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
           if (p.value.empty()) return parser.err(line, "Partition: empty value");
           cl.partition = p.value;
           have_part = true;
-        } else if (p.key == "url" || p.key == "partition") {
+        } else if (p.key == "rendezvousurl" && !have_rdv) {
+          if (!valid_url(p.value)) {
+            return parser.err(line, "RendezvousURL: '" + p.value +
+                                        "' is not http://host:port or https://host:port");
+          }
+          cl.rendezvous_url = p.value;
+          have_rdv = true;
+        } else if (p.key == "url" || p.key == "partition" || p.key == "rendezvousurl") {
           return parser.err(line, p.shown + ": given twice for cluster " + cl.name);
         } else {
           return parser.err(line, "unknown key '" + p.shown + "' on a Cluster line "
-                                  "(URL and Partition are allowed)");
+                                  "(URL, Partition and RendezvousURL are allowed)");
         }
       }
       if (!have_url) return parser.err(line, "Cluster " + cl.name + ": URL= is required");
@@ -245,7 +252,7 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       const std::string& k = p.key;
       const std::string& v = p.value;
       if (k == "cluster") return parser.err(line, "Cluster must start its own line");
-      if (k == "url" || k == "partition") {
+      if (k == "url" || k == "partition" || k == "rendezvousurl") {
         return parser.err(line, p.shown + " is only allowed on a Cluster line");
       }
       if (!seen.insert(k).second) return parser.err(line, p.shown + ": given twice");
@@ -371,6 +378,9 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "partstartskew") {
         if (!need_int(5, 3600)) return range(5, 3600);
         c.part_start_skew = static_cast<int>(n);
+      } else if (k == "rendezvoustimeout") {
+        if (!need_int(5, 3600)) return range(5, 3600);
+        c.rendezvous_timeout = static_cast<int>(n);
       } else if (k == "partstartpolicy") {
         const std::string l = lower(v);
         if (l != "fail" && l != "warn") {

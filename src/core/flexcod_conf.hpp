@@ -24,10 +24,13 @@
 //     RescheduleWait=60
 //     MaxMoves=5
 //     Cluster=alpha URL=http://127.0.0.1:26001 [Partition=batch]
+//             [RendezvousURL=http://10.1.0.5:26990]   (part jobs' way to flexcod)
 //     Cluster=beta  URL=https://beta-mgmt.example.org:26443
 //     TLSCAFile=/etc/flexco/tls/ca.pem        (https URLs; absent: the system's CAs)
 //     FlexcodURL=https://flexcod.example.org:26991   (sreserve's way to flexcod)
 //
+// RendezvousTimeout (s, default PartStartSkew): the start-up rendezvous's
+// barrier (doc/one-program.md).
 // Also accepted (tuning, all optional): ConnectTimeout (s, default 2),
 // RequestTimeout (s, 10), ClusterTimeout (s, 2: a profile or probe while
 // planning), BreakerFailures (3), BreakerBackoff (s, 30), ConfirmWithin (s, tentative reservation lifetime
@@ -75,6 +78,9 @@ struct ClusterConf {
   // in turn when the one asked does not answer or is not in charge.
   std::vector<std::string> other_urls;
   std::string partition;  // "" = the cluster's default partition
+  // RendezvousURL: how this cluster's compute nodes reach flexcod's
+  // rendezvous ("" = FlexcodURL, else http://ListenAddress:ListenPort).
+  std::string rendezvous_url;
 };
 
 struct FlexcodConf {
@@ -114,6 +120,9 @@ struct FlexcodConf {
   int part_start_skew = 60;     // s, 5 .. 3600: a part may start this late
   int max_clock_offset = 10;    // s, 0 (no check) .. 3600: a cluster's clock this far off is not planned on
   std::string part_start_policy = "fail";  // fail | warn: a part later than that
+  // s, 5 .. 3600; 0 = PartStartSkew: how long after the first part of a
+  // co-allocation registered at the rendezvous the last one may
+  int rendezvous_timeout = 0;
   bool public_stats = false;    // GET /v1/stats and /v1/clusters without a credential
   std::string metrics_token_file;  // "" none: GET /metrics's bearer token (doc/auth.md)
   std::string ui_dir = kDefaultUiDir;  // the web view's static files

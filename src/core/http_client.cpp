@@ -730,6 +730,10 @@ Result<std::int64_t> PluginClient::submit_job(std::int64_t rid, const PartJobReq
   }
   if (q.start > 0) json_object_set_new(o, "start", json_integer(q.start));
   if (q.hold) json_object_set_new(o, "hold", json_true());
+  if (!q.rendezvous_url.empty() && !q.rendezvous_token.empty()) {
+    json_object_set_new(o, "rendezvous", json_pack("{s:s, s:s}", "url", q.rendezvous_url.c_str(),
+                                                   "token", q.rendezvous_token.c_str()));
+  }
   auto r = call("POST", "/v1/reservations/" + std::to_string(rid) + "/jobs", o, key);
   if (!r.ok()) return r.error();
   std::int64_t id = 0;

@@ -233,6 +233,9 @@ struct PartJobRequest {
   std::vector<std::pair<std::string, std::int64_t>> parts;  // cluster, nodes
   std::int64_t start = 0;       // common start, 0 = not sent
   bool hold = false;            // submitted held until release_job
+  // flexcod's start-up rendezvous for this part ("" = not sent): the URL
+  // its compute nodes reach flexcod at and the part's capability token
+  std::string rendezvous_url, rendezvous_token;
 };
 
 struct PartJob {

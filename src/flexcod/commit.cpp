@@ -186,6 +186,15 @@ Engine::StepErrors Engine::submit_parts(const CoRecord& co, const Spec& spec,
     // hangs and may yet fail, nor after its co-allocation was cancelled,
     // failed or moved while its cluster could not be reached.
     q.hold = true;
+    // The start-up rendezvous: the part's own token, its hash written
+    // before the job that holds it is asked for (doc/one-program.md).
+    std::string terr;
+    if (issue_rendezvous_token(p, &q.rendezvous_token, &terr)) {
+      q.rendezvous_url = rendezvous_url(p.cluster);
+    } else {
+      q.rendezvous_token.clear();
+      fc_error("co-%ld: part %d: no rendezvous token: %s", (long)co.id, p.idx, terr.c_str());
+    }
     bump("messages.submit");
     fj.push_back(std::async(std::launch::async, [c, q, id = p.reservation_id, k = p.job_key]() {
       return c->client->submit_job(id, q, k);

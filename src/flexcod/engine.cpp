@@ -127,6 +127,12 @@ void Engine::reload(const flexco::conf::FlexcodConf& conf) {
     fc_error("reconfigure: TLSCAFile changed; restart flexcod to apply it");
   }
   conf_.tls_ca_file = tls_ca_file;
+  // A cluster's RendezvousURL applies to the part jobs submitted from now on.
+  for (auto& c : clusters) {
+    for (const auto& n : conf.clusters) {
+      if (n.name == c.name) c.rendezvous_url = n.rendezvous_url;
+    }
+  }
   conf_.clusters = clusters;
   conf_.listen_address = listen_address;
   conf_.listen_port = port;

@@ -29,6 +29,7 @@
 #include "core/coalloc.hpp"
 #include "core/flexcod_conf.hpp"
 #include "core/http_client.hpp"
+#include "flexcod/rendezvous.hpp"
 #include "flexcod/states.hpp"
 #include "flexcod/store.hpp"
 #include "service/prometheus.hpp"
@@ -96,6 +97,13 @@ class Engine {
   std::string metrics_text();
 
   void count_request(int status);
+
+  // The start-up rendezvous (rendezvous_engine.cpp; doc/one-program.md):
+  // with the part's token, register `reg` for part `part` (reg given) or
+  // read the layout (part -1), waiting up to `wait` seconds for every
+  // part of co-allocation `co`.
+  ApiResult rendezvous(const std::string& token, std::int64_t co, int part,
+                       const rendezvous::Registration* reg, int wait);
 
  private:
   ApiResult replay_submit(const Caller& who, const SubmitKey& k, const std::string& digest);
@@ -242,6 +250,20 @@ class Engine {
             const flexco::CoallocPlan& plan, const std::string& kind, const std::string& reason,
             std::string* why, std::unique_lock<std::mutex>* claim = nullptr);
   Spec spec_from(const CoRecord& co);
+
+  // The rendezvous (rendezvous_engine.cpp).  watch_rendezvous: from the
+  // reaper's loop, fails a co-allocation whose barrier's deadline passed.
+  int rendezvous_timeout();
+  std::string rendezvous_url(const std::string& cluster);
+  bool issue_rendezvous_token(const PartRecord& p, std::string* token, std::string* error);
+  std::vector<rendezvous::PartView> rendezvous_view(const CoRecord& co, std::int64_t* deadline);
+  void watch_rendezvous();
+  static constexpr int kAbortTell = 3;  // s a failure waits for the waiters to be told
+  std::mutex rdv_mutex_;
+  std::condition_variable rdv_cv_;
+  std::uint64_t rdv_gen_ = 0;                       // registrations so far (rdv_mutex_)
+  std::map<std::int64_t, std::string> rdv_abort_;   // failing now: why (rdv_mutex_)
+  std::map<std::int64_t, int> rdv_waiters_;         // calls waiting, by co-allocation
 
   // Background.
   void recover_db();

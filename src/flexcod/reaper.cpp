@@ -379,6 +379,7 @@ void Engine::reap_loop() {
     }
     for (std::int64_t id : again) finish_if_done(id, true);
     watch_part_starts();
+    watch_rendezvous();
     purge_finished();
     retry_pending();
     // A part whose cluster does not answer is tried again with a backoff

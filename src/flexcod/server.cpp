@@ -385,6 +385,9 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
   const std::size_t qpos = r.target.find('?');
   const std::string path = r.target.substr(0, qpos);
   if (path == "/ui" || path.rfind("/ui/", 0) == 0) return serve_static(c, method, path);
+  if (path.rfind("/v1/rendezvous/", 0) == 0) {
+    return rendezvous(c, method, path, qpos == std::string::npos ? "" : r.target.substr(qpos + 1), r.body);
+  }
   Caller who;
   const char* auth_header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
   const std::string_view auth_sv = auth_header != nullptr ? auth_header : "";

@@ -60,6 +60,10 @@ class Server {
   MHD_Result issue_token(MHD_Connection* c, const Caller& who, const std::string& body);
   MHD_Result error(MHD_Connection* c, int status, const std::string& code, const std::string& msg);
   MHD_Result dispatch(MHD_Connection* c, const std::string& method, Request& r);
+  // /v1/rendezvous/...: a part job's capability token, not MUNGE
+  // (server_rendezvous.cpp; doc/one-program.md).
+  MHD_Result rendezvous(MHD_Connection* c, const std::string& method, const std::string& path,
+                        const std::string& query, const std::string& body);
   MHD_Result too_large(MHD_Connection* c);
   MHD_Result no_memory(MHD_Connection* c);
   bool is_admin(uid_t uid);

@@ -33,7 +33,7 @@ bool random_hex(std::size_t n, std::string* out) {
 // The schema in SQLite's spelling; db::Conn::dialect() makes PostgreSQL's
 // (db.hpp).  kSchemaVersion: what a database made by it, or migrated by
 // Store::migrate(), holds as meta's 'schema'.
-const char* const kSchemaVersion = "5";
+const char* const kSchemaVersion = "6";
 const char* kSchema =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS coallocations("
@@ -308,7 +308,10 @@ std::string Store::schema_version() {
 //  - schema 4 (issue 39 §1) the rows' version (compare-and-set,
 //    store.hpp), 1 for the rows there were;
 //  - schema 5 the parts' clock shift (doc/flexcod.md, "Clocks"), 0 (no
-//    translation) for the parts there were.
+//    translation) for the parts there were;
+//  - schema 6 the start-up rendezvous' table (a part's token hash and its
+//    registration), empty.  kSchema does not make it: this step does, for
+//    a fresh database too, so that it marks an older one migrated.
 bool Store::migrate(std::string* error) {
   struct Step {
     const char* table;
@@ -332,6 +335,14 @@ bool Store::migrate(std::string* error) {
       {"parts", "clock_shift",
        "ALTER TABLE parts ADD COLUMN clock_shift INTEGER NOT NULL DEFAULT 0;"
        "UPDATE meta SET value='5' WHERE key='schema';"},
+      {"rendezvous", "token_hash",
+       "CREATE TABLE rendezvous("
+       " co_id INTEGER NOT NULL, attempt INTEGER NOT NULL, idx INTEGER NOT NULL,"
+       " token_hash TEXT NOT NULL, registered INTEGER NOT NULL DEFAULT 0,"
+       " contact TEXT NOT NULL DEFAULT '', nodes TEXT NOT NULL DEFAULT '',"
+       " ranks INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(co_id, attempt, idx));"
+       "CREATE UNIQUE INDEX rendezvous_token ON rendezvous(token_hash);"
+       "UPDATE meta SET value='6' WHERE key='schema';"},
   };
   for (const Step& step : kSteps) {
     bool has = false;
@@ -852,7 +863,7 @@ std::int64_t Store::purge_finished(std::int64_t before, std::string* error) {
   }
   static const char* const kFinished =
       "SELECT id FROM coallocations WHERE state IN ('completed','failed','cancelled') AND changed<?";
-  static const char* const kTables[] = {"parts", "transitions", "moves", "submit_keys"};
+  static const char* const kTables[] = {"parts", "transitions", "moves", "submit_keys", "rendezvous"};
   for (const char* table : kTables) {
     const std::string sql = std::string("DELETE FROM ") + table + " WHERE co_id IN (" + kFinished + ")";
     Stmt d(db_, fail_, sql.c_str());
@@ -872,6 +883,88 @@ std::int64_t Store::purge_finished(std::int64_t before, std::string* error) {
   const std::int64_t n = d.changes();
   if (!t.commit(error)) return -1;
   return n;
+}
+
+namespace {
+const char* kRdvCols = "co_id, attempt, idx, token_hash, registered, contact, nodes, ranks";
+RendezvousRecord read_rdv(Stmt& s) {
+  RendezvousRecord r;
+  r.co_id = s.i64(0);
+  r.attempt = static_cast<int>(s.i64(1));
+  r.idx = static_cast<int>(s.i64(2));
+  r.token_hash = s.str(3);
+  r.registered = s.i64(4);
+  r.contact = s.str(5);
+  r.nodes = s.str(6);
+  r.ranks = s.i64(7);
+  return r;
+}
+}  // namespace
+
+bool Store::put_rendezvous_token(const RendezvousRecord& r, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Txn t(db_, fail_);
+  if (!t.ok()) {
+    if (error) *error = std::string("begin: ") + db_->errmsg();
+    return false;
+  }
+  Stmt d(db_, fail_, "DELETE FROM rendezvous WHERE co_id=? AND attempt=? AND idx=?");
+  d.bind(r.co_id).bind(r.attempt).bind(r.idx);
+  Stmt s(db_, fail_,
+         "INSERT INTO rendezvous(co_id, attempt, idx, token_hash) VALUES(?,?,?,?)");
+  if (d.step() != db::kDone) {
+    if (error) *error = "rendezvous: " + d.errmsg();
+    return false;
+  }
+  s.bind(r.co_id).bind(r.attempt).bind(r.idx).bind(r.token_hash);
+  if (s.step() != db::kDone) {
+    if (error) *error = "rendezvous: " + s.errmsg();
+    return false;
+  }
+  return t.commit(error);
+}
+
+std::optional<RendezvousRecord> Store::rendezvous_by_token(const std::string& token_hash) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, fail_, std::string("SELECT ") + kRdvCols + " FROM rendezvous WHERE token_hash=?");
+  s.bind(token_hash);
+  if (s.step() != db::kRow) return std::nullopt;
+  return read_rdv(s);
+}
+
+std::vector<RendezvousRecord> Store::rendezvous_parts(std::int64_t co_id, int attempt) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, fail_,
+         std::string("SELECT ") + kRdvCols + " FROM rendezvous WHERE co_id=? AND attempt=? ORDER BY idx");
+  s.bind(co_id).bind(attempt);
+  std::vector<RendezvousRecord> out;
+  while (s.step() == db::kRow) out.push_back(read_rdv(s));
+  return out;
+}
+
+bool Store::register_rendezvous(const RendezvousRecord& r, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, fail_,
+         "UPDATE rendezvous SET registered=?, contact=?, nodes=?, ranks=?"
+         " WHERE co_id=? AND attempt=? AND idx=?");
+  s.bind(r.registered).bind(r.contact).bind(r.nodes).bind(r.ranks).bind(r.co_id).bind(r.attempt)
+      .bind(r.idx);
+  if (s.step() != db::kDone || s.changes() != 1) {
+    if (error) *error = "rendezvous: " + s.errmsg();
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::int64_t> Store::rendezvous_open() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stmt s(db_, fail_,
+         "SELECT DISTINCT r.co_id FROM rendezvous r JOIN coallocations c"
+         " ON c.id=r.co_id AND c.attempt=r.attempt"
+         " WHERE r.registered>0 AND c.state IN ('scheduled','running') ORDER BY r.co_id");
+  std::vector<std::int64_t> out;
+  while (s.step() == db::kRow) out.push_back(s.i64(0));
+  return out;
 }
 
 std::int64_t Store::event_seq(const std::string& cluster) {

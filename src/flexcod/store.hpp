@@ -128,6 +128,18 @@ struct SubmitKey {
 };
 constexpr std::int64_t kSubmitKeyKeep = 24 * 3600;
 
+// A part's place at the start-up rendezvous (doc/one-program.md): the
+// hash of its capability token and, once it registered, what it said.
+struct RendezvousRecord {
+  std::int64_t co_id = 0;
+  int attempt = 0;
+  int idx = 0;
+  std::string token_hash;        // SHA-256 of the token, hex; the token is never stored
+  std::int64_t registered = 0;   // when it first registered; 0 = not yet
+  std::string contact, nodes;
+  std::int64_t ranks = 0;
+};
+
 namespace db {
 class Conn;
 }
@@ -168,7 +180,7 @@ class Store {
 
   // "sqlite" or "postgresql"
   const char* kind() const;
-  // meta's 'schema' ("5"), the same for both backends.
+  // meta's 'schema' ("6"), the same for both backends.
   std::string schema_version();
 
   // The error text of a compare-and-set conflict starts with kConflict.
@@ -252,6 +264,17 @@ class Store {
   // PurgeFinishedAfter (flexcod.conf(5)): the requests hold job scripts and
   // environments, which would otherwise be kept for ever.
   std::int64_t purge_finished(std::int64_t before, std::string* error);
+
+  // The start-up rendezvous (rendezvous_engine.cpp).  A part's token
+  // hash is written before its job is submitted; registering updates its
+  // row (registered stays the first time).
+  bool put_rendezvous_token(const RendezvousRecord& r, std::string* error);
+  std::optional<RendezvousRecord> rendezvous_by_token(const std::string& token_hash);
+  std::vector<RendezvousRecord> rendezvous_parts(std::int64_t co_id, int attempt);
+  bool register_rendezvous(const RendezvousRecord& r, std::string* error);
+  // Scheduled or running co-allocations with a part of their current
+  // placement registered.
+  std::vector<std::int64_t> rendezvous_open();
 
   std::int64_t event_seq(const std::string& cluster);
   bool set_event_seq(const std::string& cluster, std::int64_t seq, std::string* error);

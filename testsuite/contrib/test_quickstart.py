@@ -5,7 +5,8 @@ a fresh copy of the repository under a long path, with nothing beside it
 (no traces, no design files, no build, no environment from `make check`).
 It must install, build, start the local grid, run the test jobs and the
 main job (a co-allocation split over clusters, and one that flexcod moves
-earlier), tell the user what to try next and how to stop; then
+earlier), with --mpi one MPI program over a co-allocation's parts on two
+clusters, tell the user what to try next and how to stop; then
 `contrib/localgrid stop` must leave nothing running.
 
 The copy is a `git clone` of the source tree when it is a git checkout (the
@@ -54,7 +55,7 @@ def newcomer_env():
 
 
 def main():
-    t.plan(7)
+    t.plan(8)
     top = tempfile.mkdtemp(prefix="flexco-newcomer-")
     clone = os.path.join(top, DEEP, "flexco")
     os.makedirs(os.path.dirname(clone))
@@ -64,7 +65,7 @@ def main():
         good, how = fresh_copy(t.srcdir(), clone)
         t.ok(good and len(clone) > 140 and sorted(os.listdir(os.path.dirname(clone))) == ["flexco"],
              "a fresh copy at a %d-character path, alone in its directory" % len(clone), how)
-        r = subprocess.run([os.path.join(clone, "contrib", "quickstart")], cwd=clone, env=env,
+        r = subprocess.run([os.path.join(clone, "contrib", "quickstart"), "--mpi"], cwd=clone, env=env,
                            capture_output=True, text=True, timeout=2400,
                            stdin=subprocess.DEVNULL)
         out = r.stdout
@@ -82,6 +83,13 @@ def main():
              and "The grid keeps running." in out and "contrib/localgrid stop" in out,
              "the move happened, and the end says what to try next and how to stop",
              out[-1500:])
+        mpi = re.search(r"^allreduce over (\d+) processes on 2 clusters \((\w+):(\d+) (\w+):(\d+)\): ok$",
+                        out, re.M)
+        t.ok(mpi and int(mpi.group(1)) == 12 and int(mpi.group(3)) + int(mpi.group(5)) == 12
+             and mpi.group(2) != mpi.group(4)
+             and len(re.findall(r"^pingpong \w+-\w+ +\d+ bytes: +[\d.]+ us +[\d.]+ MB/s$", out, re.M)) == 4,
+             "--mpi: an allreduce over 12 processes on 2 clusters, and the ping-pong figures",
+             out[-2500:])
         prog = re.findall(r"^   \.\.\. +\d+ s: ", r.stderr, re.M)
         t.note("progress lines during the build: %d" % len(prog))
         logs = set(re.findall(r"\(.*; log: (\S+)\)$", out, re.M))

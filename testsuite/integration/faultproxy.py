@@ -2,6 +2,7 @@
 """A TCP proxy for fault injection between flexcod and a cluster's plugin.
 
     p = FaultProxy(upstream_port)      listens on 127.0.0.1:p.port
+                                       (listen_host=: another address)
     p.set("pass")                      forward both ways (the default)
     p.set("delay", ms=500)             forward, each chunk held ms first
     p.set("drop")                      close every connection, and every
@@ -30,7 +31,7 @@ MODES = ("pass", "delay", "drop", "blackhole", "deaf")
 
 
 class FaultProxy:
-    def __init__(self, upstream_port, upstream_host="127.0.0.1", name=""):
+    def __init__(self, upstream_port, upstream_host="127.0.0.1", name="", listen_host="127.0.0.1"):
         self.upstream = (upstream_host, upstream_port)
         self.name = name
         self.mode = "pass"
@@ -41,7 +42,7 @@ class FaultProxy:
         self.closed = False
         self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.bind((listen_host, 0))
         self.lsock.listen(64)
         self.port = self.lsock.getsockname()[1]
         self.thread = threading.Thread(target=self._accept_loop, daemon=True,

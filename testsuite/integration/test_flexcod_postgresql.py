@@ -39,11 +39,11 @@ def main():
         to_postgresql(fc, pg.conninfo("flexcod"))
         r = subprocess.run([fc.launch_info()["argv"][0], "--init-db", "-f", fc.info["conf"]],
                            capture_output=True, text=True, timeout=60)
-        t.ok(r.returncode == 0 and "schema 5 ready" in r.stdout and "postgresql" in r.stdout,
+        t.ok(r.returncode == 0 and "schema 6 ready" in r.stdout and "postgresql" in r.stdout,
              "flexcod --init-db makes the schema in PostgreSQL", "%r %r" % (r.stdout, r.stderr))
         tables = sorted(x[0] for x in pg.query("flexcod", "SELECT table_name FROM "
                                                "information_schema.tables WHERE table_schema='public'"))
-        t.ok(tables == ["cluster_seq", "coallocations", "meta", "moves", "parts", "submit_keys",
+        t.ok(tables == ["cluster_seq", "coallocations", "meta", "moves", "parts", "rendezvous", "submit_keys",
                         "transitions"], "its tables are there", "%r" % tables)
         # a password in StorageLoc needs an owner-only flexcod.conf
         with_pw = os.path.join(t.scratch_dir("flexcod-pgpw-"), "flexcod.conf")

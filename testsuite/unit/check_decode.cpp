@@ -205,7 +205,17 @@ START_TEST(jobspec_ok) {
   flexco_jobspec_free(&s);
   ck_assert_int_eq(job("{\"script\":\"#!x\",\"hold\":false}", &s, &code), 0);
   ck_assert_int_eq(s.hold, 0);
+  ck_assert_ptr_null(s.rendezvous_url);
   flexco_jobspec_free(&s);
+  // flexcod's start-up rendezvous: the URL and the part's token
+  const std::string tok(64, 'f');
+  ck_assert_int_eq(job("{\"script\":\"#!x\",\"rendezvous\":{\"url\":\"http://10.0.0.1:26990\","
+                       "\"token\":\"" + tok + "\"}}", &s, &code),
+                   0);
+  ck_assert_str_eq(s.rendezvous_url, "http://10.0.0.1:26990");
+  ck_assert_str_eq(s.rendezvous_token, tok.c_str());
+  flexco_jobspec_free(&s);
+  ck_assert_ptr_null(s.rendezvous_token);
 }
 END_TEST
 
@@ -242,6 +252,15 @@ START_TEST(jobspec_refused) {
       "{\"script\":\"#!x\",\"hold\":1}",
       "{\"script\":\"#!x\",\"hold\":\"true\"}",
       "{\"script\":\"#!x\",\"hold\":null}",
+      "{\"script\":\"#!x\",\"rendezvous\":\"http://h:1\"}",
+      "{\"script\":\"#!x\",\"rendezvous\":{\"url\":\"http://h:1\"}}",
+      "{\"script\":\"#!x\",\"rendezvous\":{\"url\":\"ftp://h:1\",\"token\":\"" + std::string(64, 'a') + "\"}}",
+      "{\"script\":\"#!x\",\"rendezvous\":{\"url\":\"http://h :1\",\"token\":\"" + std::string(64, 'a') + "\"}}",
+      "{\"script\":\"#!x\",\"rendezvous\":{\"url\":\"http://h:1\",\"token\":\"short\"}}",
+      "{\"script\":\"#!x\",\"rendezvous\":{\"url\":\"http://h:1\",\"token\":\"" + std::string(64, ';') + "\"}}",
+      "{\"script\":\"#!x\",\"rendezvous\":{\"url\":\"http://h:1\",\"token\":\"" + std::string(129, 'a') + "\"}}",
+      "{\"script\":\"#!x\",\"rendezvous\":{\"url\":\"http://h:1\",\"token\":\"" + std::string(64, 'a') +
+          "\",\"x\":1}}",
   };
   for (const auto& b : bad) {
     flexco_jobspec_t s;

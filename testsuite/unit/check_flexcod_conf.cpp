@@ -228,6 +228,10 @@ const Bad kBad[] = {
     {"Cluster=a URL=http://h:1/v1\n", 1, "not http://host:port"},
     {"Cluster=a URL=http://h:1 Colour=x\n", 1, "unknown key 'Colour' on a Cluster line"},
     {"Cluster=a URL=http://h:1 URL=http://h:2\n", 1, "given twice"},
+    {"Cluster=a URL=http://h:1 RendezvousURL=tcp://h:2\n", 1, "RendezvousURL: 'tcp://h:2' is not http"},
+    {"Cluster=a URL=http://h:1 RendezvousURL=http://h:2 RendezvousURL=http://h:3\n", 1, "given twice"},
+    {"Cluster=a URL=http://h:1\nRendezvousURL=http://h:2\n", 2, "only allowed on a Cluster line"},
+    {"Cluster=a URL=http://h:1\nRendezvousTimeout=4\n", 2, "RendezvousTimeout: '4' is not an integer in 5..3600"},
     {"Cluster=a URL=http://h:1\nCluster=A URL=http://h:2\n", 2, "defined twice"},
     {"Cluster=a/b URL=http://h:1\n", 1, "name"},
     {"Cluster=a URL=http://h:1\nCluster=FlexCoD URL=http://h:2\n", 2, "'flexcod' is reserved"},
@@ -247,6 +251,20 @@ START_TEST(controller_urls) {
   ck_assert_uint_eq(cl[0].other_urls.size(), 1);
   ck_assert_str_eq(cl[0].other_urls[0].c_str(), "http://ctl2:26001");
   ck_assert(cl[1].other_urls.empty());
+}
+END_TEST
+
+START_TEST(rendezvous_settings) {
+  // RendezvousURL on a Cluster line (how its compute nodes reach flexcod),
+  // RendezvousTimeout (default 0: PartStartSkew's)
+  auto r = conf::parse("Cluster=alpha URL=http://a:26001 rendezvousurl=http://10.1.0.5:26990\n"
+                       "Cluster=beta URL=http://b:26001\nRendezvousTimeout=45\n", "f.conf");
+  ck_assert_msg(r.ok(), "%s", r.ok() ? "" : r.error().message.c_str());
+  ck_assert_str_eq(r.value().clusters[0].rendezvous_url.c_str(), "http://10.1.0.5:26990");
+  ck_assert(r.value().clusters[1].rendezvous_url.empty());
+  ck_assert_int_eq(r.value().rendezvous_timeout, 45);
+  auto d = conf::parse("Cluster=alpha URL=http://a:26001\n", "f.conf");
+  ck_assert(d.ok() && d.value().rendezvous_timeout == 0);
 }
 END_TEST
 
@@ -381,6 +399,7 @@ Suite* make_suite() {
   tcase_add_test(tc, example_parses);
   tcase_add_test(tc, defaults_and_case);
   tcase_add_test(tc, controller_urls);
+  tcase_add_test(tc, rendezvous_settings);
   tcase_add_loop_test(tc, bad_inputs, 0, static_cast<int>(sizeof(kBad) / sizeof(kBad[0])));
   tcase_add_test(tc, read_file_and_path_choice);
   tcase_add_test(tc, contrib_example_parses);

@@ -31,6 +31,7 @@
 using flexcod::CoRecord;
 using flexcod::MoveRecord;
 using flexcod::PartRecord;
+using flexcod::RendezvousRecord;
 using flexcod::Store;
 using flexcod::SubmitKey;
 
@@ -296,7 +297,7 @@ START_TEST(schema_1_is_migrated) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, nullptr);
   ck_assert(sqlite3_step(st) == SQLITE_ROW);
-  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "5");
+  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "6");
   sqlite3_finalize(st);
   sqlite3_close(db);
 }
@@ -796,7 +797,7 @@ START_TEST(versions_compare_and_set) {
 END_TEST
 
 // A database of schema 2 (before the start leases, the row versions and
-// the parts' clock shift) opens as schema 5 in either backend: the
+// the parts' clock shift) opens as schema 6 in either backend: the
 // columns are added, version 1 and clock shift 0 for the rows it held,
 // which are then written by compare-and-set like new ones.
 START_TEST(schema_2_is_migrated) {
@@ -837,7 +838,7 @@ START_TEST(schema_2_is_migrated) {
   auto s = Store::open(loc, &err);
   ck_assert_msg(s != nullptr, "%s", err.c_str());
   ck_assert_str_eq(s->instance().c_str(), "fedcba9876543210");
-  ck_assert_str_eq(s->schema_version().c_str(), "5");
+  ck_assert_str_eq(s->schema_version().c_str(), "6");
   auto co = s->get_coalloc(1);
   ck_assert(co.has_value() && co->version == 1 && co->state == "running");
   auto p = s->parts(1, true).at(0);
@@ -855,13 +856,20 @@ START_TEST(schema_2_is_migrated) {
   s.reset();
   s = Store::open(loc, &err);  // again: nothing more to migrate
   ck_assert_msg(s != nullptr, "%s", err.c_str());
-  ck_assert_str_eq(s->schema_version().c_str(), "5");
+  ck_assert_str_eq(s->schema_version().c_str(), "6");
   ck_assert_int_eq(s->get_coalloc(1)->version, 2);
   ck_assert_int_eq(s->parts(1, true).at(0).clock_shift, -20);  // written and read back
-  // a database made new is schema 5 too
+  // the migrated database has the rendezvous' table
+  RendezvousRecord r;
+  r.co_id = 1;
+  r.attempt = 1;
+  r.token_hash = std::string(64, 'a');
+  ck_assert_msg(s->put_rendezvous_token(r, &err), "%s", err.c_str());
+  ck_assert(s->rendezvous_by_token(r.token_hash).has_value());
+  // a database made new is schema 6 too
   auto fresh = Store::open(fresh_loc("v3.db"), &err);
   ck_assert_msg(fresh != nullptr, "%s", err.c_str());
-  ck_assert_str_eq(fresh->schema_version().c_str(), "5");
+  ck_assert_str_eq(fresh->schema_version().c_str(), "6");
 }
 END_TEST
 
@@ -926,6 +934,62 @@ START_TEST(pg_open_errors) {
 }
 END_TEST
 
+// The start-up rendezvous' rows: a token's hash found again, a
+// registration written, the co-allocations whose barrier is open, a new
+// token for a part replacing its old one, and the rows purged with their
+// co-allocation.
+START_TEST(rendezvous_rows) {
+  std::string err;
+  auto s = Store::open(fresh_loc("rdv.db"), &err);
+  ck_assert_msg(s != nullptr, "%s", err.c_str());
+  CoRecord c = sample_co();
+  ck_assert(s->insert_coalloc(&c, "submitted", &err));
+  c.state = "scheduled";
+  c.attempt = 1;
+  std::vector<PartRecord> ps = {sample_part(c.id, 1, 0, "alpha", "submitted"),
+                                sample_part(c.id, 1, 1, "beta", "submitted")};
+  ck_assert_msg(s->write(c, ps, "placed", &err), "%s", err.c_str());
+  for (int i = 0; i < 2; ++i) {
+    RendezvousRecord r;
+    r.co_id = c.id;
+    r.attempt = 1;
+    r.idx = i;
+    r.token_hash = std::string(64, static_cast<char>('a' + i));
+    ck_assert_msg(s->put_rendezvous_token(r, &err), "%s", err.c_str());
+  }
+  ck_assert(!s->rendezvous_by_token(std::string(64, 'z')).has_value());
+  auto one = s->rendezvous_by_token(std::string(64, 'b'));
+  ck_assert(one.has_value() && one->co_id == c.id && one->idx == 1 && one->registered == 0);
+  ck_assert(s->rendezvous_open().empty());  // nobody registered
+  one->registered = 1000;
+  one->contact = "tcp://h:1 \"quoted\"";
+  one->nodes = "beta[1-2]";
+  one->ranks = 7;
+  ck_assert_msg(s->register_rendezvous(*one, &err), "%s", err.c_str());
+  auto rows = s->rendezvous_parts(c.id, 1);
+  ck_assert_int_eq(rows.size(), 2);
+  ck_assert(rows[1].registered == 1000 && rows[1].contact == one->contact && rows[1].nodes == "beta[1-2]" &&
+            rows[1].ranks == 7 && rows[0].registered == 0);
+  ck_assert(s->rendezvous_open() == std::vector<std::int64_t>{c.id});
+  // a part's new token replaces its old one (and its registration)
+  RendezvousRecord again = rows[1];
+  again.token_hash = std::string(64, 'c');
+  ck_assert_msg(s->put_rendezvous_token(again, &err), "%s", err.c_str());
+  ck_assert(!s->rendezvous_by_token(std::string(64, 'b')).has_value());
+  ck_assert_int_eq(s->rendezvous_by_token(std::string(64, 'c'))->registered, 0);
+  // another part with a token already used: refused by the unique index
+  RendezvousRecord other = rows[0];
+  other.token_hash = std::string(64, 'c');
+  ck_assert(!s->put_rendezvous_token(other, &err));
+  ck_assert(s->rendezvous_by_token(std::string(64, 'a')).has_value());
+  // ended and purged: the rows go with it
+  c.state = "completed";
+  ck_assert_msg(s->update_coalloc(c, "done", &err), "%s", err.c_str());
+  ck_assert_int_eq(s->purge_finished(flexcod::now_seconds() + 10, &err), 1);
+  ck_assert(s->rendezvous_parts(c.id, 1).empty());
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("flexcod_store");
   TCase* tc = tcase_create("sqlite");
@@ -949,6 +1013,7 @@ Suite* make_suite() {
   tcase_add_test(tc, user_caps);
   tcase_add_test(tc, versions_compare_and_set);
   tcase_add_test(tc, schema_2_is_migrated);
+  tcase_add_test(tc, rendezvous_rows);
   tcase_set_timeout(tc, 30);
   suite_add_tcase(s, tc);
   // The same tests where the backend matters, on PostgreSQL (the SQLite
@@ -969,6 +1034,7 @@ Suite* make_suite() {
   tcase_add_test(pg, user_caps);
   tcase_add_test(pg, versions_compare_and_set);
   tcase_add_test(pg, schema_2_is_migrated);
+  tcase_add_test(pg, rendezvous_rows);
   tcase_add_test(pg, pg_lost_connection_reaches_the_handler);
   tcase_add_test(pg, pg_open_errors);
   tcase_set_timeout(pg, 60);
