@@ -10,7 +10,9 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -159,6 +161,10 @@ std::string json_text(const json_t* j) {
 struct Client::Pool {
   std::mutex mutex;
   std::vector<CURL*> idle;  // reset handles whose connections stay open
+  // Requests in flight, against ClientConfig::max_in_flight.
+  std::mutex slot_mutex;
+  std::condition_variable slot_cv;
+  std::size_t in_flight = 0;
   // Which of the URLs (base_url, then other_urls) to ask first: the last
   // one that answered as the service in charge.
   std::atomic<std::size_t> current{0};
@@ -208,6 +214,46 @@ std::string api_code_of(const Response& r) {
   const json_t* code = json_is_object(err) ? json_object_get(err, "code") : nullptr;
   return json_is_string(code) ? std::string(json_string_value(code)) : std::string();
 }
+
+// A place among ClientConfig::max_in_flight for one request (none when
+// max is 0): waits until `deadline` or a cancel, checked every 100 ms.
+class InFlight {
+ public:
+  InFlight(Client::Pool& pool, std::size_t max, std::chrono::steady_clock::time_point deadline,
+           const std::atomic<bool>* cancel)
+      : pool_(pool) {
+    if (max == 0) {
+      held_ = true;
+      counted_ = false;
+      return;
+    }
+    std::unique_lock<std::mutex> lock(pool_.slot_mutex);
+    while (pool_.in_flight >= max) {
+      if ((cancel != nullptr && cancel->load()) || std::chrono::steady_clock::now() >= deadline)
+        return;
+      pool_.slot_cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                            std::chrono::milliseconds(100)));
+    }
+    ++pool_.in_flight;
+    held_ = true;
+  }
+  ~InFlight() {
+    if (!held_ || !counted_) return;
+    {
+      std::lock_guard<std::mutex> lock(pool_.slot_mutex);
+      --pool_.in_flight;
+    }
+    pool_.slot_cv.notify_one();
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  bool held() const noexcept { return held_; }
+
+ private:
+  Client::Pool& pool_;
+  bool held_ = false;
+  bool counted_ = true;
+};
 
 // A pool handle for one request, given back when it ends.
 class Lease {
@@ -292,6 +338,20 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
     }
     if (cancel != nullptr && cancel->load()) {
       return make_error(Errc::kCancelled, "cancelled before sending");
+    }
+    const long wait_ms = total_timeout_ms > 0 ? total_timeout_ms : config_.total_timeout_ms;
+    const InFlight place(*pool_, config_.max_in_flight,
+                         std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms),
+                         cancel);
+    if (!place.held()) {
+      if (cancel != nullptr && cancel->load()) {
+        return make_error(Errc::kCancelled, "cancelled before sending");
+      }
+      return make_error(Errc::kTimeout, std::string(method) + " " + std::string(target) +
+                                            ": no place among the " +
+                                            std::to_string(config_.max_in_flight) +
+                                            " requests in flight within " +
+                                            std::to_string(wait_ms) + " ms; nothing sent");
     }
     std::unique_ptr<curl_slist, SlistDeleter> list;
     auto add = [&list](const std::string& line) -> bool {

@@ -121,6 +121,12 @@ struct ClientConfig {
   long connect_timeout_ms = 2000;      // 1 .. 600000
   long total_timeout_ms = 10000;       // 1 .. 3600000, whole request
   std::size_t max_response_bytes = std::size_t{16} << 20;  // 1 .. 1 GiB
+  // At most this many requests of this client (and its copies) in flight
+  // at once, 0 = no bound: a server that counts connections per address
+  // (the plugin's MaxConnectionsPerAddress) is not asked for more.  A
+  // request waits for a place at most its total timeout (then kTimeout,
+  // nothing sent), and before it is signed.
+  std::size_t max_in_flight = 0;
   // Told of every request that was sent: its duration, whether an answer
   // came (and its status), and whether the call set its own timeout (a
   // long poll, which waits on purpose).  For metrics; must not throw.

@@ -274,6 +274,11 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
     std::lock_guard<std::mutex> lock(conf_mutex_);
     conf = conf_;
   }
+  // From before the first request (a published profile is as old as two
+  // intervals at most): see subtract_unseen.
+  ClaimLedger::Reading reading(&claims_, steady_ms() - (conf.availability_mode == "publish"
+                                                            ? 1000L * (2L * conf.publish_interval + 6)
+                                                            : 0));
   struct One {
     bool ok = false;
     std::string why;
@@ -320,6 +325,7 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
     }));
   }
   Gathered g;
+  g.reading = std::move(reading);
   for (std::size_t i = 0; i < futs.size(); ++i) {
     One one = futs[i].get();
     if (one.ok) {
@@ -539,11 +545,13 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
       *why = "no allowed cluster left" + (reasons.empty() ? std::string() : ": " + reasons);
       break;
     }
-    // Released by commit_attempt once the tentative reservations are made
-    // (or refused), else at the end of this round.
-    std::unique_lock<std::mutex> claim(claim_mutex_);
+    // Read without the claim; planned under it on what was read less what
+    // was claimed since (subtract_unseen).  Released by commit_attempt once
+    // the parts are in claims_, else at the end of this round.
     Gathered g = gather(which, spec);
+    std::unique_lock<std::mutex> claim(claim_mutex_);
     apply_refusals(g, refusals);
+    subtract_unseen(g);
     for (const auto& e : g.errors) {
       reasons += (reasons.empty() ? "" : "; ") + e.first + " unreachable (" + e.second + ")";
       excluded.insert(e.first);
