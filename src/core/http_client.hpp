@@ -100,6 +100,7 @@ struct Response {
   int status = 0;
   std::string body;  // exactly as received
   JsonPtr json;      // parsed body; null when the body is empty or not JSON
+  std::string session_grant;  // its FlexCo-Session header, "" if none
 };
 
 struct ClientConfig {
@@ -127,6 +128,14 @@ struct ClientConfig {
   // request waits for a place at most its total timeout (then kTimeout,
   // nothing sent), and before it is signed.
   std::size_t max_in_flight = 0;
+  // Session authentication (core/session.hpp, doc/auth.md "Sessions"):
+  // the first request offers a session in its MUNGE payload; once the
+  // server granted one, requests carry its MAC instead of a MUNGE
+  // credential until it nears its end.  A 401 refusing the session
+  // (unknown_session, session_expired, bad_mac, replayed and the time
+  // checks) drops it and sends the request once more with MUNGE.  A
+  // server that grants none is asked with MUNGE as before.
+  bool session = false;
   // Told of every request that was sent: its duration, whether an answer
   // came (and its status), and whether the call set its own timeout (a
   // long poll, which waits on purpose).  For metrics; must not throw.
@@ -184,6 +193,12 @@ class Client {
   static constexpr std::size_t kMaxUrls = 8;  // base_url and other_urls
 
  private:
+  // request() once; *again (if not null) set when the server refused the
+  // session the request was sent under (it is to be sent again).
+  Result<Response> request_once(std::string_view method, std::string_view target,
+                                std::string_view body, const std::vector<Header>& headers,
+                                long total_timeout_ms, const std::atomic<bool>* cancel,
+                                bool* again) const noexcept;
   // One attempt at one of the URLs, with the headers already built.
   // (c is a CURL*, headers a curl_slist*: libcurl stays out of this header.)
   Result<Response> perform(void* c, const std::string& base, std::string_view method,

@@ -62,6 +62,9 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     // claim): at most half the plugin's default MaxConnectionsPerAddress
     // (16) at once, its long poll included; the rest wait their turn.
     hc.max_in_flight = 8;
+    // One MUNGE credential per session, not per request (doc/auth.md,
+    // "Sessions"); a plugin that grants none is asked with MUNGE.
+    hc.session = true;
     hc.observer = [this, name = cc.name](double s, bool answered, int status, bool long_poll) {
       observe_cluster(name, s, answered, status, long_poll);
     };
