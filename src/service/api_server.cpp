@@ -542,6 +542,12 @@ MHD_Result ApiServer::dispatch(MHD_Connection* c, Req* req, const char* url, con
     log(FLEXCO_API_DEBUG, "%s %s: %s", method, req->uri.c_str(), err);
     return error(c, req, status, code, err);
   }
+  // "FlexCo-Session ...": verified by its MAC (the verifier took no other)
+  if (auth != nullptr && strncasecmp(auth, "FlexCo-Session ", 15) == 0)
+    ++auth_session_;
+  else
+    ++auth_munge_;
+  if (req->session_grant[0]) ++sessions_granted_;
 
   if (rt.ep == FLEXCO_EP_RESV) {
     req->uid = uid;
@@ -803,6 +809,10 @@ json_t* ApiServer::stats_json() {
                                 (json_int_t)refused[FLEXCO_API_RL_PROBE], "profile",
                                 (json_int_t)refused[FLEXCO_API_RL_PROFILE], "events",
                                 (json_int_t)refused[FLEXCO_API_RL_EVENTS]));
+  json_object_set_new(root, "auth",
+                      json_pack("{s:I, s:I, s:I}", "munge", (json_int_t)auth_munge_.load(),
+                                "session", (json_int_t)auth_session_.load(), "sessions_granted",
+                                (json_int_t)sessions_granted_.load()));
   json_object_set_new(root, "started", json_integer(started_at_));
   json_object_set_new(root, "now", json_integer(std::time(nullptr)));
   json_object_set_new(root, "requests", reqs);

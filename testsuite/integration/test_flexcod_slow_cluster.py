@@ -31,6 +31,7 @@ import time
 import flexcotest as t
 from faultproxy import flexcod_via_proxies
 from flexcodtest import Flexcod
+from flexcohttp import plugin_client
 from test_flexcod_burst import UID0, USERS, make_users, remove_users
 
 SLOW_USERS = 10  # users 0-9: one gamma submission each
@@ -143,6 +144,16 @@ def run():
         br = cl.get("gamma", {}).get("breaker", {})
         t.ok(br.get("state") == "closed" and br.get("opened") == 0,
              "gamma's circuit breaker never opened", "%r" % br)
+        # flexcod's calls went by request sessions (doc/auth.md): alpha's
+        # plugin verified most of them by their MAC, not by MUNGE
+        st = grid.status()
+        alpha = plugin_client([c for c in st["clusters"] if c["name"] == "alpha"][0],
+                              st["munge_socket"])
+        au = (alpha.get("/v1/stats").json or {}).get("auth", {})
+        t.ok(au.get("session", 0) > 10 * au.get("munge", 0) and au.get("sessions_granted", 0) >= 1,
+             "flexcod's requests to alpha were verified by a request session's MAC "
+             "(%d), not MUNGE (%d; %d sessions granted)"
+             % (au.get("session", 0), au.get("munge", 0), au.get("sessions_granted", 0)), "%r" % au)
         proxies["gamma"].heal()
         for p in proxies.values():
             p.close()
