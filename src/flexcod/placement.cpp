@@ -274,11 +274,18 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
     std::lock_guard<std::mutex> lock(conf_mutex_);
     conf = conf_;
   }
-  // From before the first request (a published profile is as old as two
-  // intervals at most): see subtract_unseen.
-  ClaimLedger::Reading reading(&claims_, steady_ms() - (conf.availability_mode == "publish"
-                                                            ? 1000L * (2L * conf.publish_interval + 6)
-                                                            : 0));
+  // From before the first request, or before the oldest published profile
+  // it may use was received (less 5 s for its way here): see
+  // subtract_unseen.
+  std::int64_t age_s = 0;
+  if (conf.availability_mode == "publish") {
+    for (std::size_t ci : which) {
+      std::lock_guard<std::mutex> lock(clusters_[ci]->m);
+      if (!clusters_[ci]->cached_profile.empty())
+        age_s = std::max<std::int64_t>(age_s, now_seconds() - clusters_[ci]->cached_at + 5);
+    }
+  }
+  ClaimLedger::Reading reading(&claims_, steady_ms() - 1000L * age_s);
   struct One {
     bool ok = false;
     std::string why;
