@@ -112,8 +112,6 @@ bool split(std::string_view s, std::size_t n, std::vector<std::string_view>* out
   return out->size() == n;
 }
 
-std::int64_t seconds(std::int64_t a) { return a; }
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -414,7 +412,7 @@ Result<Identity> SessionTable::check(const SessionAuth& a, std::string_view meth
   Identity id;
   id.uid = s.uid;
   id.gid = s.gid;
-  id.encode_time = seconds(a.timestamp);
+  id.encode_time = a.timestamp;  // the request's own time (no MUNGE encode here)
   id.body_sha256 = std::string(body_sha256);
   id.by_session = true;
   return id;
