@@ -443,6 +443,14 @@ Result<Response> Client::request_once(std::string_view method, std::string_view 
       auto r = perform(curl.get(), base, method, target, body, list.get(), total_timeout_ms, cancel);
       const bool last = k + 1 >= n_urls;
       if (config_.session && r.ok()) {
+        if (!plan.offer.empty() && r.value().status == 401 &&
+            api_code_of(r.value()) == "malformed_payload") {
+          // A server older than flexco-auth-v4: nothing was done; once
+          // more without the offer, and no offers to it for a while.
+          pool_->session.offer_refused(unix_now());
+          if (again != nullptr) *again = true;
+          return r;
+        }
         if (!plan.offer.empty()) {
           pool_->session.answered(plan, r.value().session_grant.empty()
                                             ? std::nullopt

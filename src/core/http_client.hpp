@@ -134,7 +134,10 @@ struct ClientConfig {
   // credential until it nears its end.  A 401 refusing the session
   // (unknown_session, session_expired, bad_mac, replayed and the time
   // checks) drops it and sends the request once more with MUNGE.  A
-  // server that grants none is asked with MUNGE as before.
+  // server that grants none is asked with MUNGE as before; one that
+  // refuses the offering payload (401 malformed_payload: older than
+  // flexco-auth-v4) gets the request again as flexco-auth-v3, and no
+  // offer for 10 minutes.
   bool session = false;
   // Told of every request that was sent: its duration, whether an answer
   // came (and its status), and whether the call set its own timeout (a

@@ -457,7 +457,7 @@ ClientSession::Plan ClientSession::next(std::string_view audience, std::string_v
     }
     // An offer left unanswered for long is given up (its request failed).
     if (offer_out_ && now - offer_at_ > 60) offer_out_ = false;
-    if (!offer_out_) {
+    if (!offer_out_ && now >= no_offer_until_) {
       auto kp = make_key_pair();
       if (kp.ok()) {
         offer_ = std::move(kp).value();
@@ -500,6 +500,12 @@ void ClientSession::drop(const Plan& plan) noexcept {
   if (plan.generation != generation_) return;  // a newer session: keep it
   have_ = false;
   ++generation_;
+}
+
+void ClientSession::offer_refused(std::int64_t now, std::int64_t seconds) noexcept {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  offer_out_ = false;
+  no_offer_until_ = now + seconds;
 }
 
 bool ClientSession::active(std::int64_t now) const noexcept {

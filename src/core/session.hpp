@@ -207,6 +207,9 @@ class ClientSession {
                 std::string_view audience, std::int64_t now) noexcept;
   // The server refused a session request (401): forget the session.
   void drop(const Plan& plan) noexcept;
+  // The server refused the offer's payload (401 malformed_payload: it
+  // predates flexco-auth-v4): no offers for the next `seconds`.
+  void offer_refused(std::int64_t now, std::int64_t seconds = 600) noexcept;
   bool active(std::int64_t now) const noexcept;
 
  private:
@@ -219,6 +222,7 @@ class ClientSession {
   std::uint64_t generation_ = 0;  // bumped with every new session or drop
   bool offer_out_ = false;
   std::int64_t offer_at_ = 0;
+  std::int64_t no_offer_until_ = 0;
   KeyPair offer_;
 };
 

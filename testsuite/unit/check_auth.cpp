@@ -18,6 +18,8 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -40,6 +42,7 @@
 
 #include "core/auth.hpp"
 #include "core/session.hpp"
+#include "core/http_client.hpp"
 #include "core/capi_auth.h"
 #include "core/sha256.hpp"
 
@@ -1750,6 +1753,95 @@ START_TEST(session_client_round_trip) {
 }
 END_TEST
 
+
+namespace {
+// Answers `answers` in turn, one per connection, and keeps each request's
+// Authorization header (a server older than flexco-auth-v4 stands in).
+struct ScriptedServer {
+  int fd = -1, port = 0;
+  std::vector<std::string> answers, auth;
+  std::thread th;
+  explicit ScriptedServer(std::vector<std::string> a) : answers(std::move(a)) {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    socklen_t len = sizeof sa;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    port = ntohs(sa.sin_port);
+    ck_assert(listen(fd, 8) == 0);
+    th = std::thread([this] {
+      for (const std::string& answer : answers) {
+        const int c = accept(fd, nullptr, nullptr);
+        if (c < 0) return;
+        std::string in;
+        char buf[8192];
+        while (in.find("\r\n\r\n") == std::string::npos) {
+          const ssize_t n = read(c, buf, sizeof buf);
+          if (n <= 0) break;
+          in.append(buf, static_cast<std::size_t>(n));
+        }
+        const std::size_t k = in.find("Authorization: ");
+        auth.push_back(k == std::string::npos
+                           ? std::string()
+                           : in.substr(k + 15, in.find("\r\n", k) - k - 15));
+        const ssize_t w = write(c, answer.data(), answer.size());
+        (void)w;
+        close(c);
+      }
+    });
+  }
+  void join() {
+    if (th.joinable()) th.join();
+  }
+  ~ScriptedServer() {
+    join();
+    close(fd);
+  }
+};
+
+std::string http_answer(int status, const std::string& body) {
+  return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n"
+         "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+}  // namespace
+
+START_TEST(session_client_falls_back_for_a_server_without_v4) {
+  // A client offering sessions meets a server that refuses the offering
+  // payload (401 malformed_payload, as one older than flexco-auth-v4
+  // does): the request goes again as flexco-auth-v3, and the next one
+  // offers nothing either.
+  const std::string refuse = http_answer(
+      401, "{\"error\":{\"code\":\"malformed_payload\",\"message\":\"line 1 is not v3\"}}");
+  ScriptedServer srv({refuse, http_answer(200, "{}"), http_answer(200, "{}")});
+  flexco::http::ClientConfig cfg;
+  cfg.base_url = "http://127.0.0.1:" + std::to_string(srv.port);
+  cfg.audience = kAudience;
+  cfg.session = true;
+  auto c = flexco::http::Client::create(cfg, make_signer(g_munged.socket));
+  ck_assert(c.ok());
+  auto r1 = c.value().request("GET", "/v1/profile");
+  ck_assert_msg(r1.ok() && r1.value().status == 200, "%s",
+                r1.ok() ? std::to_string(r1.value().status).c_str() : r1.error().message.c_str());
+  auto r2 = c.value().request("GET", "/v1/profile");
+  ck_assert(r2.ok() && r2.value().status == 200);
+  srv.join();
+  ck_assert_uint_eq(srv.auth.size(), 3);
+  // What each carried: at a verifier that grants sessions a v4 offer is
+  // granted one, a v3 request none.
+  const auth::Verifier v = session_verifier();
+  std::vector<bool> offered;
+  for (const std::string& h : srv.auth) {
+    auto id = v.verify("GET", "/v1/profile", "", h, std::nullopt, now_s());
+    expect_ok(id, "a recorded request");
+    offered.push_back(!id.value().session_grant.empty());
+  }
+  ck_assert_msg(offered[0] && !offered[1] && !offered[2], "offers: %d %d %d", int(offered[0]),
+                int(offered[1]), int(offered[2]));
+}
+END_TEST
+
 START_TEST(replay_cache_full_then_recovers) {
   // Capacity 4, max_age 60: four live nonces fill it, further requests are
   // refused (503) and the cache does not grow; once `now` passes their
@@ -1996,6 +2088,7 @@ Suite* make_suite() {
   tcase_add_test(munge, session_established_by_munge);
   tcase_add_test(munge, session_table_bounded);
   tcase_add_test(munge, session_client_round_trip);
+  tcase_add_test(munge, session_client_falls_back_for_a_server_without_v4);
   tcase_add_test(munge, replay_cache_full_then_recovers);
   tcase_add_test(munge, replay_cache_uid_share_verify);
   tcase_add_test(munge, concurrent_verify);
