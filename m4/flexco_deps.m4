@@ -48,6 +48,6 @@ AC_DEFUN([FLEXCO_CHECK_ZLIB], [
 ])
 
 AC_DEFUN([FLEXCO_CHECK_NETTLE], [
-  PKG_CHECK_MODULES([NETTLE], [nettle >= 3.4], [],
-    [AC_MSG_ERROR([GNU Nettle >= 3.4 (SHA-256 of signed requests) not found: apt-get install nettle-dev])])
+  PKG_CHECK_MODULES([NETTLE], [nettle >= 3.4 hogweed >= 3.4], [],
+    [AC_MSG_ERROR([GNU Nettle and Hogweed >= 3.4 (SHA-256 and HMAC of signed requests, X25519 of sessions) not found: apt-get install nettle-dev])])
 ])

@@ -93,6 +93,7 @@ static s_p_options_t flexco_options[] = {
 	{.key = "QueryUsers", .type = S_P_STRING},
 	{.key = "ReplayCachePerUser", .type = S_P_UINT32},
 	{.key = "ReplayCacheSize", .type = S_P_UINT32},
+	{.key = "SessionLifetime", .type = S_P_UINT32},
 	{.key = "SnapshotJobLag", .type = S_P_UINT32},
 	{.key = "SnapshotJobsPerHold", .type = S_P_UINT32},
 	{.key = "SnapshotMaxAge", .type = S_P_UINT32},
@@ -108,7 +109,8 @@ static s_p_options_t flexco_options[] = {
 	"MaxRequestMemory, MaxRequestSize, MetricsTokenFile, MinFit, MinUserUid, MungeSocket, " \
 	"PResHistoryInterval, PResHistoryPeriod, ProbeRateLimit, " \
 	"ProfileRateLimit, PublishedShare, QueryUsers, ReplayCachePerUser, " \
-	"ReplayCacheSize, SnapshotJobLag, SnapshotJobsPerHold, SnapshotMaxAge"
+	"ReplayCacheSize, SessionLifetime, SnapshotJobLag, SnapshotJobsPerHold, " \
+	"SnapshotMaxAge"
 
 static const char *const rate_keys[FLEXCO_RL_CNT] = {
 	"ProbeRateLimit", "ProfileRateLimit", "EventsRateLimit" };
@@ -386,7 +388,9 @@ extern flexco_conf_t *flexco_conf_read_file(const char *path)
 		     FLEXCO_MAX_REPLAY_CACHE) ||
 	    _get_u32(tbl, path, "ReplayCachePerUser",
 		     &conf->replay_cache_per_user, 0, 0,
-		     FLEXCO_MAX_REPLAY_CACHE))
+		     FLEXCO_MAX_REPLAY_CACHE) ||
+	    _get_u32(tbl, path, "SessionLifetime", &conf->session_lifetime,
+		     FLEXCO_DEFAULT_SESSION_LIFETIME, 0, 86400))
 		goto fail;
 	if (!conf->replay_cache_per_user)
 		conf->replay_cache_per_user = conf->replay_cache_size / 4;
@@ -615,7 +619,7 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 		else
 			snprintf(rate[i], sizeof(rate[i]), "0");
 	}
-	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BackfillDefer=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u HttpThreads=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SnapshotJobLag=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
+	info("%s: %s: ActForRoot=%s AuthMaxAge=%u AuthMaxSkew=%u BackfillDefer=%u BodyTimeout=%u ComputeNice=%u ComputeThreads=%u ConnectionTimeout=%u DaemonUsers=%s EventBufferSize=%u EventsRateLimit=%s HeaderTimeout=%u HttpThreads=%u ListenAddress=%s ListenPort=%u MaxConnections=%u MaxConnectionsPerAddress=%u MaxLongPolls=%u MaxLongPollsPerUser=%u MaxRequestMemory=%u MaxRequestSize=%u MetricsTokenFile=%s MinFit=%.2f MinUserUid=%u MungeSocket=%s PResHistoryInterval=%u PResHistoryPeriod=%u ProbeRateLimit=%s ProfileRateLimit=%s PublishedShare=%u QueryUsers=%s ReplayCachePerUser=%u ReplayCacheSize=%u SessionLifetime=%u SnapshotJobLag=%u SnapshotJobsPerHold=%u SnapshotMaxAge=%u",
 	     plugin_type, conf->path, conf->act_for_root ? "yes" : "no",
 	     conf->auth_max_age, conf->auth_max_skew, conf->backfill_defer,
 	     conf->body_timeout,
@@ -637,6 +641,7 @@ extern void flexco_conf_log(const flexco_conf_t *conf)
 	     conf->published_share,
 	     conf->query_users ? conf->query_users : "(any)",
 	     conf->replay_cache_per_user, conf->replay_cache_size,
+	     conf->session_lifetime,
 	     conf->snapshot_job_lag, conf->snapshot_jobs_per_hold,
 	     conf->snapshot_max_age);
 }

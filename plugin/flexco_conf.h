@@ -30,6 +30,7 @@
 #define FLEXCO_DEFAULT_AUTH_MAX_SKEW 60
 #define FLEXCO_DEFAULT_REPLAY_CACHE 65536
 #define FLEXCO_MAX_REPLAY_CACHE (1 << 22)	/* core/auth.hpp kMaxReplayCapacity */
+#define FLEXCO_DEFAULT_SESSION_LIFETIME 300	/* s; doc/auth.md "Sessions" */
 #define FLEXCO_DEFAULT_EVENT_BUFFER_SIZE 4096
 #define FLEXCO_MIN_EVENT_BUFFER_SIZE 8
 #define FLEXCO_MAX_EVENT_BUFFER_SIZE 65536
@@ -96,6 +97,7 @@ typedef struct {
 	bool act_for_root;	/* ActForRoot: act for uid 0 (test grids) */
 	uint32_t replay_cache_size;	/* ReplayCacheSize: nonces remembered */
 	uint32_t replay_cache_per_user;	/* ReplayCachePerUser, 0: size / 4 */
+	uint32_t session_lifetime;	/* SessionLifetime, s; 0: no sessions */
 	char *metrics_token_file;	/* MetricsTokenFile, NULL: none */
 	char *metrics_token;	/* ... its token, read with flexco.conf */
 } flexco_conf_t;

@@ -64,7 +64,7 @@ static int _h_verify(void *arg, const char *method, const char *target,
 		     const char *body, size_t body_len, const char *auth,
 		     const char *idem_key, uint32_t *uid, uint32_t *gid,
 		     char *digest, char *code, size_t codelen, char *err,
-		     size_t errlen)
+		     size_t errlen, char *grant, size_t grantlen)
 {
 	uid_t u = 0;
 	gid_t g = 0;
@@ -73,7 +73,8 @@ static int _h_verify(void *arg, const char *method, const char *target,
 	(void) arg;
 	status = flexco_verifier_verify(verifier, method, target, body,
 					body_len, auth, idem_key, &u, &g,
-					digest, code, codelen, err, errlen);
+					digest, code, codelen, err, errlen,
+					grant, grantlen);
 	*uid = u;
 	*gid = g;
 	return status;
@@ -389,6 +390,7 @@ extern int http_start(const flexco_conf_t *conf)
 						  conf->replay_cache_per_user,
 						  conf->daemon_uids,
 						  conf->daemon_uid_cnt,
+						  conf->session_lifetime,
 						  err, sizeof(err));
 		if (!verifier) {
 			slurm_mutex_unlock(&daemon_lock);

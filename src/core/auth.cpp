@@ -4,6 +4,7 @@
 // are in doc/auth.md.
 
 #include "core/auth.hpp"
+#include "core/session.hpp"
 
 #include <munge.h>
 #include <sys/random.h>
@@ -333,6 +334,9 @@ const char* errc_name(Errc code) noexcept {
     case Errc::kNotYetValid: return "not_yet_valid";
     case Errc::kReplayed: return "replayed";
     case Errc::kIdempotencyKeyMismatch: return "idempotency_key_mismatch";
+    case Errc::kUnknownSession: return "unknown_session";
+    case Errc::kSessionExpired: return "session_expired";
+    case Errc::kBadMac: return "bad_mac";
     case Errc::kInvalidRequest: return "invalid_request";
     case Errc::kReplayCacheFull: return "replay_cache_full";
     case Errc::kMungeUnavailable: return "munge_unavailable";
@@ -355,6 +359,9 @@ int http_status(Errc code) noexcept {
     case Errc::kNotYetValid:
     case Errc::kReplayed:
     case Errc::kIdempotencyKeyMismatch:
+    case Errc::kUnknownSession:
+    case Errc::kSessionExpired:
+    case Errc::kBadMac:
       return 401;
     case Errc::kInvalidRequest:
       return 400;
@@ -397,9 +404,17 @@ Status validate_idempotency_key(std::string_view key) noexcept try {
 }
 
 Result<std::string> encode_payload(const Payload& payload) noexcept try {
-  if (payload.version != 3 && payload.version != 2) {
+  if (payload.version != 3 && payload.version != 2 && payload.version != 4) {
     return make_error(Errc::kInvalidArgument,
-                      "version must be 3 or 2 (got " + std::to_string(payload.version) + ")");
+                      "version must be 4, 3 or 2 (got " + std::to_string(payload.version) + ")");
+  }
+  if ((payload.version == 4) != payload.session_offer.has_value()) {
+    return make_error(Errc::kInvalidArgument,
+                      "a session offer goes with version 4, and only with it");
+  }
+  if (payload.session_offer) {
+    if (Status s = check_hex("session_offer", *payload.session_offer, kSessionOfferHexLength); !s)
+      return s.error();
   }
   if (payload.idempotency_key) {
     if (payload.version == 2) {
@@ -418,7 +433,9 @@ Result<std::string> encode_payload(const Payload& payload) noexcept try {
   std::string text;
   text.reserve(kMaxPayloadSize);
   for (std::string_view field :
-       {payload.version == 3 ? kPayloadVersion : kLegacyPayloadVersion,
+       {payload.version == 4   ? kSessionOfferPayloadVersion
+        : payload.version == 3 ? kPayloadVersion
+                               : kLegacyPayloadVersion,
         std::string_view(payload.audience),
         std::string_view(payload.method),
         std::string_view(payload.path), std::string_view(payload.body_sha256)}) {
@@ -429,9 +446,13 @@ Result<std::string> encode_payload(const Payload& payload) noexcept try {
   text.push_back('\n');
   text.append(payload.nonce);
   text.push_back('\n');
-  if (payload.version == 3) {
+  if (payload.version >= 3) {
     text.append(payload.idempotency_key ? std::string_view(*payload.idempotency_key)
                                         : kNoIdempotencyKey);
+    text.push_back('\n');
+  }
+  if (payload.version == 4) {
+    text.append(*payload.session_offer);
     text.push_back('\n');
   }
   return text;
@@ -457,19 +478,22 @@ Result<Payload> parse_payload(std::string_view text) noexcept try {
                 "', which names no audience and is no longer accepted; sign '" +
                 std::string(kPayloadVersion) + "' (doc/auth.md)");
   }
-  if (version != kPayloadVersion && version != kLegacyPayloadVersion) {
+  if (version != kPayloadVersion && version != kLegacyPayloadVersion &&
+      version != kSessionOfferPayloadVersion) {
     return fail("line 1 is not '" + std::string(kPayloadVersion) + "' (nor '" +
+                std::string(kSessionOfferPayloadVersion) + "' or '" +
                 std::string(kLegacyPayloadVersion) + "')");
   }
-  const bool v3 = version == kPayloadVersion;
-  const std::size_t expected = v3 ? kPayloadFields : kLegacyPayloadFields;
+  const bool v4 = version == kSessionOfferPayloadVersion;
+  const bool v3 = version == kPayloadVersion || v4;
+  const std::size_t expected = v4 ? kOfferPayloadFields : v3 ? kPayloadFields : kLegacyPayloadFields;
   const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
   if (lines != expected) {
     return fail("payload has " + size_text(lines) + " lines, expected " +
                 size_text(expected) + " (" + std::string(version) + ")");
   }
 
-  std::string_view field[kPayloadFields];
+  std::string_view field[kOfferPayloadFields];
   std::size_t start = 0;
   for (std::size_t i = 0; i < expected; ++i) {
     std::string_view& f = field[i];
@@ -501,7 +525,13 @@ Result<Payload> parse_payload(std::string_view text) noexcept try {
                 "sign or leading zeros within int64");
   }
   Payload payload;
-  payload.version = v3 ? 3 : 2;
+  payload.version = v4 ? 4 : v3 ? 3 : 2;
+  if (v4) {
+    if (Status s = check_hex("session_offer", field[8], kSessionOfferHexLength); !s) {
+      return fail("line 9 (session offer): " + std::string(detail_of(s.error())));
+    }
+    payload.session_offer = std::string(field[8]);
+  }
   if (v3 && field[7] != kNoIdempotencyKey) {
     if (Status s = check_idempotency_key(field[7]); !s) {
       return fail("line 8 (Idempotency-Key): " + std::string(detail_of(s.error())));
@@ -611,6 +641,34 @@ Result<std::string> Signer::sign_at(std::string_view audience, std::string_view 
   payload.timestamp = timestamp;
   payload.nonce = std::move(nonce).value();
   if (idempotency_key) payload.idempotency_key = std::string(*idempotency_key);
+  return sign_payload(payload);
+} catch (...) {
+  return out_of_memory();
+}
+
+Result<std::string> Signer::sign_offer(std::string_view audience, std::string_view method,
+                                       std::string_view path, std::string_view body,
+                                       std::optional<std::string_view> idempotency_key,
+                                       std::string_view session_offer) const noexcept try {
+  for (const Status& status : {check_audience(audience), check_method(method), check_path(path),
+                               check_hex("session_offer", session_offer, kSessionOfferHexLength)}) {
+    if (!status) return status.error();
+  }
+  if (idempotency_key) {
+    if (Status s = check_idempotency_key(*idempotency_key); !s) return s.error();
+  }
+  Result<std::string> nonce = make_nonce();
+  if (!nonce) return nonce.error();
+  Payload payload;
+  payload.version = 4;
+  payload.audience = std::string(audience);
+  payload.method = std::string(method);
+  payload.path = std::string(path);
+  payload.body_sha256 = sha256_hex(body);
+  payload.timestamp = system_now();
+  payload.nonce = std::move(nonce).value();
+  if (idempotency_key) payload.idempotency_key = std::string(*idempotency_key);
+  payload.session_offer = std::string(session_offer);
   return sign_payload(payload);
 } catch (...) {
   return out_of_memory();
@@ -767,9 +825,22 @@ Result<Verifier> Verifier::create(VerifierConfig config) noexcept try {
                           size_text(kMaxReplayCapacity) + "] (got " +
                           size_text(config.replay_per_uid) + ")");
   }
+  if (config.session_lifetime < 0 || config.session_lifetime > kMaxWindowSeconds ||
+      config.session_capacity < 1 || config.session_capacity > kMaxSessionCapacity ||
+      config.session_per_uid < 1 || config.session_per_uid > config.session_capacity) {
+    return make_error(Errc::kInvalidArgument,
+                      "session_lifetime must be within [0, " + std::to_string(kMaxWindowSeconds) +
+                          "], session_capacity within [1, " + size_text(kMaxSessionCapacity) +
+                          "], session_per_uid within [1, session_capacity]");
+  }
   auto cache = std::make_unique<ReplayCache>(config.replay_capacity, config.replay_per_uid,
                                              config.replay_share_exempt);
-  return Verifier(std::move(config), std::move(cache));
+  std::unique_ptr<SessionTable> sessions;
+  if (config.session_lifetime > 0) {
+    sessions = std::make_unique<SessionTable>(SessionLimits{
+        config.session_lifetime, config.session_capacity, config.session_per_uid});
+  }
+  return Verifier(std::move(config), std::move(cache), std::move(sessions));
 } catch (...) {
   return out_of_memory();
 }
@@ -794,6 +865,11 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
   if (now < 0 || now > kMaxTime) {
     return make_error(Errc::kInvalidArgument,
                       "now is outside [0, " + std::to_string(kMaxTime) + "]");
+  }
+
+  // 0. A session's request: no MUNGE (core/session.hpp).
+  if (is_session_authorization(header_value)) {
+    return verify_session(method, path, body, header_value, idempotency_key, now);
   }
 
   // 1. The header, before anything costs an IPC.
@@ -926,6 +1002,12 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
   identity.gid = gid;
   identity.encode_time = static_cast<std::int64_t>(encode_time);
   identity.body_sha256 = std::move(digest);
+  // 7. A session, if it offered one and we grant them; without one (none
+  // granted here, or the table full) it stays a plain MUNGE request.
+  if (payload.session_offer && sessions_) {
+    auto g = open_session(uid, gid, *payload.session_offer, now);
+    if (g.ok()) identity.session_grant = std::move(g).value();
+  }
   return identity;
 } catch (...) {
   return out_of_memory();
@@ -933,6 +1015,51 @@ Result<Identity> Verifier::verify(std::string_view method, std::string_view path
 
 std::size_t Verifier::replay_cache_size() const noexcept {
   return cache_ ? cache_->size() : 0;
+}
+
+Verifier::Verifier(VerifierConfig config, std::unique_ptr<ReplayCache> cache,
+                   std::unique_ptr<SessionTable> sessions)
+    : config_(std::move(config)), cache_(std::move(cache)), sessions_(std::move(sessions)) {}
+Verifier::Verifier(Verifier&&) noexcept = default;
+Verifier& Verifier::operator=(Verifier&&) noexcept = default;
+Verifier::~Verifier() = default;
+
+std::size_t Verifier::session_count() const noexcept {
+  return sessions_ ? sessions_->size() : 0;
+}
+
+Result<std::string> Verifier::open_session(uid_t uid, gid_t gid, std::string_view client_public,
+                                           std::int64_t now) const noexcept try {
+  if (!sessions_) return make_error(Errc::kInvalidArgument, "sessions are off (session_lifetime 0)");
+  auto g = sessions_->open(uid, gid, config_.audience, client_public, now);
+  if (!g.ok()) return g.error();
+  return format_session_grant(g.value());
+} catch (...) {
+  return out_of_memory();
+}
+
+Result<Identity> Verifier::verify_session(std::string_view method, std::string_view path,
+                                          std::string_view body, std::string_view header_value,
+                                          std::optional<std::string_view> idempotency_key,
+                                          std::int64_t now) const {
+  Result<SessionAuth> a = parse_session_authorization(header_value);
+  if (!a) return a.error();
+  if (Status s = check_method(method); !s) return relabel(s.error(), Errc::kInvalidRequest);
+  if (Status s = check_path(path); !s) return relabel(s.error(), Errc::kInvalidRequest);
+  if (idempotency_key) {
+    if (Status s = check_idempotency_key(*idempotency_key); !s) {
+      return relabel(s.error(), Errc::kInvalidRequest);
+    }
+  }
+  if (a.value().audience != config_.audience) {
+    return make_error(Errc::kWrongAudience, "session request for '" + a.value().audience +
+                                                "', this is '" + config_.audience + "'");
+  }
+  if (!sessions_) {
+    return make_error(Errc::kUnknownSession, "this server grants no sessions (SessionLifetime=0)");
+  }
+  return sessions_->check(a.value(), method, path, sha256_hex(body), idempotency_key,
+                          config_.max_age, config_.max_skew, now);
 }
 
 // ---------------------------------------------------------------------------

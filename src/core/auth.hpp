@@ -63,6 +63,10 @@ namespace flexco::auth {
 inline constexpr std::string_view kHeaderName = "Authorization";
 inline constexpr std::string_view kScheme = "MUNGE";  // matched case-insensitively
 inline constexpr std::string_view kPayloadVersion = "flexco-auth-v3";
+// Version 3 with one more line: the client's half of a session key
+// exchange (doc/auth.md, "Sessions"); otherwise read as version 3.
+inline constexpr std::string_view kSessionOfferPayloadVersion = "flexco-auth-v4";
+inline constexpr std::size_t kSessionOfferHexLength = 64;  // X25519 public key
 // The previous version, without the Idempotency-Key line: accepted only for
 // requests without an Idempotency-Key (doc/auth.md, "Versioning").
 inline constexpr std::string_view kLegacyPayloadVersion = "flexco-auth-v2";
@@ -87,13 +91,15 @@ inline constexpr std::size_t kMaxIdempotencyKeyLength = 128;
 inline constexpr std::string_view kNoIdempotencyKey = "-";
 inline constexpr std::string_view kIdempotencyKeyHeader = "Idempotency-Key";
 inline constexpr std::size_t kPayloadFields = 8;       // v3 lines, each ending in '\n'
+inline constexpr std::size_t kOfferPayloadFields = 9;  // v4 lines
 inline constexpr std::size_t kLegacyPayloadFields = 7; // v2 lines
 
-// Largest payload text a well-formed request can produce (2393 bytes).
+// Largest payload text a well-formed request can produce (2458 bytes: a
+// v4 one).
 inline constexpr std::size_t kMaxPayloadSize =
     kPayloadVersion.size() + kMaxAudienceLength + kMaxMethodLength + kMaxPathLength +
     kDigestHexLength + kMaxTimestampDigits + kNonceHexLength + kMaxIdempotencyKeyLength +
-    kPayloadFields;
+    kSessionOfferHexLength + kOfferPayloadFields;
 static_assert(kPayloadVersion.size() == kLegacyPayloadVersion.size(),
               "a v2 payload is never longer than a v3 one");
 
@@ -125,6 +131,11 @@ enum class Errc {
   kReplayed,               // "replayed": nonce or credential seen before
   kIdempotencyKeyMismatch, // "idempotency_key_mismatch": Idempotency-Key header
                            // is not the signed one (or v2 with a key)
+  // Session requests (core/session.hpp), 401 too:
+  kUnknownSession,         // "unknown_session": no such session here (ended,
+                           // evicted, or made with another server)
+  kSessionExpired,         // "session_expired": its lifetime is over
+  kBadMac,                 // "bad_mac": the MAC is not the session key's
   kInvalidRequest,         // "invalid_request" (400): method/path unsignable
   // The server cannot decide now; the client may retry (HTTP 503).
   kReplayCacheFull,        // "replay_cache_full"
@@ -157,7 +168,8 @@ using Status = BasicStatus<Error>;
 // Payload
 
 struct Payload {
-  int version = 3;          // 3 (kPayloadVersion) or 2 (kLegacyPayloadVersion)
+  int version = 3;          // 3 (kPayloadVersion), 2 (kLegacyPayloadVersion) or
+                            // 4 (kSessionOfferPayloadVersion: session_offer set)
   std::string audience;     // the service it is for: [A-Za-z0-9_-]{1,64}
   std::string method;       // "GET", "POST", ...: [A-Z]{1,16}
   std::string path;         // request-target as sent: "/v1/offers?x=1"
@@ -167,6 +179,8 @@ struct Payload {
   // The request's Idempotency-Key (validate_idempotency_key); none is
   // written "-".  Version 3 only: a version 2 payload has none.
   std::optional<std::string> idempotency_key;
+  // Version 4 only: the client's X25519 public key, 64 lowercase hex digits.
+  std::optional<std::string> session_offer;
 };
 
 // Field checks shared by encode_payload, parse_payload, Signer and Verifier.
@@ -236,6 +250,14 @@ class Signer {
                               std::int64_t timestamp,
                               std::optional<std::string_view> idempotency_key =
                                   std::nullopt) const noexcept;
+
+  // Same, as a version 4 payload carrying `session_offer` (the client's
+  // X25519 public key in hex, core/session.hpp's SessionOffer): the request
+  // also asks the server for a session.
+  Result<std::string> sign_offer(std::string_view audience, std::string_view method,
+                                 std::string_view path, std::string_view body,
+                                 std::optional<std::string_view> idempotency_key,
+                                 std::string_view session_offer) const noexcept;
 
   // Low level: sign a complete payload as given (it is validated, nothing
   // is filled in).  Normal callers use sign(); this exists for tools and
@@ -321,6 +343,12 @@ struct VerifierConfig {
   std::size_t replay_capacity = 65536;  // nonces remembered at most
   std::size_t replay_per_uid = 0;       // of which one uid; 0 = capacity / 4
   std::vector<uid_t> replay_share_exempt;  // uids not held to replay_per_uid
+  // Sessions (core/session.hpp, doc/auth.md "Sessions"): the lifetime of
+  // one granted to a MUNGE-verified request that offers one, in s; 0 =
+  // none granted (session requests are then unknown_session).
+  std::int64_t session_lifetime = 0;   // 0 .. kMaxWindowSeconds
+  std::size_t session_capacity = 4096; // sessions held at most, 1 .. 1 << 20
+  std::size_t session_per_uid = 16;    // of which one uid (its oldest goes)
 };
 
 // Who made the request, as established by MUNGE.
@@ -329,7 +357,14 @@ struct Identity {
   gid_t gid = 0;
   std::int64_t encode_time = 0;  // when munged encoded the credential
   std::string body_sha256;       // the verified body's digest (lowercase hex)
+  // A MUNGE request that offered a session and was granted one: the value
+  // of the FlexCo-Session answer header the server must send back
+  // (core/session.hpp); "" otherwise.
+  std::string session_grant;
+  bool by_session = false;       // authenticated by a session's MAC, not MUNGE
 };
+
+class SessionTable;  // core/session.hpp
 
 class Verifier {
  public:
@@ -373,14 +408,31 @@ class Verifier {
                               std::nullopt) const noexcept;
 
   std::size_t replay_cache_size() const noexcept;
+  std::size_t session_count() const noexcept;
   const VerifierConfig& config() const noexcept { return config_; }
 
+  // What a MUNGE-verified version 4 request gets: a session for uid/gid
+  // keyed with client_public (the grant header value).  For tests and
+  // tools; verify() calls it.  Errors: kInvalidArgument (bad offer,
+  // sessions off), kReplayCacheFull (the table is full of live sessions).
+  Result<std::string> open_session(uid_t uid, gid_t gid, std::string_view client_public,
+                                   std::int64_t now) const noexcept;
+
+  Verifier(Verifier&&) noexcept;
+  Verifier& operator=(Verifier&&) noexcept;
+  ~Verifier();
+
  private:
-  Verifier(VerifierConfig config, std::unique_ptr<ReplayCache> cache)
-      : config_(std::move(config)), cache_(std::move(cache)) {}
+  Verifier(VerifierConfig config, std::unique_ptr<ReplayCache> cache,
+           std::unique_ptr<SessionTable> sessions);
+  Result<Identity> verify_session(std::string_view method, std::string_view path,
+                                  std::string_view body, std::string_view header_value,
+                                  std::optional<std::string_view> idempotency_key,
+                                  std::int64_t now) const;
 
   VerifierConfig config_;
   std::unique_ptr<ReplayCache> cache_;  // never null unless moved from
+  std::unique_ptr<SessionTable> sessions_;  // null when session_lifetime is 0
 };
 
 // ---------------------------------------------------------------------------

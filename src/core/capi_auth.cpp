@@ -38,7 +38,7 @@ static_assert(FLEXCO_AUTH_DIGEST_SIZE == flexco::auth::kDigestHexLength + 1,
 extern "C" flexco_verifier_t* flexco_verifier_create(
     const char* audience, const char* socket_path, int64_t max_age, int64_t max_skew,
     size_t replay_capacity, size_t replay_per_uid, const uid_t* exempt, size_t n_exempt,
-    char* err, size_t errlen) {
+    int64_t session_lifetime, char* err, size_t errlen) {
   try {
     flexco::auth::VerifierConfig config;
     config.audience = audience ? audience : "";
@@ -48,6 +48,7 @@ extern "C" flexco_verifier_t* flexco_verifier_create(
     config.replay_capacity = replay_capacity;
     config.replay_per_uid = replay_per_uid;
     if (exempt != nullptr) config.replay_share_exempt.assign(exempt, exempt + n_exempt);
+    config.session_lifetime = session_lifetime;
     auto made = flexco::auth::Verifier::create(std::move(config));
     if (!made.ok()) {
       put(err, errlen, made.error().message);
@@ -70,7 +71,7 @@ extern "C" int flexco_verifier_verify(flexco_verifier_t* v, const char* method,
                                       const char* idem_key, uid_t* uid,
                                       gid_t* gid, char* digest, char* code,
                                       size_t codelen, char* err,
-                                      size_t errlen) {
+                                      size_t errlen, char* grant, size_t grantlen) {
   try {
     if (v == nullptr || method == nullptr || path == nullptr ||
         (body == nullptr && body_len != 0)) {
@@ -91,6 +92,7 @@ extern "C" int flexco_verifier_verify(flexco_verifier_t* v, const char* method,
     if (uid) *uid = r.value().uid;
     if (gid) *gid = r.value().gid;
     if (digest) put(digest, FLEXCO_AUTH_DIGEST_SIZE, r.value().body_sha256);
+    if (grant) put(grant, grantlen, r.value().session_grant);
     put(code, codelen, "");
     put(err, errlen, "");
     return 200;

@@ -45,7 +45,9 @@ typedef struct flexco_verifier flexco_verifier_t;
  * many (uid, nonce) pairs are remembered; replay_per_uid: how many of them
  * one uid may hold (0: a quarter of replay_capacity), except the n_exempt
  * uids in exempt (the plugin's DaemonUsers; may be NULL when n_exempt is
- * 0), which only the whole capacity bounds.  Returns NULL with a message
+ * 0), which only the whole capacity bounds; session_lifetime: seconds a
+ * session granted to a request that offers one lasts (0: none granted;
+ * doc/auth.md, "Sessions").  Returns NULL with a message
  * in err (NUL-terminated, truncated to errlen) on invalid arguments.
  */
 flexco_verifier_t *flexco_verifier_create(const char *audience,
@@ -54,6 +56,7 @@ flexco_verifier_t *flexco_verifier_create(const char *audience,
 					  size_t replay_capacity,
 					  size_t replay_per_uid,
 					  const uid_t *exempt, size_t n_exempt,
+					  int64_t session_lifetime,
 					  char *err, size_t errlen);
 
 void flexco_verifier_destroy(flexco_verifier_t *v);
@@ -67,12 +70,18 @@ void flexco_verifier_destroy(flexco_verifier_t *v);
  * the body's SHA-256 in hex) when authentic; otherwise the HTTP status
  * (401, 400, 503, 500), an error code name in code (e.g. "expired",
  * "wrong_audience", "idempotency_key_mismatch") and a message in err.
+ * grant (FLEXCO_AUTH_GRANT_SIZE bytes, may be NULL) receives the value of
+ * the FlexCo-Session header the answer must carry when the request was
+ * granted a session, "" otherwise.  A request authenticated by a session
+ * (Authorization: FlexCo-Session ...) costs no MUNGE IPC.
  */
+#define FLEXCO_AUTH_GRANT_SIZE 128
 int flexco_verifier_verify(flexco_verifier_t *v, const char *method,
 			   const char *path, const char *body, size_t body_len,
 			   const char *header, const char *idem_key,
 			   uid_t *uid, gid_t *gid, char *digest,
-			   char *code, size_t codelen, char *err, size_t errlen);
+			   char *code, size_t codelen, char *err, size_t errlen,
+			   char *grant, size_t grantlen);
 
 /*
  * Bearer tokens for GET /metrics (MetricsTokenFile=, doc/auth.md "Metrics

@@ -342,6 +342,9 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
       } else if (k == "connecttimeout") {
         if (!need_int(1, 600)) return range(1, 600);
         c.connect_timeout = static_cast<int>(n);
+      } else if (k == "sessionlifetime") {
+        if (!need_int(0, 86400)) return range(0, 86400);
+        c.session_lifetime = static_cast<int>(n);
       } else if (k == "requesttimeout") {
         if (!need_int(1, 3600)) return range(1, 3600);
         c.request_timeout = static_cast<int>(n);

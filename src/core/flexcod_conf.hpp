@@ -32,6 +32,8 @@
 // RendezvousTimeout (s, default PartStartSkew): the start-up rendezvous's
 // barrier (doc/one-program.md).
 // Also accepted (tuning, all optional): ConnectTimeout (s, default 2),
+// SessionLifetime (s a session granted to a client lasts, 300; 0: none
+// granted; doc/auth.md "Sessions"),
 // RequestTimeout (s, 10), ClusterTimeout (s, 2: a profile or probe while
 // planning), BreakerFailures (3), BreakerBackoff (s, 30), ConfirmWithin (s, tentative reservation lifetime
 // given to the plugin, 120), MaxReplans (3), MaxParts (default cap on the
@@ -106,6 +108,7 @@ struct FlexcodConf {
   int max_moves = 5;            // 0 .. 1000
   int connect_timeout = 2;      // s, 1 .. 600
   int request_timeout = 10;     // s, 1 .. 3600
+  int session_lifetime = 300;   // s, 0 .. 86400: sessions flexcod grants its clients
   int cluster_timeout = 2;      // s, 1 .. 600: a profile or probe while planning
   int pass_profile_wait = 250;  // ms, 0 .. 60000: a rescheduling pass's wait for profiles
   int breaker_failures = 3;     // 1 .. 1000: consecutive failures that open a cluster

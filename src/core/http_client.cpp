@@ -4,13 +4,17 @@
 
 #include "core/http_client.hpp"
 
+#include "core/session.hpp"
+
 #include <curl/curl.h>
 #include <strings.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -159,6 +163,13 @@ std::string json_text(const json_t* j) {
 struct Client::Pool {
   std::mutex mutex;
   std::vector<CURL*> idle;  // reset handles whose connections stay open
+  // The session with the server (ClientConfig::session), shared by the
+  // copies of the client.
+  auth::ClientSession session;
+  // Requests in flight, against ClientConfig::max_in_flight.
+  std::mutex slot_mutex;
+  std::condition_variable slot_cv;
+  std::size_t in_flight = 0;
   // Which of the URLs (base_url, then other_urls) to ask first: the last
   // one that answered as the service in charge.
   std::atomic<std::size_t> current{0};
@@ -207,6 +218,60 @@ std::string api_code_of(const Response& r) {
   const json_t* err = json_object_get(r.json.get(), "error");
   const json_t* code = json_is_object(err) ? json_object_get(err, "code") : nullptr;
   return json_is_string(code) ? std::string(json_string_value(code)) : std::string();
+}
+
+// A place among ClientConfig::max_in_flight for one request (none when
+// max is 0): waits until `deadline` or a cancel, checked every 100 ms.
+class InFlight {
+ public:
+  InFlight(Client::Pool& pool, std::size_t max, std::chrono::steady_clock::time_point deadline,
+           const std::atomic<bool>* cancel)
+      : pool_(pool) {
+    if (max == 0) {
+      held_ = true;
+      counted_ = false;
+      return;
+    }
+    std::unique_lock<std::mutex> lock(pool_.slot_mutex);
+    while (pool_.in_flight >= max) {
+      if ((cancel != nullptr && cancel->load()) || std::chrono::steady_clock::now() >= deadline)
+        return;
+      pool_.slot_cv.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                            std::chrono::milliseconds(100)));
+    }
+    ++pool_.in_flight;
+    held_ = true;
+  }
+  ~InFlight() {
+    if (!held_ || !counted_) return;
+    {
+      std::lock_guard<std::mutex> lock(pool_.slot_mutex);
+      --pool_.in_flight;
+    }
+    pool_.slot_cv.notify_one();
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  bool held() const noexcept { return held_; }
+
+ private:
+  Client::Pool& pool_;
+  bool held_ = false;
+  bool counted_ = true;
+};
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A 401 that refuses the session itself, not the request (doc/auth.md,
+// "Sessions"): the client forgets it and signs with MUNGE again.
+bool session_refused(const Response& r) {
+  const std::string code = api_code_of(r);
+  return code == "unknown_session" || code == "session_expired" || code == "bad_mac" ||
+         code == "replayed" || code == "expired" || code == "not_yet_valid";
 }
 
 // A pool handle for one request, given back when it ends.
@@ -275,6 +340,16 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
                                  std::string_view body, const std::vector<Header>& headers,
                                  long total_timeout_ms,
                                  const std::atomic<bool>* cancel) const noexcept {
+  bool again = false;
+  auto r = request_once(method, target, body, headers, total_timeout_ms, cancel, &again);
+  if (!again) return r;
+  return request_once(method, target, body, headers, total_timeout_ms, cancel, nullptr);
+}
+
+Result<Response> Client::request_once(std::string_view method, std::string_view target,
+                                      std::string_view body, const std::vector<Header>& headers,
+                                      long total_timeout_ms, const std::atomic<bool>* cancel,
+                                      bool* again) const noexcept {
   try {
     if (!auth::validate_method(method).ok()) {
       return make_error(Errc::kInvalidArgument, "method '" + std::string(method) + "' is not [A-Z]{1,16}");
@@ -293,7 +368,22 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
     if (cancel != nullptr && cancel->load()) {
       return make_error(Errc::kCancelled, "cancelled before sending");
     }
+    const long wait_ms = total_timeout_ms > 0 ? total_timeout_ms : config_.total_timeout_ms;
+    const InFlight place(*pool_, config_.max_in_flight,
+                         std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms),
+                         cancel);
+    if (!place.held()) {
+      if (cancel != nullptr && cancel->load()) {
+        return make_error(Errc::kCancelled, "cancelled before sending");
+      }
+      return make_error(Errc::kTimeout, std::string(method) + " " + std::string(target) +
+                                            ": no place among the " +
+                                            std::to_string(config_.max_in_flight) +
+                                            " requests in flight within " +
+                                            std::to_string(wait_ms) + " ms; nothing sent");
+    }
     std::unique_ptr<curl_slist, SlistDeleter> list;
+    auth::ClientSession::Plan plan;  // how this request is authenticated
     auto add = [&list](const std::string& line) -> bool {
       curl_slist* n = curl_slist_append(list.get(), line.c_str());
       if (n == nullptr) return false;
@@ -312,9 +402,21 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
           key = h.value;
         }
       }
-      auto h = signer_->sign(config_.audience, method, target, body, key);
-      if (!h.ok()) return make_error(Errc::kSignFailed, h.error().message);
-      if (!add("Authorization: " + h.value())) return make_error(Errc::kInternal, "out of memory");
+      if (config_.session) {
+        plan = pool_->session.next(config_.audience, method, target, body, key, unix_now());
+      }
+      if (!plan.header.empty()) {
+        if (!add("Authorization: " + plan.header)) return make_error(Errc::kInternal, "out of memory");
+      } else {
+        auto h = plan.offer.empty()
+                     ? signer_->sign(config_.audience, method, target, body, key)
+                     : signer_->sign_offer(config_.audience, method, target, body, key, plan.offer);
+        if (!h.ok()) {
+          pool_->session.answered(plan, std::nullopt, config_.audience, unix_now());
+          return make_error(Errc::kSignFailed, h.error().message);
+        }
+        if (!add("Authorization: " + h.value())) return make_error(Errc::kInternal, "out of memory");
+      }
     }
     if (!body.empty() && !add("Content-Type: application/json")) {
       return make_error(Errc::kInternal, "out of memory");
@@ -340,6 +442,33 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
       const std::string& base = idx == 0 ? config_.base_url : config_.other_urls[idx - 1];
       auto r = perform(curl.get(), base, method, target, body, list.get(), total_timeout_ms, cancel);
       const bool last = k + 1 >= n_urls;
+      if (config_.session && r.ok()) {
+        if (!plan.offer.empty() && r.value().status == 401 &&
+            api_code_of(r.value()) == "malformed_payload") {
+          // A server older than flexco-auth-v4: nothing was done; once
+          // more without the offer, and no offers to it for a while.
+          pool_->session.offer_refused(unix_now());
+          if (again != nullptr) *again = true;
+          return r;
+        }
+        if (!plan.offer.empty()) {
+          pool_->session.answered(plan, r.value().session_grant.empty()
+                                            ? std::nullopt
+                                            : std::optional<std::string_view>(r.value().session_grant),
+                                  config_.audience, unix_now());
+          plan.offer.clear();
+        }
+        if (!plan.header.empty() && r.value().status == 401 && session_refused(r.value())) {
+          // The server no longer has the session (it restarted, the session
+          // ended or was evicted): nothing was done; once more with MUNGE.
+          pool_->session.drop(plan);
+          if (again != nullptr) *again = true;
+          return r;
+        }
+      } else if (config_.session && !plan.offer.empty()) {
+        pool_->session.answered(plan, std::nullopt, config_.audience, unix_now());
+        plan.offer.clear();
+      }
       if (!r.ok()) {
         if (r.error().code == Errc::kConnect && !last) continue;
         if (r.error().code == Errc::kTimeout && n_urls > 1) {
@@ -488,6 +617,14 @@ Result<Response> Client::perform(void* handle, const std::string& base, std::str
     Response r;
     r.status = static_cast<int>(status);
     r.body = std::move(sink.data);
+    {
+      struct curl_header* h = nullptr;
+      if (curl_easy_header(c, std::string(auth::kSessionHeader).c_str(), 0, CURLH_HEADER, -1, &h) ==
+              CURLHE_OK &&
+          h != nullptr && h->value != nullptr) {
+        r.session_grant = h->value;
+      }
+    }
     if (!r.body.empty()) {
       json_error_t jerr;
       r.json.reset(json_loadb(r.body.data(), r.body.size(), JSON_DECODE_ANY, &jerr));

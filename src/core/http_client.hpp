@@ -100,6 +100,7 @@ struct Response {
   int status = 0;
   std::string body;  // exactly as received
   JsonPtr json;      // parsed body; null when the body is empty or not JSON
+  std::string session_grant;  // its FlexCo-Session header, "" if none
 };
 
 struct ClientConfig {
@@ -121,6 +122,23 @@ struct ClientConfig {
   long connect_timeout_ms = 2000;      // 1 .. 600000
   long total_timeout_ms = 10000;       // 1 .. 3600000, whole request
   std::size_t max_response_bytes = std::size_t{16} << 20;  // 1 .. 1 GiB
+  // At most this many requests of this client (and its copies) in flight
+  // at once, 0 = no bound: a server that counts connections per address
+  // (the plugin's MaxConnectionsPerAddress) is not asked for more.  A
+  // request waits for a place at most its total timeout (then kTimeout,
+  // nothing sent), and before it is signed.
+  std::size_t max_in_flight = 0;
+  // Session authentication (core/session.hpp, doc/auth.md "Sessions"):
+  // the first request offers a session in its MUNGE payload; once the
+  // server granted one, requests carry its MAC instead of a MUNGE
+  // credential until it nears its end.  A 401 refusing the session
+  // (unknown_session, session_expired, bad_mac, replayed and the time
+  // checks) drops it and sends the request once more with MUNGE.  A
+  // server that grants none is asked with MUNGE as before; one that
+  // refuses the offering payload (401 malformed_payload: older than
+  // flexco-auth-v4) gets the request again as flexco-auth-v3, and no
+  // offer for 10 minutes.
+  bool session = false;
   // Told of every request that was sent: its duration, whether an answer
   // came (and its status), and whether the call set its own timeout (a
   // long poll, which waits on purpose).  For metrics; must not throw.
@@ -178,6 +196,12 @@ class Client {
   static constexpr std::size_t kMaxUrls = 8;  // base_url and other_urls
 
  private:
+  // request() once; *again (if not null) set when the server refused the
+  // session the request was sent under (it is to be sent again).
+  Result<Response> request_once(std::string_view method, std::string_view target,
+                                std::string_view body, const std::vector<Header>& headers,
+                                long total_timeout_ms, const std::atomic<bool>* cancel,
+                                bool* again) const noexcept;
   // One attempt at one of the URLs, with the headers already built.
   // (c is a CURL*, headers a curl_slist*: libcurl stays out of this header.)
   Result<Response> perform(void* c, const std::string& base, std::string_view method,

@@ -69,18 +69,35 @@ void Engine::reserved(PartRecord& p, const http::Reservation& r, const char* not
   p.reason = "tentative reservation " + p.reservation + note;
 }
 
+std::vector<ClaimLedger::Id> Engine::hold_claims(const std::vector<PartRecord>& parts) {
+  std::vector<ClaimLedger::Id> held;
+  for (const auto& p : parts)
+    held.push_back(claims_.hold({p.cluster, p.planned_start, p.planned_end, p.nodes}));
+  return held;
+}
+
+// Whether a refused or failed create may have left a reservation (it is
+// rolled back later): claimed until then.
+static bool may_hold(const std::optional<http::Error>& e) {
+  return !e || e->code == http::Errc::kCancelled || maybe_done(*e);
+}
+
 Engine::StepErrors Engine::reserve_parts_in_order(const CoRecord& co,
                                                   std::vector<PartRecord>& parts,
-                                                  std::int64_t confirm_within) {
+                                                  std::int64_t confirm_within,
+                                                  std::unique_lock<std::mutex>* claim) {
   // cores-seq (CORES Algorithm 2, lines 1 and 15): one reserve at a time in
   // the plan's order (smallest p_res first), each answered before the next
   // cluster is asked.  The first refusal ends it: the parts not asked are
   // released without a request, the caller rolls back the ones made.
   StepErrors errors(parts.size());
+  const std::vector<ClaimLedger::Id> held = hold_claims(parts);
+  if (claim && claim->owns_lock()) claim->unlock();
   std::size_t refused = parts.size();
   for (std::size_t i = 0; i < parts.size(); ++i) {
     PartRecord& p = parts[i];
     if (refused < parts.size()) {
+      claims_.answered(held[i], false, steady_ms());
       set_state(p, PartState::kReleased);
       p.reason = "not asked: part " + std::to_string(parts[refused].idx) + " on " +
                  parts[refused].cluster + " was refused first (cores-seq)";
@@ -91,6 +108,7 @@ Engine::StepErrors Engine::reserve_parts_in_order(const CoRecord& co,
     bump("messages.reserve");
     auto r = cluster(p.cluster)->client->create_reservation(reserve_request(co, p, confirm_within),
                                                             p.resv_key);
+    claims_.answered(held[i], r.ok() || may_hold(r.error()), steady_ms());
     if (!r.ok()) {
       errors[i] = r.error();
       refused = i;
@@ -106,9 +124,12 @@ Engine::StepErrors Engine::reserve_parts_in_order(const CoRecord& co,
 }
 
 Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRecord>& parts,
-                                         std::int64_t confirm_within, const char* note) {
+                                         std::int64_t confirm_within, const char* note,
+                                         std::unique_lock<std::mutex>* claim) {
   // The first refusal cancels the requests still in flight.
   std::atomic<bool> abort{false};
+  const std::vector<ClaimLedger::Id> held = hold_claims(parts);
+  if (claim && claim->owns_lock()) claim->unlock();
   std::vector<std::future<http::Result<http::Reservation>>> fr;
   for (auto& p : parts) {
     Cluster* c = cluster(p.cluster);
@@ -124,6 +145,7 @@ Engine::StepErrors Engine::reserve_parts(const CoRecord& co, std::vector<PartRec
   for (std::size_t i = 0; i < parts.size(); ++i) {
     auto r = fr[i].get();
     PartRecord& p = parts[i];
+    claims_.answered(held[i], r.ok() || may_hold(r.error()), steady_ms());
     if (!r.ok()) {
       errors[i] = r.error();
       continue;
@@ -259,12 +281,12 @@ bool Engine::commit_attempt(CoRecord& co, const Spec& spec, const flexco::Coallo
   // 1. Tentative reservations, concurrently.  The first refusal cancels the
   // requests still in flight; their outcome is learned in release().
   // cores-seq: one at a time in the plan's order (smallest p_res first),
-  // stopping at the first refusal.
+  // stopping at the first refusal.  The claim is given up once the parts
+  // are in claims_, before the first request: the next placement may plan
+  // (it subtracts them) while these are answered.
   const StepErrors refused = spec.policy == "cores-seq"
-                                 ? reserve_parts_in_order(co, parts, conf.confirm_within)
-                                 : reserve_parts(co, parts, conf.confirm_within, "");
-  // The plugins now count these nodes as taken: the next placement may plan.
-  if (claim && claim->owns_lock()) claim->unlock();
+                                 ? reserve_parts_in_order(co, parts, conf.confirm_within, claim)
+                                 : reserve_parts(co, parts, conf.confirm_within, "", claim);
   bool ok = true;
   std::string fail;
   for (std::size_t i = 0; i < parts.size(); ++i) {

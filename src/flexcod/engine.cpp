@@ -58,6 +58,13 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
     hc.ca_file = conf.tls_ca_file;  // https URLs only
     hc.connect_timeout_ms = 1000L * conf.connect_timeout;
     hc.total_timeout_ms = 1000L * conf.request_timeout;
+    // Placements ask the clusters concurrently (only planning takes the
+    // claim): at most half the plugin's default MaxConnectionsPerAddress
+    // (16) at once, its long poll included; the rest wait their turn.
+    hc.max_in_flight = 8;
+    // One MUNGE credential per session, not per request (doc/auth.md,
+    // "Sessions"); a plugin that grants none is asked with MUNGE.
+    hc.session = true;
     hc.observer = [this, name = cc.name](double s, bool answered, int status, bool long_poll) {
       observe_cluster(name, s, answered, status, long_poll);
     };

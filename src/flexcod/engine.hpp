@@ -29,6 +29,7 @@
 #include "core/coalloc.hpp"
 #include "core/flexcod_conf.hpp"
 #include "core/http_client.hpp"
+#include "flexcod/claims.hpp"
 #include "flexcod/rendezvous.hpp"
 #include "flexcod/states.hpp"
 #include "flexcod/store.hpp"
@@ -151,6 +152,10 @@ class Engine {
   // one has no such partition.
   std::optional<ApiError> check_partitions(const Spec& s);
   void apply_refusals(Gathered& g, const std::vector<Refusal>& refusals);
+  // Takes from g's profiles (and caps its offers by) what placements and
+  // moves reserved, or are reserving, since g's reads began (claims_);
+  // called under the claim.
+  void subtract_unseen(Gathered& g);
   bool commit_attempt(CoRecord& co, const Spec& spec, const flexco::CoallocPlan& plan,
                       const std::vector<std::size_t>& which, std::set<std::string>* bad_clusters,
                       std::string* why, std::unique_lock<std::mutex>* claim = nullptr,
@@ -161,12 +166,17 @@ class Engine {
   using StepErrors = std::vector<std::optional<flexco::http::Error>>;
   std::vector<PartRecord> new_parts(const CoRecord& co, const Spec& spec,
                                     const flexco::CoallocPlan& plan, int attempt, std::int64_t start, std::int64_t length);
+  // Both enter the parts in claims_ before the first request and give up
+  // *claim (if given) then, before any answer.
   StepErrors reserve_parts(const CoRecord& co, std::vector<PartRecord>& parts,
-                           std::int64_t confirm_within, const char* note);
+                           std::int64_t confirm_within, const char* note,
+                           std::unique_lock<std::mutex>* claim = nullptr);
   // cores-seq's commit: one reserve at a time in the parts' order, none
   // after the first refusal (those parts are released unasked).
   StepErrors reserve_parts_in_order(const CoRecord& co, std::vector<PartRecord>& parts,
-                                    std::int64_t confirm_within);
+                                    std::int64_t confirm_within,
+                                    std::unique_lock<std::mutex>* claim = nullptr);
+  std::vector<ClaimLedger::Id> hold_claims(const std::vector<PartRecord>& parts);
   flexco::http::ReservationRequest reserve_request(const CoRecord& co, const PartRecord& p,
                                                    std::int64_t confirm_within);
   void reserved(PartRecord& p, const flexco::http::Reservation& r, const char* note);
@@ -321,13 +331,17 @@ class Engine {
   std::mutex planner_mutex_;
   flexco::PlannerState planner_state_;
 
-  // Claiming capacity: from reading the clusters' profiles to having the
-  // tentative reservations, one placement or move at a time, so that each
-  // plans on profiles that already show the reservations of the one before
-  // it.  Without it, concurrent submissions planned on the same free nodes
-  // and all but one were refused (issue 15 §1.7).  Taken after a
-  // co-allocation's own lock, never before it.
+  // Claiming capacity: one placement or move at a time plans and enters
+  // its parts in claims_, so that each plans on what the one before it
+  // took.  Without it, concurrent submissions planned on the same free
+  // nodes and all but one were refused.  A placement reads the profiles
+  // and probes before taking it and sends its reservations after giving
+  // it up (a slow cluster delays only the placements waiting for its
+  // answers); it subtracts claims_ from what it read (subtract_unseen).  A
+  // move still reads its profiles under it.  Taken after a co-allocation's
+  // own lock, never before it.
   std::mutex claim_mutex_;
+  ClaimLedger claims_;
 
   std::mutex stats_mutex_;
   std::map<std::string, std::int64_t> counters_;

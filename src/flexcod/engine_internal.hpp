@@ -245,6 +245,9 @@ struct Engine::Gathered {
   std::vector<std::vector<flexco::CoallocOffer>> offers;
   std::vector<JsonPtr> raw_offers;
   std::vector<std::pair<std::string, std::string>> errors;  // cluster, why
+  // From before the first read: the reservations claimed since are
+  // subtracted when planning under the claim (subtract_unseen).
+  ClaimLedger::Reading reading;
 };
 
 namespace engine_detail {

@@ -323,6 +323,7 @@ int main(int argc, char** argv) {
   flexco::auth::VerifierConfig vc;
   vc.audience = std::string(flexco::auth::kFlexcodAudience);  // doc/auth.md, "Audience"
   vc.socket_path = conf.munge_socket;
+  vc.session_lifetime = conf.session_lifetime;  // read at start only
   auto verifier = flexco::auth::Verifier::create(vc);
   if (!verifier.ok()) return fail("MungeSocket: " + verifier.error().message);
 

@@ -275,6 +275,18 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
     std::lock_guard<std::mutex> lock(conf_mutex_);
     conf = conf_;
   }
+  // From before the first request, or before the oldest published profile
+  // it may use was received (less 5 s for its way here): see
+  // subtract_unseen.
+  std::int64_t age_s = 0;
+  if (conf.availability_mode == "publish") {
+    for (std::size_t ci : which) {
+      std::lock_guard<std::mutex> lock(clusters_[ci]->m);
+      if (!clusters_[ci]->cached_profile.empty())
+        age_s = std::max<std::int64_t>(age_s, now_seconds() - clusters_[ci]->cached_at + 5);
+    }
+  }
+  ClaimLedger::Reading reading(&claims_, steady_ms() - 1000L * age_s);
   struct One {
     bool ok = false;
     std::string why;
@@ -335,6 +347,7 @@ Engine::Gathered Engine::gather(const std::vector<std::size_t>& which, const Spe
     }));
   }
   Gathered g;
+  g.reading = std::move(reading);
   for (std::size_t i = 0; i < futs.size(); ++i) {
     One one = futs[i].get();
     if (one.ok) {
@@ -554,11 +567,13 @@ bool Engine::place(CoRecord& co, const Spec& spec, std::string* why) {
       *why = "no allowed cluster left" + (reasons.empty() ? std::string() : ": " + reasons);
       break;
     }
-    // Released by commit_attempt once the tentative reservations are made
-    // (or refused), else at the end of this round.
-    std::unique_lock<std::mutex> claim(claim_mutex_);
+    // Read without the claim; planned under it on what was read less what
+    // was claimed since (subtract_unseen).  Released by commit_attempt once
+    // the parts are in claims_, else at the end of this round.
     Gathered g = gather(which, spec);
+    std::unique_lock<std::mutex> claim(claim_mutex_);
     apply_refusals(g, refusals);
+    subtract_unseen(g);
     for (const auto& e : g.errors) {
       reasons += (reasons.empty() ? "" : "; ") + e.first + " unreachable (" + e.second + ")";
       excluded.insert(e.first);

@@ -199,6 +199,14 @@ void Server::set_ui(const std::string& dir, int token_lifetime, bool read_all) {
   ui_read_all_ = read_all;
 }
 
+namespace {
+// The FlexCo-Session header the answer being made on this thread carries
+// (doc/auth.md, "Sessions"): set by dispatch when the request was granted a
+// session, taken by respond.  One thread serves one connection's request
+// from its dispatch to its respond (MHD_USE_THREAD_PER_CONNECTION).
+thread_local std::string t_session_grant;
+}  // namespace
+
 MHD_Result Server::respond(MHD_Connection* c, int status, const std::string& body,
                            const char* challenge, bool retry_after, const char* type) {
   MHD_Response* resp = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()),
@@ -210,6 +218,10 @@ MHD_Result Server::respond(MHD_Connection* c, int status, const std::string& bod
     MHD_add_response_header(resp, "WWW-Authenticate", challenge);
   }
   if (retry_after) MHD_add_response_header(resp, "Retry-After", "1");
+  if (!t_session_grant.empty()) {
+    MHD_add_response_header(resp, "FlexCo-Session", t_session_grant.c_str());
+    t_session_grant.clear();
+  }
   const MHD_Result rc = MHD_queue_response(c, static_cast<unsigned int>(status), resp);
   MHD_destroy_response(resp);
   engine_.count_request(status);
@@ -384,6 +396,7 @@ MHD_Result Server::no_memory(MHD_Connection* c) {
 MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Request& r) {
   const std::size_t qpos = r.target.find('?');
   const std::string path = r.target.substr(0, qpos);
+  t_session_grant.clear();
   if (path == "/ui" || path.rfind("/ui/", 0) == 0) return serve_static(c, method, path);
   if (path.rfind("/v1/rendezvous/", 0) == 0) {
     return rendezvous(c, method, path, qpos == std::string::npos ? "" : r.target.substr(qpos + 1), r.body);
@@ -456,6 +469,7 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
     who.uid = id.value().uid;
     who.user = user_name(id.value().uid);
     who.admin = is_admin(id.value().uid);
+    t_session_grant = id.value().session_grant;
   }
   if (who.user.empty()) {
     // Part jobs run by name, and a number is no name (issue 38 §2.3).

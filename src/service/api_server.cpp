@@ -198,6 +198,7 @@ struct ApiServer::Req {
   const char* idem_key = nullptr;  // the signed Idempotency-Key, or NULL
   char digest[FLEXCO_AUTH_DIGEST_SIZE] = {0};  // the body's, verified
   char retry_after[16] = {0};                  // seconds, for a 429 or 503
+  char session_grant[FLEXCO_AUTH_GRANT_SIZE] = {0};  // FlexCo-Session answer header
   // a long poll (GET /v1/events?wait=N), authenticated and suspended
   bool longpoll = false;
   bool counted_parked = false;  // in parked_live_ until completed
@@ -336,6 +337,9 @@ MHD_Result ApiServer::send(MHD_Connection* c, Req* req, int status, char* body,
   MHD_add_response_header(resp, "Content-Type", type);
   MHD_add_response_header(resp, "Cache-Control", "no-store");
   if (allow != nullptr) MHD_add_response_header(resp, "Allow", allow);
+  // doc/auth.md, "Sessions": the session this request was granted
+  if (req != nullptr && req->session_grant[0])
+    MHD_add_response_header(resp, "FlexCo-Session", req->session_grant);
   // doc/auth.md: the scheme on every 401; when to retry on a 503
   if (status == MHD_HTTP_UNAUTHORIZED)
     MHD_add_response_header(resp, "WWW-Authenticate", "MUNGE");
@@ -532,11 +536,18 @@ MHD_Result ApiServer::dispatch(MHD_Connection* c, Req* req, const char* url, con
   std::uint32_t uid = 0, gid = 0;
   const int status = host_.verify(host_.arg, method, req->uri.c_str(), req->body, req->body_len,
                                   auth, req->idem_key, &uid, &gid, req->digest, code, sizeof(code),
-                                  err, sizeof(err));
+                                  err, sizeof(err), req->session_grant,
+                                  sizeof(req->session_grant));
   if (status != 200) {
     log(FLEXCO_API_DEBUG, "%s %s: %s", method, req->uri.c_str(), err);
     return error(c, req, status, code, err);
   }
+  // "FlexCo-Session ...": verified by its MAC (the verifier took no other)
+  if (auth != nullptr && strncasecmp(auth, "FlexCo-Session ", 15) == 0)
+    ++auth_session_;
+  else
+    ++auth_munge_;
+  if (req->session_grant[0]) ++sessions_granted_;
 
   if (rt.ep == FLEXCO_EP_RESV) {
     req->uid = uid;
@@ -798,6 +809,10 @@ json_t* ApiServer::stats_json() {
                                 (json_int_t)refused[FLEXCO_API_RL_PROBE], "profile",
                                 (json_int_t)refused[FLEXCO_API_RL_PROFILE], "events",
                                 (json_int_t)refused[FLEXCO_API_RL_EVENTS]));
+  json_object_set_new(root, "auth",
+                      json_pack("{s:I, s:I, s:I}", "munge", (json_int_t)auth_munge_.load(),
+                                "session", (json_int_t)auth_session_.load(), "sessions_granted",
+                                (json_int_t)sessions_granted_.load()));
   json_object_set_new(root, "started", json_integer(started_at_));
   json_object_set_new(root, "now", json_integer(std::time(nullptr)));
   json_object_set_new(root, "requests", reqs);

@@ -138,6 +138,9 @@ class ApiServer {
 
   std::mutex stats_mutex_;
   Stats stats_;
+  // Requests authenticated, by MUNGE and by a request session
+  // (doc/auth.md); sessions granted.
+  std::atomic<std::uint64_t> auth_munge_{0}, auth_session_{0}, sessions_granted_{0};
   std::time_t started_at_ = 0;
 };
 

@@ -77,7 +77,8 @@ typedef struct {
 		      const char *body, size_t body_len,
 		      const char *authorization, const char *idem_key,
 		      uint32_t *uid, uint32_t *gid, char *digest,
-		      char *code, size_t codelen, char *err, size_t errlen);
+		      char *code, size_t codelen, char *err, size_t errlen,
+		      char *grant, size_t grantlen);
 	/* slurmctld's backfill scheduler is in a cycle (BackfillDefer) */
 	bool (*backfill_active)(void *arg);
 	/* POST /v1/probe of an authenticated uid: a status, *json_out */

@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <mutex>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -96,6 +98,11 @@ struct Caller {
   int verbose = 0;
   long timeout_ms = 10000;
   std::string ca_file;  // for https URLs: FLEXCO_TLS_CA_FILE, else TLSCAFile
+  // One client per service and address list, kept for the run: its
+  // kept-alive connections and its session (doc/auth.md, "Request
+  // sessions") serve every call of a command to that service.
+  mutable std::map<std::string, http::Client> clients;  // clients_mutex
+  mutable std::mutex clients_mutex;                     // calls run in threads
 
   // One call, recorded as a CALL of the exchange (views.hpp).
   // With an `idempotency_key` the request carries it as Idempotency-Key and
@@ -119,17 +126,29 @@ struct Caller {
     // Signed for the service asked (doc/auth.md, "Audience"): a cluster's
     // name from flexcod.conf (its ClusterName), or "flexcod".
     cc.audience = target;
-    cc.total_timeout_ms = timeout_ms > 0 ? timeout_ms : this->timeout_ms;
+    cc.total_timeout_ms = this->timeout_ms;
     cc.ca_file = ca_file;
-    auto client = http::Client::create(cc, signer);
-    if (!client.ok()) {
-      json_object_set_new(rec.get(), "code", json_string(http::errc_name(client.error().code)));
-      json_object_set_new(rec.get(), "error", json_string(client.error().message.c_str()));
-      return rec;
+    cc.session = true;
+    std::string id = target + "\n" + base_url;
+    if (other_urls != nullptr)
+      for (const auto& u : *other_urls) id += "\n" + u;
+    std::unique_lock<std::mutex> lock(clients_mutex);
+    auto kept = clients.find(id);
+    if (kept == clients.end()) {
+      auto made = http::Client::create(cc, signer);
+      if (!made.ok()) {
+        json_object_set_new(rec.get(), "code", json_string(http::errc_name(made.error().code)));
+        json_object_set_new(rec.get(), "error", json_string(made.error().message.c_str()));
+        return rec;
+      }
+      kept = clients.emplace(id, std::move(made).value()).first;
     }
+    const http::Client& client = kept->second;  // std::map: stays where it is
+    lock.unlock();
+    const long per_call = timeout_ms > 0 ? timeout_ms : 0;  // 0: the client's
     std::vector<http::Header> headers;
     if (!idempotency_key.empty()) headers.push_back({"Idempotency-Key", idempotency_key});
-    auto r = client.value().request(method, path, body, headers);
+    auto r = client.request(method, path, body, headers, per_call);
     static const int kBackoff[] = {1, 2, 4, 8, 15, 15, 15};
     for (int sleep_s : kBackoff) {
       if (idempotency_key.empty() || r.ok() ||
@@ -141,7 +160,7 @@ struct Caller {
                      r.error().message.c_str(), sleep_s, idempotency_key.c_str());
       }
       std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
-      r = client.value().request(method, path, body, headers);
+      r = client.request(method, path, body, headers, per_call);
     }
     if (!r.ok()) {
       json_object_set_new(rec.get(), "code", json_string(http::errc_name(r.error().code)));

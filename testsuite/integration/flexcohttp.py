@@ -19,6 +19,7 @@ specification and the server agree.
 """
 
 import hashlib
+import hmac
 import http.client
 import json
 import math
@@ -36,23 +37,97 @@ FLEXCOD = "flexcod"
 
 
 def sign(audience, method, target, body, socket, timestamp=None, uid=None,
-         key=None, version=3):
+         key=None, version=3, offer=None):
     """The Authorization header value for one request to the service named
     `audience` (as uid, when given: munge(1) runs as that user, so munged
     vouches for it).  `key` is the request's Idempotency-Key (None: none);
     version=2 signs the older flexco-auth-v2 payload, which has no key
-    line."""
+    line; version=4 offers a session (`offer`: Session.offer())."""
     payload = "flexco-auth-v%d\n%s\n%s\n%s\n%s\n%d\n%s\n" % (
         version, audience, method, target, hashlib.sha256(body).hexdigest(),
         int(time.time()) if timestamp is None else timestamp,
         os.urandom(16).hex())
     if version >= 3:
         payload += "%s\n" % ("-" if key is None else key)
+    if version == 4:
+        payload += "%s\n" % offer  # the client's X25519 public key (a session)
     kw = {"user": uid, "group": uid} if uid is not None else {}
     cred = subprocess.run(["munge", "-S", socket, "-z", "none"],
                           input=payload.encode(), capture_output=True,
                           check=True, timeout=30, **kw).stdout.decode().strip()
     return "MUNGE " + cred
+
+
+# ---------------------------------------------------------------------------
+# Request sessions (doc/auth.md, "Request sessions"), written from the
+# document, independently of src/core/session.cpp: X25519 (RFC 7748) in
+# plain Python, HMAC-SHA-256 from the standard library.
+
+_P = 2 ** 255 - 19
+
+
+def _x25519(k, u):
+    k = bytearray(k)
+    k[0] &= 248
+    k[31] &= 127
+    k[31] |= 64
+    k = int.from_bytes(k, "little")
+    u = int.from_bytes(u, "little") & ((1 << 255) - 1)
+    x1, x2, z2, x3, z3, swap = u, 1, 0, u, 1, 0
+    for t in reversed(range(255)):
+        bit = (k >> t) & 1
+        swap ^= bit
+        if swap:
+            x2, x3, z2, z3 = x3, x2, z3, z2
+        swap = bit
+        a, b = (x2 + z2) % _P, (x2 - z2) % _P
+        aa, bb = a * a % _P, b * b % _P
+        e = (aa - bb) % _P
+        c, d = (x3 + z3) % _P, (x3 - z3) % _P
+        da, cb = d * a % _P, c * b % _P
+        x3, z3 = (da + cb) ** 2 % _P, x1 * (da - cb) ** 2 % _P
+        x2, z2 = aa * bb % _P, e * (aa + 121665 * e) % _P
+    if swap:
+        x2, z2 = x3, z3
+    return (x2 * pow(z2, _P - 2, _P) % _P).to_bytes(32, "little")
+
+
+class Session:
+    """One client side of a session with the service `audience`."""
+
+    def __init__(self, audience):
+        self.audience = audience
+        self.secret = os.urandom(32)
+        self.public = _x25519(self.secret, (9).to_bytes(32, "little")).hex()
+        self.sid = self.key = None
+        self.lifetime = 0
+        self.counter = 0
+
+    def offer(self):
+        return self.public
+
+    def accept(self, grant):
+        """The server's FlexCo-Session header value."""
+        sid, server_public, lifetime = grant.split(" ")
+        shared = _x25519(self.secret, bytes.fromhex(server_public))
+        info = "flexco-session-v1\n%s\n%s\n%s\n%s\n" % (
+            self.audience, sid, self.public, server_public)
+        self.key = hmac.new(shared, info.encode(), hashlib.sha256).digest()
+        self.sid, self.lifetime = sid, int(lifetime)
+
+    def header(self, method, target, body=b"", key=None, counter=None, audience=None,
+               mac_key=None, timestamp=None):
+        """Authorization for one request (the next counter unless given)."""
+        if counter is None:
+            self.counter += 1
+            counter = self.counter
+        aud = audience or self.audience
+        ts = int(time.time()) if timestamp is None else timestamp
+        text = "flexco-session-v1\n%s\n%s\n%s\n%s\n%d\n%s\n%d\n%s\n" % (
+            aud, method, target, hashlib.sha256(body).hexdigest(), ts, self.sid, counter,
+            "-" if key is None else key)
+        mac = hmac.new(mac_key or self.key, text.encode(), hashlib.sha256).hexdigest()
+        return "FlexCo-Session %s %s %d %d %s" % (aud, self.sid, counter, ts, mac)
 
 
 # ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The slurmctld/flexco HTTP service on a real grid: MUNGE authentication
-on every request, JSON errors for bad input that leave slurmctld unharmed,
+on every request, request sessions keyed through it, JSON errors for bad input that leave slurmctld unharmed,
 and GET /v1/profile matching what the cluster really runs."""
 
 import hashlib
@@ -11,7 +11,9 @@ import subprocess
 import time
 
 import flexcotest as t
-from flexcohttp import Client, plugin_client
+from flexcohttp import Client, Session, plugin_client, sign
+
+SESSION_LIFETIME = 4  # s, flexco.conf SessionLifetime on this grid
 
 NODES = {"alpha": 4, "beta": 6, "gamma": 8}
 CPUS = 8
@@ -50,7 +52,8 @@ def steps_at(doc, when):
 
 def main():
     t.require_grid_tools()
-    with t.Grid(args=["--no-flexcod"]) as grid:
+    with t.Grid(args=["--no-flexcod", "--plugin-option",
+                      "SessionLifetime=%d" % SESSION_LIFETIME]) as grid:
         st = t.wait_for(lambda: (lambda s: all(c.get("plugin_url") for c in s["clusters"]) and s)(grid.status()),
                         30, "every plugin to listen")
         t.ok(st, "every cluster's plugin listens (status --json shows plugin_url)")
@@ -160,6 +163,46 @@ def main():
              and "no longer accepted" in (r.json or {}).get("error", {}).get("message", ""),
              "a flexco-auth-v1 credential: 401 malformed_payload (v1 is refused)",
              "%s %r" % (r.status, r.raw[:300]))
+
+        # -- request sessions (doc/auth.md, "Request sessions") ------------
+        # SessionLifetime on this grid: SESSION_LIFETIME.  A flexco-auth-v4 request offers
+        # a session; later requests carry an HMAC under its key.
+        sess = Session("alpha")
+        r = alpha.get("/v1/stats", auth=sign("alpha", "GET", "/v1/stats", b"", sock, version=4,
+                                             offer=sess.offer()))
+        grant = r.headers.get("FlexCo-Session", "")
+        t.ok(r.status == 200 and len(grant.split(" ")) == 3 and
+             grant.split(" ")[2] == str(SESSION_LIFETIME),
+             "a MUNGE request offering a session: 200 with a FlexCo-Session grant",
+             "%s %r %r" % (r.status, grant, r.raw[:200]))
+        started = time.time()
+        sess.accept(grant or ("0" * 32 + " " + "0" * 64 + " 1"))
+        r = alpha.get("/v1/stats", auth=sess.header("GET", "/v1/stats"))
+        t.ok(r.status == 200 and r.json and "requests" in r.json,
+             "a request under the session's MAC, no MUNGE: 200", "%s %r" % (r.status, r.raw[:200]))
+        body = b'{"nodes": 1, "duration": 60}'
+        r = alpha.request("POST", "/v1/probe", body=body,
+                          auth=sess.header("POST", "/v1/probe", body=b'{"nodes": 2, "duration": 60}'))
+        t.ok(r.status == 401 and r.error_code() == "bad_mac",
+             "a MAC over another body: 401 bad_mac", "%s %r" % (r.status, r.raw[:300]))
+        replay = sess.header("GET", "/v1/stats")
+        r1 = alpha.get("/v1/stats", auth=replay)
+        r2 = alpha.get("/v1/stats", auth=replay)
+        t.ok(r1.status == 200 and r2.status == 401 and r2.error_code() == "replayed",
+             "the same counter twice: 200, then 401 replayed",
+             "%s %s %r" % (r1.status, r2.status, r2.raw[:300]))
+        r = alpha.get("/v1/stats", auth=sess.header("GET", "/v1/stats", audience="beta"))
+        t.ok(r.status == 401 and r.error_code() == "wrong_audience",
+             "alpha's session naming beta, sent to alpha: 401 wrong_audience",
+             "%s %r" % (r.status, r.raw[:300]))
+        r = for_beta.get("/v1/stats", auth=sess.header("GET", "/v1/stats", audience="beta"))
+        t.ok(r.status == 401 and r.error_code() == "unknown_session",
+             "alpha's session at beta: 401 unknown_session", "%s %r" % (r.status, r.raw[:300]))
+        t.wait_for(lambda: time.time() > started + SESSION_LIFETIME + 1, SESSION_LIFETIME + 5,
+                   "the session's lifetime to pass")
+        r = alpha.get("/v1/stats", auth=sess.header("GET", "/v1/stats"))
+        t.ok(r.status == 401 and r.error_code() == "session_expired",
+             "after its lifetime: 401 session_expired", "%s %r" % (r.status, r.raw[:300]))
 
         # -- malformed requests: 4xx JSON, nothing changes ----------------
         r = alpha.get("/v1/nosuch")

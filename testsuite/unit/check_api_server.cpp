@@ -70,8 +70,10 @@ bool h_in_charge(void* arg) { return fk(arg)->in_charge; }
 
 int h_verify(void* arg, const char*, const char*, const char*, std::size_t, const char* auth,
              const char*, std::uint32_t* uid, std::uint32_t* gid, char* digest, char* code,
-             std::size_t codelen, char* err, std::size_t errlen) {
+             std::size_t codelen, char* err, std::size_t errlen, char* grant,
+             std::size_t grantlen) {
   fk(arg)->verify_calls++;
+  if (grant != nullptr && grantlen > 0) grant[0] = '\0';
   digest[0] = '\0';
   if (auth != nullptr && std::strncmp(auth, "Fake ", 5) == 0 &&
       std::strspn(auth + 5, "0123456789") == std::strlen(auth + 5) && auth[5] != '\0') {

@@ -18,6 +18,8 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -39,6 +41,8 @@
 #include <vector>
 
 #include "core/auth.hpp"
+#include "core/session.hpp"
+#include "core/http_client.hpp"
 #include "core/capi_auth.h"
 #include "core/sha256.hpp"
 
@@ -637,10 +641,31 @@ START_TEST(payload_limits_accepted) {
   p.idempotency_key = std::string(auth::kMaxIdempotencyKeyLength, 'k');
   auto text = auth::encode_payload(p);
   expect_ok(text, "encode_payload at the limits");
-  ck_assert_uint_eq(text.value().size(), auth::kMaxPayloadSize);
+  // v3: the longest but for the session offer's line
+  ck_assert_uint_eq(text.value().size(),
+                    auth::kMaxPayloadSize - auth::kSessionOfferHexLength - 1);
   auto back = auth::parse_payload(text.value());
   expect_ok(back, "parse_payload at the limits");
   ck_assert_int_eq(back.value().timestamp, INT64_MAX);
+  // v4 (a session offer): the longest of all
+  p.version = 4;
+  p.session_offer = std::string(auth::kSessionOfferHexLength, 'f');
+  text = auth::encode_payload(p);
+  expect_ok(text, "encode_payload v4 at the limits");
+  ck_assert_uint_eq(text.value().size(), auth::kMaxPayloadSize);
+  back = auth::parse_payload(text.value());
+  expect_ok(back, "parse_payload v4 at the limits");
+  ck_assert(back.value().version == 4 && back.value().session_offer == p.session_offer);
+  ck_assert(auth::encode_payload(back.value()).value() == text.value());
+  // a v4 payload's offer must be 64 lowercase hex digits; v3 carries none
+  std::string bad = text.value();
+  bad[bad.size() - 2] = 'F';
+  expect_error(auth::parse_payload(bad), Errc::kMalformedPayload, "v4, upper-case offer");
+  p.version = 3;
+  expect_error(auth::encode_payload(p), Errc::kInvalidArgument, "v3 with an offer");
+  p.version = 4;
+  p.session_offer.reset();
+  expect_error(auth::encode_payload(p), Errc::kInvalidArgument, "v4 without an offer");
 
   p = sample_payload(0);
   p.path = "/";
@@ -690,7 +715,7 @@ const std::vector<BadPayload>& bad_payloads() {
         {"version 1", v1, "no longer accepted"},
         {"version 1 with an audience line", payload_text("flexco-auth-v1", a, m, p, d, t, n),
          "no longer accepted"},
-        {"other version", payload_text("flexco-auth-v4", a, m, p, d, t, n), "line 1"},
+        {"other version", payload_text("flexco-auth-v5", a, m, p, d, t, n), "line 1"},
         // flexco-auth-v3: line 8 is the Idempotency-Key, "-" for none.
         {"v3 without its key line", payload_text("flexco-auth-v3", a, m, p, d, t, n), "7 lines"},
         {"v3 with nine lines", payload_v3("-") + "k\n", "9 lines"},
@@ -1274,7 +1299,7 @@ START_TEST(foreign_payload_rejected) {
                                       std::to_string(now_s()), random_nonce()) + "-\n";
   r = verifier.verify("GET", "/v1/co", "",
                       raw_munge_encode(v4.data(), static_cast<int>(v4.size())));
-  expect_error(r, Errc::kMalformedPayload, "version 4 payload");
+  expect_error(r, Errc::kMalformedPayload, "version 4 payload without its offer line");
   ck_assert_uint_eq(verifier.replay_cache_size(), 0);
 }
 END_TEST
@@ -1453,6 +1478,367 @@ START_TEST(longest_request_fits) {
   expect_error(signer.sign(kAudience, method, path + "x", body), Errc::kInvalidArgument, "path + 1");
   expect_error(signer.sign(audience + "a", method, path, body), Errc::kInvalidArgument,
                "audience + 1");
+}
+END_TEST
+
+
+// ---------------------------------------------------------------------------
+// Request sessions (core/session.hpp)
+
+START_TEST(session_header_parse_and_format) {
+  auth::SessionAuth a;
+  a.audience = "alpha";
+  a.sid = std::string(32, 'a');
+  a.counter = 7;
+  a.timestamp = 1700000000;
+  a.mac = std::string(64, '0');
+  auto h = auth::format_session_authorization(a);
+  expect_ok(h, "format");
+  ck_assert(h.value() == "FlexCo-Session alpha " + a.sid + " 7 1700000000 " + a.mac);
+  ck_assert(auth::is_session_authorization(h.value()));
+  ck_assert(!auth::is_session_authorization("MUNGE MUNGE:abc:"));
+  auto back = auth::parse_session_authorization("  flexco-session" + h.value().substr(14) + "\t");
+  expect_ok(back, "parse (scheme in any case, blanks around)");
+  ck_assert(back.value().sid == a.sid && back.value().counter == 7 &&
+            back.value().timestamp == 1700000000 && back.value().mac == a.mac);
+  const std::string base = "FlexCo-Session alpha " + a.sid + " ";
+  for (const std::string& bad :
+       {base + "0 1700000000 " + a.mac, base + "07 1700000000 " + a.mac,
+        base + "9223372036854775808 1700000000 " + a.mac, base + "1 -1 " + a.mac,
+        base + "1 1700000000 " + a.mac.substr(1), base + "1  1700000000 " + a.mac,
+        base + "1 1700000000 " + std::string(64, 'A'), base + "1 1700000000 " + a.mac + " x",
+        "FlexCo-Session al/pha " + a.sid + " 1 1 " + a.mac,
+        "FlexCo-Session alpha " + std::string(31, 'a') + " 1 1 " + a.mac,
+        std::string("FlexCo-Session ")}) {
+    expect_error(auth::parse_session_authorization(bad), Errc::kMalformedCredential, bad.c_str());
+  }
+  expect_error(auth::parse_session_authorization(" "), Errc::kMissingCredential, "blank");
+  // the grant
+  auth::SessionGrant g{std::string(32, 'b'), std::string(64, 'c'), 300};
+  auto gt = auth::format_session_grant(g);
+  expect_ok(gt, "grant");
+  auto gb = auth::parse_session_grant(gt.value());
+  expect_ok(gb, "grant back");
+  ck_assert(gb.value().sid == g.sid && gb.value().server_public == g.server_public &&
+            gb.value().lifetime == 300);
+  for (const std::string& bad : {std::string(32, 'b') + " " + std::string(64, 'c') + " 0",
+                                 std::string(32, 'b') + " " + std::string(64, 'c'),
+                                 std::string(32, 'b') + " " + std::string(63, 'c') + " 1",
+                                 std::string(32, 'b') + " " + std::string(64, 'c') + " 86401"}) {
+    expect_error(auth::parse_session_grant(bad), Errc::kMalformedCredential, bad.c_str());
+  }
+}
+END_TEST
+
+START_TEST(session_key_agreement) {
+  // Both sides derive the same key from each other's public halves; a
+  // third party's key pair gives another one.
+  auto client = auth::make_key_pair();
+  auto server = auth::make_key_pair();
+  auto other = auth::make_key_pair();
+  expect_ok(client, "client pair");
+  expect_ok(server, "server pair");
+  const std::string sid(32, 'd');
+  const auto& A = client.value().public_hex;
+  const auto& B = server.value().public_hex;
+  auto kc = auth::derive_session_key(client.value().secret, B, "alpha", sid, A, B);
+  auto ks = auth::derive_session_key(server.value().secret, A, "alpha", sid, A, B);
+  auto ko = auth::derive_session_key(other.value().secret, A, "alpha", sid, A, B);
+  auto kb = auth::derive_session_key(server.value().secret, A, "beta", sid, A, B);
+  expect_ok(kc, "client key");
+  ck_assert(kc.value() == ks.value());
+  ck_assert(kc.value() != ko.value());
+  ck_assert(kc.value() != kb.value());  // the audience is bound into the key
+  // the all-zero point (low order) is refused
+  expect_error(auth::derive_session_key(server.value().secret, std::string(64, '0'), "alpha", sid,
+                                        A, B),
+               Errc::kInvalidArgument, "zero point");
+  auth::SessionKey k{};
+  auto t = auth::session_mac_text("alpha", "GET", "/v1/x", flexco::sha256_hex(""), 1, sid, 1,
+                                  std::nullopt);
+  expect_ok(t, "mac text");
+  ck_assert(t.value() == "flexco-session-v1\nalpha\nGET\n/v1/x\n" + flexco::sha256_hex("") +
+                            "\n1\n" + sid + "\n1\n-\n");
+  ck_assert_uint_eq(auth::session_mac(k, t.value()).size(), 64);
+  ck_assert(auth::session_mac(k, t.value()) != auth::session_mac(kc.value(), t.value()));
+}
+END_TEST
+
+namespace {
+// A client's session header for one request under (sid, key).
+std::string session_header(const auth::SessionKey& key, const std::string& sid,
+                           const std::string& audience, const std::string& method,
+                           const std::string& path, const std::string& body,
+                           std::uint64_t counter, std::int64_t t,
+                           std::optional<std::string> idem = std::nullopt) {
+  auto text = auth::session_mac_text(audience, method, path, flexco::sha256_hex(body), t, sid,
+                                     counter, idem);
+  ck_assert(text.ok());
+  auth::SessionAuth a{audience, sid, counter, t, auth::session_mac(key, text.value())};
+  return auth::format_session_authorization(a).value();
+}
+
+auth::Verifier session_verifier(const std::string& audience = kAudience,
+                                std::int64_t lifetime = 300) {
+  auth::VerifierConfig config;
+  config.audience = audience;
+  config.socket_path = g_munged.socket;
+  config.session_lifetime = lifetime;
+  config.session_capacity = 8;
+  config.session_per_uid = 2;
+  auto v = auth::Verifier::create(config);
+  ck_assert(v.ok());
+  return std::move(v).value();
+}
+}  // namespace
+
+START_TEST(session_established_by_munge) {
+  // A real flexco-auth-v4 request through the private munged: granted a
+  // session whose uid is MUNGE's; the later requests cost no MUNGE and
+  // each refusal is the exact 401 the scheme defines.
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier v = session_verifier();
+  const std::int64_t now = now_s();
+  auto offer = auth::make_key_pair();
+  expect_ok(offer, "offer");
+  auto first = signer.sign_offer(kAudience, "POST", "/v1/probe", "{}", std::nullopt,
+                                 offer.value().public_hex);
+  expect_ok(first, "sign_offer");
+  auto id = v.verify("POST", "/v1/probe", "{}", first.value(), std::nullopt, now);
+  expect_ok(id, "the establishing request");
+  ck_assert_int_eq(id.value().uid, geteuid());
+  ck_assert(!id.value().by_session);
+  ck_assert_uint_eq(v.session_count(), 1);
+  auto grant = auth::parse_session_grant(id.value().session_grant);
+  expect_ok(grant, "the grant");
+  ck_assert_int_eq(grant.value().lifetime, 300);
+  auto key = auth::derive_session_key(offer.value().secret, grant.value().server_public,
+                                      kAudience, grant.value().sid, offer.value().public_hex,
+                                      grant.value().server_public);
+  expect_ok(key, "client key");
+  const std::string& sid = grant.value().sid;
+  const auth::SessionKey& K = key.value();
+
+  // 1. accepted, uid the one MUNGE vouched for, Idempotency-Key bound
+  auto ok1 = v.verify("POST", "/v1/reservations", "{\"a\":1}",
+                      session_header(K, sid, kAudience, "POST", "/v1/reservations", "{\"a\":1}",
+                                     1, now, std::string("key-1")),
+                      std::string_view("key-1"), now);
+  expect_ok(ok1, "session request 1");
+  ck_assert(ok1.value().by_session && ok1.value().uid == geteuid() &&
+            ok1.value().body_sha256 == flexco::sha256_hex("{\"a\":1}"));
+  // 2. a wrong MAC: another body, another key, another Idempotency-Key
+  expect_error(v.verify("POST", "/v1/reservations", "{\"a\":2}",
+                        session_header(K, sid, kAudience, "POST", "/v1/reservations", "{\"a\":1}",
+                                       2, now),
+                        std::nullopt, now),
+               Errc::kBadMac, "MAC over another body");
+  auth::SessionKey wrong = K;
+  wrong[0] ^= 1;
+  expect_error(v.verify("GET", "/v1/profile", "",
+                        session_header(wrong, sid, kAudience, "GET", "/v1/profile", "", 2, now),
+                        std::nullopt, now),
+               Errc::kBadMac, "MAC under another key");
+  expect_error(v.verify("POST", "/v1/reservations", "{}",
+                        session_header(K, sid, kAudience, "POST", "/v1/reservations", "{}", 2, now,
+                                       std::string("key-2")),
+                        std::string_view("key-3"), now),
+               Errc::kBadMac, "another Idempotency-Key");
+  // 3. a replayed counter, and out-of-order ones within the window
+  const std::string h5 = session_header(K, sid, kAudience, "GET", "/v1/profile", "", 5, now);
+  expect_ok(v.verify("GET", "/v1/profile", "", h5, std::nullopt, now), "counter 5");
+  expect_error(v.verify("GET", "/v1/profile", "", h5, std::nullopt, now), Errc::kReplayed,
+               "counter 5 again");
+  expect_ok(v.verify("GET", "/v1/profile", "",
+                     session_header(K, sid, kAudience, "GET", "/v1/profile", "", 3, now),
+                     std::nullopt, now),
+            "counter 3 after 5 (within the window)");
+  expect_error(v.verify("GET", "/v1/profile", "",
+                        session_header(K, sid, kAudience, "GET", "/v1/profile", "", 1, now),
+                        std::nullopt, now),
+               Errc::kReplayed, "counter 1 again, below 5");
+  expect_ok(v.verify("GET", "/v1/profile", "",
+                     session_header(K, sid, kAudience, "GET", "/v1/profile", "", 200, now),
+                     std::nullopt, now),
+            "counter 200");
+  expect_error(v.verify("GET", "/v1/profile", "",
+                        session_header(K, sid, kAudience, "GET", "/v1/profile", "", 100, now),
+                        std::nullopt, now),
+               Errc::kReplayed, "counter 100: below the window of 200");
+  // 4. another audience: the header names it (wrong_audience); a server
+  // that did not make the session does not know it (unknown_session)
+  expect_error(v.verify("GET", "/v1/profile", "",
+                        session_header(K, sid, "beta", "GET", "/v1/profile", "", 201, now),
+                        std::nullopt, now),
+               Errc::kWrongAudience, "session sent for beta to alpha");
+  const auth::Verifier beta = session_verifier("beta");
+  expect_error(beta.verify("GET", "/v1/profile", "",
+                           session_header(K, sid, "beta", "GET", "/v1/profile", "", 202, now),
+                           std::nullopt, now),
+               Errc::kUnknownSession, "alpha's session at beta");
+  // 5. the time window still applies
+  expect_error(v.verify("GET", "/v1/profile", "",
+                        session_header(K, sid, kAudience, "GET", "/v1/profile", "", 203, now - 301),
+                        std::nullopt, now),
+               Errc::kExpired, "an old time");
+  // 6. an expired session: gone after its lifetime, and then unknown
+  const std::string late =
+      session_header(K, sid, kAudience, "GET", "/v1/profile", "", 204, now + 300);
+  expect_error(v.verify("GET", "/v1/profile", "", late, std::nullopt, now + 300),
+               Errc::kSessionExpired, "at its end");
+  expect_error(v.verify("GET", "/v1/profile", "", late, std::nullopt, now + 300),
+               Errc::kUnknownSession, "after its end");
+  ck_assert_uint_eq(v.session_count(), 0);
+  // 7. a server with sessions off serves the v4 request and grants none
+  const auth::Verifier off = make_verifier();
+  auto again = signer.sign_offer(kAudience, "GET", "/v1/profile", "", std::nullopt,
+                                 offer.value().public_hex);
+  auto plain = off.verify("GET", "/v1/profile", "", again.value(), std::nullopt, now);
+  expect_ok(plain, "v4 at a server without sessions");
+  ck_assert(plain.value().session_grant.empty());
+}
+END_TEST
+
+START_TEST(session_table_bounded) {
+  // 8 sessions at most, 2 per uid: a third of one uid replaces its
+  // oldest; a full table grants none until one expires.
+  const auth::Verifier v = session_verifier();
+  const std::int64_t now = 1700000000;
+  const std::string pub = auth::make_key_pair().value().public_hex;
+  std::vector<std::string> sids;
+  for (uid_t u = 1; u <= 4; ++u)
+    for (int k = 0; k < 2; ++k) {
+      auto g = v.open_session(u, u, pub, now + k);
+      expect_ok(g, "open");
+      sids.push_back(auth::parse_session_grant(g.value()).value().sid);
+    }
+  ck_assert_uint_eq(v.session_count(), 8);
+  expect_error(v.open_session(9, 9, pub, now + 2), Errc::kReplayCacheFull, "table full");
+  expect_ok(v.open_session(1, 1, pub, now + 2), "uid 1 again: its oldest goes");
+  ck_assert_uint_eq(v.session_count(), 8);
+  auto h = session_header(auth::SessionKey{}, sids[0], kAudience, "GET", "/", "", 1, now + 2);
+  expect_error(v.verify("GET", "/", "", h, std::nullopt, now + 2), Errc::kUnknownSession,
+               "the replaced session");
+  expect_ok(v.open_session(9, 9, pub, now + 300), "after the first ones expired");
+  expect_error(v.open_session(9, 9, "zz", now), Errc::kInvalidArgument, "bad offer");
+}
+END_TEST
+
+START_TEST(session_client_round_trip) {
+  // ClientSession against a Verifier: offer, grant, MAC'd requests with
+  // rising counters; a drop brings back MUNGE and a new offer.
+  const auth::Signer signer = make_signer(g_munged.socket);
+  const auth::Verifier v = session_verifier();
+  auth::ClientSession cs;
+  const std::int64_t now = now_s();
+  auto p1 = cs.next(kAudience, "GET", "/v1/profile", "", std::nullopt, now);
+  ck_assert(p1.header.empty() && !p1.offer.empty());
+  auto p2 = cs.next(kAudience, "GET", "/v1/profile", "", std::nullopt, now);
+  ck_assert(p2.header.empty() && p2.offer.empty());  // one offer out at a time
+  auto h = signer.sign_offer(kAudience, "GET", "/v1/profile", "", std::nullopt, p1.offer);
+  auto id = v.verify("GET", "/v1/profile", "", h.value(), std::nullopt, now);
+  expect_ok(id, "offer");
+  cs.answered(p1, id.value().session_grant, kAudience, now);
+  ck_assert(cs.active(now));
+  for (int i = 0; i < 5; ++i) {
+    auto p = cs.next(kAudience, "POST", "/v1/probe", "{}", std::string("k"), now);
+    ck_assert(!p.header.empty());
+    expect_ok(v.verify("POST", "/v1/probe", "{}", p.header, std::string_view("k"), now),
+              "client session request");
+  }
+  auto p = cs.next(kAudience, "GET", "/v1/profile", "", std::nullopt, now + 296);
+  ck_assert(p.header.empty());  // within 5 s of its end: MUNGE again
+  cs.drop(p);
+  ck_assert(!cs.active(now));
+}
+END_TEST
+
+
+namespace {
+// Answers `answers` in turn, one per connection, and keeps each request's
+// Authorization header (a server older than flexco-auth-v4 stands in).
+struct ScriptedServer {
+  int fd = -1, port = 0;
+  std::vector<std::string> answers, auth;
+  std::thread th;
+  explicit ScriptedServer(std::vector<std::string> a) : answers(std::move(a)) {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+    socklen_t len = sizeof sa;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    port = ntohs(sa.sin_port);
+    ck_assert(listen(fd, 8) == 0);
+    th = std::thread([this] {
+      for (const std::string& answer : answers) {
+        const int c = accept(fd, nullptr, nullptr);
+        if (c < 0) return;
+        std::string in;
+        char buf[8192];
+        while (in.find("\r\n\r\n") == std::string::npos) {
+          const ssize_t n = read(c, buf, sizeof buf);
+          if (n <= 0) break;
+          in.append(buf, static_cast<std::size_t>(n));
+        }
+        const std::size_t k = in.find("Authorization: ");
+        auth.push_back(k == std::string::npos
+                           ? std::string()
+                           : in.substr(k + 15, in.find("\r\n", k) - k - 15));
+        const ssize_t w = write(c, answer.data(), answer.size());
+        (void)w;
+        close(c);
+      }
+    });
+  }
+  void join() {
+    if (th.joinable()) th.join();
+  }
+  ~ScriptedServer() {
+    join();
+    close(fd);
+  }
+};
+
+std::string http_answer(int status, const std::string& body) {
+  return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n"
+         "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+}  // namespace
+
+START_TEST(session_client_falls_back_for_a_server_without_v4) {
+  // A client offering sessions meets a server that refuses the offering
+  // payload (401 malformed_payload, as one older than flexco-auth-v4
+  // does): the request goes again as flexco-auth-v3, and the next one
+  // offers nothing either.
+  const std::string refuse = http_answer(
+      401, "{\"error\":{\"code\":\"malformed_payload\",\"message\":\"line 1 is not v3\"}}");
+  ScriptedServer srv({refuse, http_answer(200, "{}"), http_answer(200, "{}")});
+  flexco::http::ClientConfig cfg;
+  cfg.base_url = "http://127.0.0.1:" + std::to_string(srv.port);
+  cfg.audience = kAudience;
+  cfg.session = true;
+  auto c = flexco::http::Client::create(cfg, make_signer(g_munged.socket));
+  ck_assert(c.ok());
+  auto r1 = c.value().request("GET", "/v1/profile");
+  ck_assert_msg(r1.ok() && r1.value().status == 200, "%s",
+                r1.ok() ? std::to_string(r1.value().status).c_str() : r1.error().message.c_str());
+  auto r2 = c.value().request("GET", "/v1/profile");
+  ck_assert(r2.ok() && r2.value().status == 200);
+  srv.join();
+  ck_assert_uint_eq(srv.auth.size(), 3);
+  // What each carried: at a verifier that grants sessions a v4 offer is
+  // granted one, a v3 request none.
+  const auth::Verifier v = session_verifier();
+  std::vector<bool> offered;
+  for (const std::string& h : srv.auth) {
+    auto id = v.verify("GET", "/v1/profile", "", h, std::nullopt, now_s());
+    expect_ok(id, "a recorded request");
+    offered.push_back(!id.value().session_grant.empty());
+  }
+  ck_assert_msg(offered[0] && !offered[1] && !offered[2], "offers: %d %d %d", int(offered[0]),
+                int(offered[1]), int(offered[2]));
 }
 END_TEST
 
@@ -1697,6 +2083,12 @@ Suite* make_suite() {
   tcase_add_test(munge, version_2_without_key_only);
   tcase_add_test(munge, invalid_request_and_sign_input);
   tcase_add_test(munge, longest_request_fits);
+  tcase_add_test(munge, session_header_parse_and_format);
+  tcase_add_test(munge, session_key_agreement);
+  tcase_add_test(munge, session_established_by_munge);
+  tcase_add_test(munge, session_table_bounded);
+  tcase_add_test(munge, session_client_round_trip);
+  tcase_add_test(munge, session_client_falls_back_for_a_server_without_v4);
   tcase_add_test(munge, replay_cache_full_then_recovers);
   tcase_add_test(munge, replay_cache_uid_share_verify);
   tcase_add_test(munge, concurrent_verify);
