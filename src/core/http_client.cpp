@@ -4,6 +4,8 @@
 
 #include "core/http_client.hpp"
 
+#include "core/epoch.hpp"
+
 #include <curl/curl.h>
 #include <strings.h>
 #include <unistd.h>
@@ -293,6 +295,15 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
     if (cancel != nullptr && cancel->load()) {
       return make_error(Errc::kCancelled, "cancelled before sending");
     }
+    std::string stamp;
+    bool stamped = false;
+    if (config_.fence) {
+      stamped = config_.fence(&stamp);
+      if (!stamped && method != "GET") {
+        return make_error(Errc::kInvalidArgument,
+                          "not in charge: this flexcod does not hold the lease, nothing was sent");
+      }
+    }
     std::unique_ptr<curl_slist, SlistDeleter> list;
     auto add = [&list](const std::string& line) -> bool {
       curl_slist* n = curl_slist_append(list.get(), line.c_str());
@@ -323,6 +334,9 @@ Result<Response> Client::request(std::string_view method, std::string_view targe
     if (!add("Expect:")) return make_error(Errc::kInternal, "out of memory");
     for (const auto& h : headers) {
       if (!add(h.name + ": " + h.value)) return make_error(Errc::kInternal, "out of memory");
+    }
+    if (stamped && !add(std::string(flexco::epoch::kHeaderName) + ": " + stamp)) {
+      return make_error(Errc::kInternal, "out of memory");
     }
 
     const Lease curl(*pool_);

@@ -45,8 +45,9 @@ void Engine::Cluster::note_error(const http::Error& e) {
 // ---------------------------------------------------------------------------
 // Construction, threads
 
-Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth::Signer signer)
-    : conf_(conf), store_(store) {
+Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth::Signer signer,
+               const Lease* lease)
+    : conf_(conf), store_(store), lease_(lease) {
   started_ = now_seconds();
   for (const auto& cc : conf.clusters) {
     auto c = std::make_unique<Cluster>();
@@ -62,6 +63,10 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
       observe_cluster(name, s, answered, status, long_poll);
     };
     hc.clock_sample = [raw = c.get()](double offset, double rtt) { raw->clock_sample(offset, rtt); };
+    // Every request carries the lease's epoch; none goes out but a read
+    // while this flexcod does not hold it (doc/flexcod.md, "High
+    // availability").
+    if (lease != nullptr) hc.fence = [lease](std::string* v) { return lease->fence_header(v); };
     auto client = http::Client::create(hc, signer);
     if (client.ok()) {
       c->client = std::make_unique<http::PluginClient>(std::move(client).value());
@@ -84,6 +89,9 @@ bool Engine::wait_stop(int ms) {
 }
 
 void Engine::start() {
+  // A standby that takes over: the events it must follow from are the
+  // ones the database says now (the one in charge before went on).
+  for (auto& c : clusters_) c->event_seq = store_.event_seq(c->conf.name);
   recover_db();
   for (std::size_t i = 0; i < clusters_.size(); ++i) {
     if (!clusters_[i]->client) continue;
@@ -93,6 +101,7 @@ void Engine::start() {
   threads_.emplace_back([this] { reap_loop(); });
   threads_.emplace_back([this] { gate_loop(); });
   threads_.emplace_back([this] { resched_loop(); });
+  running_ = true;
 }
 
 void Engine::stop() {
