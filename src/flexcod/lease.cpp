@@ -95,6 +95,13 @@ Lease::Status Lease::status() const {
   return s;
 }
 
+void Lease::saw_epoch(std::int64_t seen) const {
+  std::int64_t want = seen + 1, cur = raise_to_.load();
+  while (cur < want && !raise_to_.compare_exchange_weak(cur, want)) {
+  }
+  cv_.notify_all();
+}
+
 void Lease::lose(const std::string& why) {
   act_until_ms_ = 0;
   if (lost_said_.exchange(true)) return;
@@ -118,6 +125,7 @@ bool Lease::step(bool take, std::string* why) {
     std::lock_guard<std::mutex> lock(m_);
     s.epoch = own_epoch_;
   }
+  if (s.epoch != 0 && raise_to_.load() > s.epoch) s.raise_to = raise_to_.load();
   const std::int64_t sent = mono_ms();
   Store::LeaseRow row;
   if (!store_.lease_step(s, &row, why)) return false;
@@ -150,6 +158,12 @@ bool Lease::step(bool take, std::string* why) {
   if (mono_ms() >= act_until_ms_.load()) {
     *why = "the lease step took longer than LeaseTime allows";
     return false;
+  }
+  if (was != 0 && row.epoch != was) {
+    fc_error("lease: epoch raised from %lld to %lld, above the one a cluster has seen (was the "
+             "database restored from a backup?)",
+             static_cast<long long>(was), static_cast<long long>(row.epoch));
+    store_.set_fence(conf_.holder, row.epoch, [this](const std::string& w) { lose(w); });
   }
   if (was == 0) {
     store_.set_fence(conf_.holder, row.epoch, [this](const std::string& w) { lose(w); });
@@ -205,7 +219,12 @@ void Lease::loop() {
              " s)");
         return;
       }
-      if (t - last_sent >= renew_ms) {
+      std::int64_t own;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        own = own_epoch_;
+      }
+      if (t - last_sent >= renew_ms || raise_to_.load() > own) {
         last_sent = t;
         std::string why;
         if (!step(false, &why)) {
@@ -221,7 +240,10 @@ void Lease::loop() {
       const std::int64_t until_end = act_until_ms_.load() - mono_ms();
       wait = std::max<std::int64_t>(1, std::min(until_renew, until_end));
     }
-    if (cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return stopping_; })) return;
+    if (cv_.wait_for(lock, std::chrono::milliseconds(wait),
+                     [this] { return stopping_ || (own_epoch_ != 0 && raise_to_.load() > own_epoch_); })) {
+      if (stopping_) return;
+    }
   }
 }
 

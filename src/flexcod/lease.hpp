@@ -87,6 +87,11 @@ class Lease {
     std::int64_t acquired_at = 0;  // when it took it (UTC s), 0 = never
   };
   Status status() const;
+  // A plugin refused a request of this flexcod's epoch as stale, having
+  // seen `seen`: the next renewal raises the epoch above it if this
+  // flexcod still holds the lease (the clusters saw epochs a restored
+  // database no longer has), or finds it lost.  Soon, not here.
+  void saw_epoch(std::int64_t seen) const;
   const Config& config() const { return conf_; }
 
  private:
@@ -100,7 +105,7 @@ class Lease {
   std::function<void(std::int64_t)> acquired_;
   std::function<void(const std::string&)> lost_;
   mutable std::mutex m_;
-  std::condition_variable cv_;
+  mutable std::condition_variable cv_;
   bool stopping_ = false;
   bool no_take_ = false;   // wait_started was called
   bool starting_ = false;  // `acquired` runs
@@ -109,6 +114,7 @@ class Lease {
   std::int64_t acquired_at_ = 0;
   std::atomic<std::int64_t> act_until_ms_{0};  // monotonic; 0: not acting
   std::atomic<bool> lost_said_{false};
+  mutable std::atomic<std::int64_t> raise_to_{0};
   std::thread thread_;
   std::thread starter_;
 };
