@@ -163,10 +163,16 @@ bool Lease::step(bool take, std::string* why) {
     fc_error("lease: epoch raised from %lld to %lld, above the one a cluster has seen (was the "
              "database restored from a backup?)",
              static_cast<long long>(was), static_cast<long long>(row.epoch));
-    store_.set_fence(conf_.holder, row.epoch, [this](const std::string& w) { lose(w); });
+    store_.set_fence(conf_.holder, row.epoch, [this](const std::string& w) {
+      fc_error("state database: a write refused: %s", w.c_str());
+      lose(w);
+    });
   }
   if (was == 0) {
-    store_.set_fence(conf_.holder, row.epoch, [this](const std::string& w) { lose(w); });
+    store_.set_fence(conf_.holder, row.epoch, [this](const std::string& w) {
+      fc_error("state database: a write refused: %s", w.c_str());
+      lose(w);
+    });
     std::lock_guard<std::mutex> lock(m_);
     if (no_take_) return true;  // stopping: nothing started (stop gives it back)
     starting_ = true;
