@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 #include "flexcod/log.hpp"
@@ -112,7 +113,7 @@ void Lease::lose(const std::string& why) {
 // One lease step (take: as a standby); true when this flexcod holds the
 // lease after it.  The acting time is counted from before the request was
 // sent: the database's expiry is later than that by its own clock.
-bool Lease::step(bool take, std::string* why) {
+bool Lease::step(bool take, std::string* why, bool* db_error) {
   const std::int64_t lease_ms = 1000LL * conf_.lease_seconds;
   const std::int64_t margin_ms = lease_ms / 3;
   Store::LeaseStep s;
@@ -128,7 +129,10 @@ bool Lease::step(bool take, std::string* why) {
   if (s.epoch != 0 && raise_to_.load() > s.epoch) s.raise_to = raise_to_.load();
   const std::int64_t sent = mono_ms();
   Store::LeaseRow row;
-  if (!store_.lease_step(s, &row, why)) return false;
+  if (!store_.lease_step(s, &row, why)) {
+    if (db_error) *db_error = true;
+    return false;
+  }
   const bool mine = row.holder == conf_.holder;
   std::int64_t was;
   {
@@ -154,7 +158,11 @@ bool Lease::step(bool take, std::string* why) {
                                     std::to_string(row.epoch);
     return false;
   }
-  act_until_ms_ = sent + lease_ms - margin_ms;
+  // SQLite: the file's flock keeps every other flexcod out for as long as
+  // this one runs, so the lease, once taken, is never renewed nor lost
+  // (a failing database stops flexcod through the store's failure
+  // handler, as it always did).
+  act_until_ms_ = conf_.exclusive ? std::numeric_limits<std::int64_t>::max() : sent + lease_ms - margin_ms;
   if (mono_ms() >= act_until_ms_.load()) {
     *why = "the lease step took longer than LeaseTime allows";
     return false;
@@ -194,6 +202,7 @@ void Lease::loop() {
   const std::int64_t poll_ms = std::min<std::int64_t>(1000, renew_ms);
   std::string last_holder;
   std::int64_t last_sent = 0;
+  int failures = 0;  // the standby's lease steps the database failed, in a row
   while (true) {
     std::int64_t held;
     {
@@ -209,14 +218,31 @@ void Lease::loop() {
       // stopping: a standby takes nothing any more
     } else if (held == 0) {
       std::string why;
-      if (!step(true, &why)) {
+      bool db_error = false;
+      if (!step(true, &why, &db_error)) {
+        // A standby whose database stopped answering (libpq does not
+        // reconnect: a restarted server leaves this connection dead for
+        // good) stops as the one in charge would, to start again and
+        // connect anew.
+        failures = db_error ? failures + 1 : 0;
+        if (failures >= 3) {
+          lose("the database does not answer (" + why + ")");
+          return;
+        }
         std::lock_guard<std::mutex> lock(m_);
-        if (row_.holder != last_holder) {
+        if (!db_error && row_.holder != last_holder) {
           fc_info("lease: standby: %s", why.c_str());
           last_holder = row_.holder;
         }
       } else {
         last_sent = mono_ms();
+      }
+    } else if (conf_.exclusive) {
+      // SQLite: held until this flexcod stops (above); only raised above
+      // an epoch a cluster saw (a file restored from a backup)
+      std::string why;
+      if (raise_to_.load() > held && !step(false, &why)) {
+        fc_error("lease: cannot raise the epoch: %s", why.c_str());
       }
     } else {
       const std::int64_t t = mono_ms();
@@ -241,7 +267,9 @@ void Lease::loop() {
     }
     std::unique_lock<std::mutex> lock(m_);
     std::int64_t wait = poll_ms;
-    if (own_epoch_ != 0) {
+    if (own_epoch_ != 0 && conf_.exclusive) {
+      wait = 60000;
+    } else if (own_epoch_ != 0) {
       const std::int64_t until_renew = last_sent + renew_ms - mono_ms();
       const std::int64_t until_end = act_until_ms_.load() - mono_ms();
       wait = std::max<std::int64_t>(1, std::min(until_renew, until_end));

@@ -23,7 +23,8 @@
 //    every request to a plugin carries the epoch, which the plugin refuses
 //    once it has seen a higher one (doc/reservations.md, "Epochs").
 //
-// With SQLite (one flexcod per file, flock) the lease is taken at once.
+// With SQLite (one flexcod per file, flock) the lease is taken at once
+// and held, without renewals, until flexcod stops.
 //
 // Thread-safe.
 
@@ -61,7 +62,8 @@ class Lease {
   // called with the epoch in a thread of its own (recovery may be long;
   // renewals go on meanwhile).  `lost` is called, from the lease's thread
   // or from a write the fence refused, as soon as this flexcod must stop
-  // acting (a renewal failed, came late or found another holder).
+  // acting (a renewal failed, came late or found another holder), and
+  // when a standby's database has not answered three looks in a row.
   void start(std::function<void(std::int64_t)> acquired,
              std::function<void(const std::string&)> lost);
   // Stops the thread; with `release`, gives the lease back (a clean
@@ -96,7 +98,7 @@ class Lease {
 
  private:
   void loop();
-  bool step(bool take, std::string* why);
+  bool step(bool take, std::string* why, bool* db_error = nullptr);
   void lose(const std::string& why);
   static std::int64_t mono_ms();
 

@@ -23,6 +23,10 @@ deposed flexcod goes on as if it still held its lease, the worst case).
  5. The standby killed while a co-allocation runs: nothing changes; then
     both killed and started again: one takes over, recovers, and the
     co-allocation completes, each part job having run once.
+ 6. PostgreSQL stopped under a running co-allocation: both flexcods stop
+    (fail-stop); a submission made meanwhile waits in sreserve; once it
+    and they are started again, one takes over and both co-allocations
+    complete.
 Everywhere: every co-allocation ends exactly once, nothing is left on the
 clusters, no part job ran twice, no illegal state change.  The takeover
 times (instance killed or stopped -> first write accepted by the other)
@@ -97,6 +101,44 @@ class Fcd:
 
     def log_text(self):
         return t.read_file(self.log)
+
+
+class PgProcess:
+    """The grid's PostgreSQL (localgrid --storage postgresql): stopped by
+    pid (a fast shutdown) and started again exactly as localgrid did."""
+
+    def __init__(self, grid):
+        with open(os.path.join(grid.run_dir, "state.json")) as f:
+            rec = [r for r in json.load(f)["processes"] if r["role"] == "postgres"][-1]
+        self.grid, self.pid = grid, rec["pid"]
+        self.argv, self.env = rec["argv"], t.proc_environ(self.pid)
+        self.cwd = t.proc_cwd(self.pid) or "/"
+        st = os.stat("/proc/%d" % self.pid)
+        self.uid, self.gid = st.st_uid, st.st_gid
+        self.log = rec["log"]
+        self.sock_dir = self.argv[self.argv.index("-k") + 1]
+
+    def stop(self):
+        os.kill(self.pid, signal.SIGINT)
+        t.wait_for(lambda: not t.pid_alive(self.pid), 60, "postgres to stop")
+
+    def start(self):
+        def owner():
+            os.setgid(self.gid)
+            os.setuid(self.uid)
+        out = open(self.log, "ab")
+        proc = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, preexec_fn=owner)
+        out.close()
+        self.grid._restarted = getattr(self.grid, "_restarted", []) + [proc]
+        self.pid = proc.pid
+        isready = os.path.join(os.path.dirname(self.argv[0]), "pg_isready")
+        if not t.wait_for(lambda: subprocess.call([isready, "-q", "-h", self.sock_dir, "-U", "flexco"],
+                                                  stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.DEVNULL) == 0,
+                          60, "postgres to answer again"):
+            raise t.GridError("postgres does not answer after its restart")
 
 
 def sreserve(conf, urls, *argv):
@@ -303,6 +345,59 @@ def main():
              "both killed and started again: one takes over, recovers, the co-allocation completes",
              "%r" % d)
 
+        # a clean stop hands over at once; from here on both without
+        # FLEXCOD_TEST_IGNORE_LEASE (a flexcod that loses its lease exits)
+        plain = {HOLD_ENV: hold_dir, "FLEXCOD_TEST_IGNORE_LEASE": None}
+        stby.kill()
+        stby.launch(plain)
+        t0 = time.monotonic()
+        lead.kill(signal.SIGTERM)
+        dt = takeover_time(stby, t0)
+        gave = "lease: given back" in lead.log_text()
+        lead, stby = stby, lead
+        stby.launch(plain)
+        t.ok(dt is not None and dt < 4 and gave,
+             "SIGTERM of the one in charge gives the lease back: the other takes over in %.1f s, "
+             "not after the lease's time" % (dt or -1), "%r %r" % (dt, gave))
+
+        # 6. PostgreSQL restarted under a running co-allocation and a
+        # submission: both flexcods stop (fail-stop), start again once it
+        # is back (as systemd would), one takes over, both complete
+        # (2 of the 4 nodes: the one submitted meanwhile, 2 nodes too, fits
+        # beside it)
+        r = lead.client().request("POST", "/v1/coallocations", body={
+            "nodes": 2, "duration": 60, "std_out": "/dev/null",
+            "script": "#!/bin/sh\necho $SLURM_JOB_ID >> %s/runs.$FLEXCO_COALLOCATION."
+                      "$FLEXCO_PART_INDEX\nsleep 10\n" % out_dir})
+        co_e = (r.json or {}).get("id")
+        t.ok(r.status == 201 and t.wait_for(lambda: final(lead, co_e) is None and (
+            lead.client().get("/v1/coallocations/%s" % co_e).json or {}).get("state") == "running",
+            60, "co-%s to run" % co_e), "another co-allocation runs", "%r" % (r.json,))
+        pg = PgProcess(grid)
+        pg.stop()
+        gone = t.wait_for(lambda: not t.pid_alive(lead.pid) and not t.pid_alive(stby.pid), 30,
+                          "both flexcods to stop without their database")
+        logs = lead.log_text() + stby.log_text()
+        t.ok(gone and "fatal: " in logs and "the database does not answer" in logs,
+             "PostgreSQL stopped: the one in charge and the standby both stop and say why",
+             "%r" % [l for l in logs.splitlines() if "fatal" in l][-3:])
+        sub = sreserve(grid_conf, urls, "submit", "-N", "2", "-t", "1", "-o", "/dev/null", "--parsable",
+                       "--wrap", "echo $SLURM_JOB_ID >> %s/runs.$FLEXCO_COALLOCATION.$FLEXCO_PART_INDEX; "
+                                 "sleep 2" % out_dir)
+        pg.start()
+        lead.launch(plain)
+        stby.launch(plain)
+        back = t.wait_for(lambda: lead.in_charge() or stby.in_charge(), 60, "one of them in charge")
+        if stby.in_charge():
+            lead, stby = stby, lead
+        out, errs = sub.communicate(timeout=180)
+        co_f = out.strip()
+        de = t.wait_for(lambda: final(lead, co_e), 120, "co-%s to end" % co_e) or {}
+        df = (t.wait_for(lambda: final(lead, co_f), 120, "co-%s to end" % co_f) or {}) if co_f.isdigit() else {}
+        t.ok(back and de.get("state") == "completed" and df.get("state") == "completed",
+             "PostgreSQL started again: one takes over, the running co-allocation and the one "
+             "submitted meanwhile (made once) complete", "%r %r %r" % (de, df, errs[-300:]))
+
         # everywhere
         cos = lead.client().get("/v1/coallocations?limit=100").json.get("coallocations", [])
         ends = {}
@@ -311,15 +406,18 @@ def main():
             ends[c["id"]] = [x for x in full.get("transitions", full.get("history", []))
                              if x.get("what") == "coallocation"
                              and x.get("to") in ("completed", "failed", "cancelled")]
-        t.ok(len(cos) == 4 and all(len(v) == 1 for v in ends.values()),
-             "4 co-allocations made, one per submission, each ended exactly once",
+        t.ok(len(cos) == 6 and all(len(v) == 1 for v in ends.values()),
+             "6 co-allocations made, one per submission, each ended exactly once",
              "%r" % {k: len(v) for k, v in ends.items()})
         runs = {}
         for name in os.listdir(out_dir):
             if name.startswith("runs."):
                 runs[name] = t.read_file(os.path.join(out_dir, name)).split()
-        t.ok(sorted(runs) == sorted("runs.co-%s.%d" % (c, i) for c in (co_a, co_d) for i in (0, 1))
-             and all(len(v) == 1 for v in runs.values()),
+        want = []
+        for c in (co_a, co_d, co_e, co_f):
+            doc = lead.client().get("/v1/coallocations/%s" % c).json or {}
+            want += ["runs.co-%s.%d" % (c, p["index"]) for p in doc.get("parts", [])]
+        t.ok(sorted(runs) == sorted(want) and all(len(v) == 1 for v in runs.values()),
              "part jobs ran for the completed ones only, each once", "%r" % runs)
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "the reservations to go"),
              "nothing is left on either cluster")
