@@ -28,7 +28,8 @@ deposed flexcod goes on as if it still held its lease, the worst case).
     and they are started again, one takes over and both co-allocations
     complete.
 Everywhere: every co-allocation ends exactly once, nothing is left on the
-clusters, no part job ran twice, no illegal state change.  The takeover
+clusters, no part job ran twice nor alone beyond PartStartSkew, no illegal
+state change.  The takeover
 times (instance killed or stopped -> first write accepted by the other)
 are printed as notes."""
 
@@ -413,10 +414,14 @@ def main():
         for name in os.listdir(out_dir):
             if name.startswith("runs."):
                 runs[name] = t.read_file(os.path.join(out_dir, name)).split()
-        want = []
+        want, spreads = [], {}
         for c in (co_a, co_d, co_e, co_f):
             doc = lead.client().get("/v1/coallocations/%s" % c).json or {}
             want += ["runs.co-%s.%d" % (c, p["index"]) for p in doc.get("parts", [])]
+            spreads[c] = doc.get("start_spread")
+        t.ok(all(v is not None and 0 <= v <= 60 for v in spreads.values()),
+             "no part started alone beyond PartStartSkew (60 s): the completed ones' start spreads",
+             "%r" % spreads)
         t.ok(sorted(runs) == sorted(want) and all(len(v) == 1 for v in runs.values()),
              "part jobs ran for the completed ones only, each once", "%r" % runs)
         t.ok(t.wait_for(lambda: nothing_left(grid), 60, "the reservations to go"),
