@@ -36,7 +36,6 @@ void Lease::stop(bool release) {
     if (stopping_ && !thread_.joinable() && !starter_.joinable()) return;
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (starter_.joinable()) starter_.join();
   std::int64_t epoch;
@@ -60,9 +59,35 @@ void Lease::stop(bool release) {
 }
 
 void Lease::wait_started() {
-  std::unique_lock<std::mutex> lock(m_);
-  no_take_ = true;
-  cv_.wait(lock, [this] { return !starting_; });
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    no_take_ = true;
+  }
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (!starting_) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSliceMs));
+  }
+}
+
+// Waits up to ms, in slices of kSliceMs, until stopping or a raise is
+// asked; true when stopping.  (Slices rather than a condition variable:
+// the lease's thread is the only one to wait, and a few wake-ups a second
+// cost nothing next to the database's round trips.)
+bool Lease::nap(std::int64_t ms) {
+  const std::int64_t until = mono_ms() + ms;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (stopping_) return true;
+      if (own_epoch_ != 0 && raise_to_.load() > own_epoch_) return false;
+    }
+    const std::int64_t left = until - mono_ms();
+    if (left <= 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<std::int64_t>(left, kSliceMs)));
+  }
 }
 
 bool Lease::acting() const {
@@ -100,7 +125,6 @@ void Lease::saw_epoch(std::int64_t seen) const {
   std::int64_t want = seen + 1, cur = raise_to_.load();
   while (cur < want && !raise_to_.compare_exchange_weak(cur, want)) {
   }
-  cv_.notify_all();
 }
 
 void Lease::lose(const std::string& why) {
@@ -186,11 +210,8 @@ bool Lease::step(bool take, std::string* why, bool* db_error) {
     starting_ = true;
     starter_ = std::thread([this, e = row.epoch] {
       if (acquired_) acquired_(e);
-      {
-        std::lock_guard<std::mutex> l(m_);
-        starting_ = false;
-      }
-      cv_.notify_all();
+      std::lock_guard<std::mutex> l(m_);
+      starting_ = false;
     });
   }
   return true;
@@ -243,6 +264,7 @@ void Lease::loop() {
       std::string why;
       if (raise_to_.load() > held && !step(false, &why)) {
         fc_error("lease: cannot raise the epoch: %s", why.c_str());
+        raise_to_ = 0;  // until a cluster refuses again (no busy loop)
       }
     } else {
       const std::int64_t t = mono_ms();
@@ -265,19 +287,18 @@ void Lease::loop() {
         }
       }
     }
-    std::unique_lock<std::mutex> lock(m_);
     std::int64_t wait = poll_ms;
-    if (own_epoch_ != 0 && conf_.exclusive) {
-      wait = 60000;
-    } else if (own_epoch_ != 0) {
-      const std::int64_t until_renew = last_sent + renew_ms - mono_ms();
-      const std::int64_t until_end = act_until_ms_.load() - mono_ms();
-      wait = std::max<std::int64_t>(1, std::min(until_renew, until_end));
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (own_epoch_ != 0 && conf_.exclusive) {
+        wait = 60000;
+      } else if (own_epoch_ != 0) {
+        const std::int64_t until_renew = last_sent + renew_ms - mono_ms();
+        const std::int64_t until_end = act_until_ms_.load() - mono_ms();
+        wait = std::max<std::int64_t>(1, std::min(until_renew, until_end));
+      }
     }
-    if (cv_.wait_for(lock, std::chrono::milliseconds(wait),
-                     [this] { return stopping_ || (own_epoch_ != 0 && raise_to_.load() > own_epoch_); })) {
-      if (stopping_) return;
-    }
+    if (nap(wait)) return;
   }
 }
 

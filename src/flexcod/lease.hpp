@@ -32,7 +32,6 @@
 #define FLEXCO_FLEXCOD_LEASE_HPP
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -101,13 +100,14 @@ class Lease {
   bool step(bool take, std::string* why, bool* db_error = nullptr);
   void lose(const std::string& why);
   static std::int64_t mono_ms();
+  bool nap(std::int64_t ms);
+  static constexpr std::int64_t kSliceMs = 20;
 
   Store& store_;
   Config conf_;
   std::function<void(std::int64_t)> acquired_;
   std::function<void(const std::string&)> lost_;
   mutable std::mutex m_;
-  mutable std::condition_variable cv_;
   bool stopping_ = false;
   bool no_take_ = false;   // wait_started was called
   bool starting_ = false;  // `acquired` runs
