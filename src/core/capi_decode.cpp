@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/capi_profile.h"
+#include "core/epoch.hpp"
 
 namespace {
 
@@ -719,6 +720,8 @@ extern "C" void flexco_resv_state_free(flexco_resv_state_t* st) {
     std::free(k->target);
     std::free(k->digest);
   }
+  for (size_t i = 0; st->epochs && i < st->epoch_cnt; i++) std::free(st->epochs[i].grid);
+  std::free(st->epochs);
   std::free(st->keys);
   std::memset(st, 0, sizeof *st);
 }
@@ -730,14 +733,17 @@ extern "C" int flexco_decode_resv_state(const char* text, size_t len, size_t max
   json_error_t jerr;
   json_t* root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) return state_fail(why, why_len, "%s (line %d)", jerr.text, jerr.line);
-  json_t *list = nullptr, *keys = nullptr;
+  json_t *list = nullptr, *keys = nullptr, *epochs = nullptr;
   json_int_t version = 0, nid = 0;
   jerr.text[0] = '\0';
   int rc = 0;
-  if (json_unpack_ex(root, &jerr, JSON_STRICT, "{s:I, s:I, s:o, s:o}", "version", &version,
-                     "next_id", &nid, "reservations", &list, "requests", &keys) ||
+  if (json_unpack_ex(root, &jerr, JSON_STRICT, "{s:I, s:I, s:o, s:o, s?o}", "version", &version,
+                     "next_id", &nid, "reservations", &list, "requests", &keys, "epochs",
+                     &epochs) ||
       version != 1 || nid < 1 || !json_is_array(list) || !json_is_array(keys) ||
-      json_array_size(list) > max_records) {
+      json_array_size(list) > max_records ||
+      (epochs && (!json_is_object(epochs) ||
+                  json_object_size(epochs) > flexco::epoch::kMaxGrids))) {
     rc = state_fail(why, why_len, "unexpected content (%s)", jerr.text[0] ? jerr.text : "bad values");
   } else {
     out->next_id = nid;
@@ -763,6 +769,30 @@ extern "C" int flexco_decode_resv_state(const char* text, size_t len, size_t max
       if (rc) break;
       rc = key_record(o, i, &out->keys[out->key_cnt], why, why_len);
       out->key_cnt++;
+    }
+    // the highest epoch of each flexcod grid (core/epoch.hpp)
+    if (!rc && epochs && json_object_size(epochs) &&
+        !(out->epochs = static_cast<flexco_state_epoch_t*>(
+              std::calloc(json_object_size(epochs), sizeof *out->epochs))))
+      rc = state_fail(why, why_len, "out of memory");
+    const char* grid;
+    json_t* ev;
+    if (epochs) {
+      json_object_foreach(epochs, grid, ev) {
+        if (rc) break;
+        if (!flexco::epoch::valid_grid(grid) || !json_is_integer(ev) || json_integer_value(ev) < 1 ||
+            json_integer_value(ev) > flexco::epoch::kMaxEpoch) {
+          rc = state_fail(why, why_len, "malformed epoch of grid '%.64s'", grid);
+          break;
+        }
+        flexco_state_epoch_t& e = out->epochs[out->epoch_cnt];
+        if (!(e.grid = strdup(grid))) {
+          rc = state_fail(why, why_len, "out of memory");
+          break;
+        }
+        e.epoch = json_integer_value(ev);
+        out->epoch_cnt++;
+      }
     }
   }
   json_decref(root);
@@ -891,9 +921,26 @@ extern "C" char* flexco_encode_resv_state(const flexco_resv_state_t* st, char* w
       // out again, as after its time
       if (o) json_array_append_new(keys, o);
     }
-    char* text = dump_sorted(json_pack("{s:i, s:I, s:o, s:o}", "version", 1, "next_id",
-                                       static_cast<json_int_t>(st->next_id), "reservations", list,
-                                       "requests", keys));
+    json_t* root = json_pack("{s:i, s:I, s:o, s:o}", "version", 1, "next_id",
+                             static_cast<json_int_t>(st->next_id), "reservations", list,
+                             "requests", keys);
+    if (root && st->epoch_cnt) {
+      // written only when there is one: a state file without flexcod
+      // epochs stays as older plugins wrote and read it
+      json_t* ep = json_object();
+      for (size_t i = 0; ep && i < st->epoch_cnt; i++) {
+        if (json_object_set_new(ep, st->epochs[i].grid,
+                                json_integer(static_cast<json_int_t>(st->epochs[i].epoch)))) {
+          json_decref(ep);
+          ep = nullptr;
+        }
+      }
+      if (!ep || json_object_set_new(root, "epochs", ep)) {
+        json_decref(root);
+        root = nullptr;
+      }
+    }
+    char* text = dump_sorted(root);
     if (!text) state_fail(why, why_len, "cannot encode the state");
     return text;
   } catch (...) {

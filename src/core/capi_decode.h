@@ -242,12 +242,22 @@ typedef struct {
 	char *method, *target, *digest;	/* all NULL: saved unbound */
 } flexco_state_key_t;
 
+/* The highest Flexco-Epoch seen from a flexcod grid (core/epoch.hpp). */
+typedef struct {
+	char *grid;
+	int64_t epoch;
+} flexco_state_epoch_t;
+
 typedef struct {
 	int64_t next_id;
 	flexco_state_resv_t *resvs;
 	size_t resv_cnt;
 	flexco_state_key_t *keys;
 	size_t key_cnt;
+	/* "epochs" (optional: written when there is one, a state file
+	 * without it loads with none) */
+	flexco_state_epoch_t *epochs;
+	size_t epoch_cnt;
 } flexco_resv_state_t;
 
 int flexco_decode_resv_state(const char *text, size_t len, size_t max_records,

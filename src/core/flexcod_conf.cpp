@@ -268,10 +268,30 @@ Result<FlexcodConf> parse(std::string_view text, std::string_view source) {
         }
         c.listen_address = v;
       } else if (k == "flexcodurl") {
-        if (!valid_url(v)) {
-          return parser.err(line, "FlexcodURL: '" + v + "' is not http://host:port or https://host:port");
+        // One address, or the addresses of several flexcods on one
+        // database (doc/flexcod.md, "High availability"), comma-separated.
+        std::vector<std::string> urls;
+        std::stringstream ss(v);
+        std::string u;
+        while (std::getline(ss, u, ',')) {
+          if (!valid_url(u)) {
+            return parser.err(line, "FlexcodURL: '" + u + "' is not http://host:port or https://host:port");
+          }
+          urls.push_back(u);
         }
-        c.flexcod_url = v;
+        if (urls.empty() || urls.size() > 8) {
+          return parser.err(line, "FlexcodURL: 1 to 8 comma-separated addresses");
+        }
+        c.flexcod_url = urls[0];
+        c.flexcod_urls = urls;
+      } else if (k == "advertiseurl") {
+        if (!valid_url(v)) {
+          return parser.err(line, "AdvertiseURL: '" + v + "' is not http://host:port or https://host:port");
+        }
+        c.advertise_url = v;
+      } else if (k == "leasetime") {
+        if (!need_int(3, 300)) return range(3, 300);
+        c.lease_time = static_cast<int>(n);
       } else if (k == "listenport") {
         if (!need_int(1, 65535)) return range(1, 65535);
         c.listen_port = static_cast<int>(n);

@@ -98,6 +98,15 @@ struct FlexcodConf {
   std::string tls_ca_file;   // CA certificates for https URLs; "" = the system's
   std::string flexcod_url;   // where sreserve reaches flexcod (e.g. its TLS
                              // proxy); "" = http://ListenAddress:ListenPort
+  // FlexcodURL=a,b,...: every flexcod of the grid (flexcod_url is the
+  // first); sreserve asks the next when one does not answer or is not in
+  // charge.  Empty when FlexcodURL is not given.
+  std::vector<std::string> flexcod_urls;
+  // High availability (doc/flexcod.md): where the other flexcods and
+  // sreserve are told to send writes while this one is in charge ("" =
+  // http://<host name>:ListenPort), and the lease's length.
+  std::string advertise_url;
+  int lease_time = 6;           // s, 3 .. 300 (LeaseTime)
   std::vector<std::string> admin_users = {"root"};
   std::string default_policy = "flexco";     // flexco | coarp | hpcm | cores
   std::string availability_mode = "probe";   // probe | publish

@@ -5,6 +5,7 @@
 #include "core/http_client.hpp"
 
 #include "core/session.hpp"
+#include "core/epoch.hpp"
 
 #include <curl/curl.h>
 #include <strings.h>
@@ -382,6 +383,15 @@ Result<Response> Client::request_once(std::string_view method, std::string_view 
                                             " requests in flight within " +
                                             std::to_string(wait_ms) + " ms; nothing sent");
     }
+    std::string stamp;
+    bool stamped = false;
+    if (config_.fence) {
+      stamped = config_.fence(&stamp);
+      if (!stamped && method != "GET") {
+        return make_error(Errc::kInvalidArgument,
+                          "not in charge: this flexcod does not hold the lease, nothing was sent");
+      }
+    }
     std::unique_ptr<curl_slist, SlistDeleter> list;
     auth::ClientSession::Plan plan;  // how this request is authenticated
     auto add = [&list](const std::string& line) -> bool {
@@ -425,6 +435,9 @@ Result<Response> Client::request_once(std::string_view method, std::string_view 
     if (!add("Expect:")) return make_error(Errc::kInternal, "out of memory");
     for (const auto& h : headers) {
       if (!add(h.name + ": " + h.value)) return make_error(Errc::kInternal, "out of memory");
+    }
+    if (stamped && !add(std::string(flexco::epoch::kHeaderName) + ": " + stamp)) {
+      return make_error(Errc::kInternal, "out of memory");
     }
 
     const Lease curl(*pool_);

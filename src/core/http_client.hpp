@@ -149,6 +149,12 @@ struct ClientConfig {
   // of the call by our wall clock) and the call's round trip; for the
   // clusters' clock offsets (doc/flexcod.md, "Clocks").  Must not throw.
   std::function<void(double offset, double round_trip)> clock_sample;
+  // flexcod's lease (doc/flexcod.md, "High availability"): asked before
+  // every request; true with the Flexco-Epoch header's value
+  // (core/epoch.hpp) to send, false when this flexcod does not act: then
+  // a request other than GET is not sent (kInvalidArgument, "not in
+  // charge") and a GET goes without the header.  None: no header.
+  std::function<bool(std::string* value)> fence;
 };
 
 struct Header {

@@ -718,6 +718,7 @@ ApiResult Engine::stats() {
     std::lock_guard<std::mutex> lock(locks_mutex_);
     set_int(o, "co_locks", static_cast<std::int64_t>(locks_.size()));
   }
+  set(o, "lease", ha_json().release());
   return Answer{200, std::move(j)};
 }
 
@@ -825,6 +826,7 @@ std::string Engine::metrics_text() {
   }
   x.family("flexcod_start_time_seconds", "gauge", "When flexcod started, seconds since the epoch.");
   x.sample("flexcod_start_time_seconds", {}, static_cast<double>(started_));
+  ha_metrics(x);
   return x.text();
 }
 

@@ -49,7 +49,7 @@ class Stmt {
   virtual std::string errmsg() const = 0;
 };
 
-// A connection, exclusive to one flexcod (open() takes the lock).
+// A connection of one flexcod (SQLite: exclusive, open() takes the flock).
 class Conn {
  public:
   virtual ~Conn() = default;
@@ -72,6 +72,18 @@ class Conn {
   virtual std::string dialect(const std::string& schema) const = 0;
   // The database's last error message.
   virtual std::string errmsg() const = 0;
+  // An SQL expression of the database's clock in milliseconds since the
+  // epoch (the lease's time, flexcod/lease.hpp: one clock for every
+  // instance).
+  virtual const char* now_ms_sql() const = 0;
+  // What ends a SELECT of a row that another transaction must not change
+  // until this one ends: " FOR SHARE" (PostgreSQL; SQLite's write
+  // transactions are exclusive already, "").
+  virtual const char* share_lock_sql() const = 0;
+  virtual const char* update_lock_sql() const = 0;
+  // Schema creation and migration by one process at a time (PostgreSQL: a
+  // session advisory lock, waited for; SQLite: the file's flock does it).
+  virtual bool lock_schema(bool take, std::string* error) = 0;
 };
 
 // SQLite: the file at `path` (made owner-only; flock()ed so that one
@@ -79,8 +91,8 @@ class Conn {
 std::unique_ptr<Conn> open_sqlite(const std::string& path, std::string* error);
 
 // PostgreSQL: libpq's `conninfo` (with `passfile`, "" = libpq's default,
-// when given), holding a session advisory lock so that one flexcod uses
-// the database.  nullptr and *error on failure.
+// when given).  Several flexcods may use one database: the lease row
+// (flexcod/lease.hpp) says which one acts.  nullptr and *error on failure.
 std::unique_ptr<Conn> open_postgresql(const std::string& conninfo, const std::string& passfile,
                                       std::string* error);
 

@@ -5,9 +5,10 @@
 // parameters, text results).  A statement that fails for any reason (a
 // constraint, a timeout, the server gone: libpq does not reconnect) is
 // reported to the failure handler as SQLite's are, so flexcod stops and
-// recovers from the database when started again.  A session advisory lock
-// (pg_try_advisory_lock) keeps a second flexcod off the database while
-// this connection lives; issue 39 §2's lease replaces it.
+// recovers from the database when started again.  Several flexcods may
+// share the database; its lease row (flexcod/lease.hpp) says which one
+// acts.  A session advisory lock is held only while the schema is made or
+// migrated, so that two starting at once do not both make it.
 
 #include <libpq-fe.h>
 
@@ -24,7 +25,7 @@ namespace db {
 
 namespace {
 
-// "flexcod" as a 64-bit advisory lock key: pg_try_advisory_lock(bigint)
+// "flexcod" as a 64-bit advisory lock key: pg_advisory_lock(bigint)
 constexpr long long kLockKey = 0x666c6578636f64LL;
 
 constexpr unsigned kInt8Oid = 20, kTextOid = 25, kFloat8Oid = 701;
@@ -215,6 +216,18 @@ class PgConn final : public Conn {
     return s;
   }
   std::string errmsg() const override { return pq_message(c_, nullptr); }
+  const char* now_ms_sql() const override {
+    return "CAST(FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)";
+  }
+  const char* share_lock_sql() const override { return " FOR SHARE"; }
+  const char* update_lock_sql() const override { return " FOR UPDATE"; }
+  bool lock_schema(bool take, std::string* error) override {
+    const std::string sql = std::string(take ? "SELECT pg_advisory_lock(" : "SELECT pg_advisory_unlock(") +
+                            std::to_string(kLockKey) + ")";
+    if (exec(sql, error)) return true;
+    if (error) *error = std::string("schema lock: ") + *error;
+    return false;
+  }
 
  private:
   PGconn* c_;
@@ -305,20 +318,6 @@ std::unique_ptr<Conn> open_postgresql(const std::string& conninfo, const std::st
                   " SET client_min_messages = warning",
                   &why)) {
     *error = shown + ": " + why;
-    return nullptr;
-  }
-  PGresult* r = PQexec(c, ("SELECT pg_try_advisory_lock(" + std::to_string(kLockKey) + ")").c_str());
-  const bool ran = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
-  const bool got = ran && std::string(PQgetvalue(r, 0, 0)) == "t";
-  if (!ran) why = pq_message(c, r);
-  PQclear(r);
-  if (!ran) {
-    *error = shown + ": cannot take flexcod's advisory lock: " + why;
-    return nullptr;
-  }
-  if (!got) {
-    *error = shown + ": in use by another flexcod (it holds the database's advisory lock " +
-             std::to_string(kLockKey) + ")";
     return nullptr;
   }
   return conn;

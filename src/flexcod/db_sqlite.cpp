@@ -137,6 +137,12 @@ class SqliteConn final : public Conn {
     return true;
   }
   std::string dialect(const std::string& schema) const override { return schema; }
+  const char* now_ms_sql() const override {
+    return "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+  }
+  const char* share_lock_sql() const override { return ""; }
+  const char* update_lock_sql() const override { return ""; }
+  bool lock_schema(bool, std::string*) override { return true; }
   std::string errmsg() const override { return sqlite3_errmsg(db_); }
 
  private:

@@ -15,6 +15,17 @@ using namespace engine_detail;
 // fixed, so say exactly that, once, rather than "unreachable".
 void Engine::Cluster::note_error(const http::Error& e) {
   note(answered(e), e.message);
+  if (e.code == http::Errc::kHttp && e.api_code == "stale_epoch") {
+    // Refused as from a deposed flexcod (doc/flexcod.md, "High
+    // availability"): the lease finds out whether it was (then this
+    // flexcod stops) or the clusters saw a higher epoch than the
+    // database holds (a restored backup: the epoch is raised).
+    const std::size_t at = e.message.find("older than epoch ");
+    const long long seen = at == std::string::npos ? 0 : std::atoll(e.message.c_str() + at + 17);
+    fc_error("cluster %s refused a request as from a deposed flexcod (%s)", conf.name.c_str(),
+             e.message.c_str());
+    if (on_stale && seen > 0) on_stale(seen);
+  }
   if (e.code == http::Errc::kTls) {
     // An https URL whose certificate does not verify (or a TLS handshake
     // that fails): nothing is sent to it, the MUNGE credential included.
@@ -45,8 +56,9 @@ void Engine::Cluster::note_error(const http::Error& e) {
 // ---------------------------------------------------------------------------
 // Construction, threads
 
-Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth::Signer signer)
-    : conf_(conf), store_(store) {
+Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth::Signer signer,
+               const Lease* lease)
+    : conf_(conf), store_(store), lease_(lease) {
   started_ = now_seconds();
   for (const auto& cc : conf.clusters) {
     auto c = std::make_unique<Cluster>();
@@ -69,6 +81,13 @@ Engine::Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth
       observe_cluster(name, s, answered, status, long_poll);
     };
     hc.clock_sample = [raw = c.get()](double offset, double rtt) { raw->clock_sample(offset, rtt); };
+    // Every request carries the lease's epoch; none goes out but a read
+    // while this flexcod does not hold it (doc/flexcod.md, "High
+    // availability").
+    if (lease != nullptr) {
+      hc.fence = [lease](std::string* v) { return lease->fence_header(v); };
+      c->on_stale = [lease](std::int64_t seen) { lease->saw_epoch(seen); };
+    }
     auto client = http::Client::create(hc, signer);
     if (client.ok()) {
       c->client = std::make_unique<http::PluginClient>(std::move(client).value());
@@ -91,6 +110,9 @@ bool Engine::wait_stop(int ms) {
 }
 
 void Engine::start() {
+  // A standby that takes over: the events it must follow from are the
+  // ones the database says now (the one in charge before went on).
+  for (auto& c : clusters_) c->event_seq = store_.event_seq(c->conf.name);
   recover_db();
   for (std::size_t i = 0; i < clusters_.size(); ++i) {
     if (!clusters_[i]->client) continue;
@@ -100,6 +122,7 @@ void Engine::start() {
   threads_.emplace_back([this] { reap_loop(); });
   threads_.emplace_back([this] { gate_loop(); });
   threads_.emplace_back([this] { resched_loop(); });
+  running_ = true;
 }
 
 void Engine::stop() {

@@ -30,6 +30,7 @@
 #include "core/flexcod_conf.hpp"
 #include "core/http_client.hpp"
 #include "flexcod/claims.hpp"
+#include "flexcod/lease.hpp"
 #include "flexcod/rendezvous.hpp"
 #include "flexcod/states.hpp"
 #include "flexcod/store.hpp"
@@ -65,7 +66,11 @@ struct Caller {
 
 class Engine {
  public:
-  Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth::Signer signer);
+  // `lease` (none: this flexcod is alone and always in charge): the
+  // requests to the plugins carry its epoch, and only with it held do
+  // they go out (doc/flexcod.md, "High availability").
+  Engine(const flexco::conf::FlexcodConf& conf, Store& store, flexco::auth::Signer signer,
+         const Lease* lease = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -105,6 +110,13 @@ class Engine {
   // part of co-allocation `co`.
   ApiResult rendezvous(const std::string& token, std::int64_t co, int part,
                        const rendezvous::Registration* reg, int wait);
+  // High availability (ha.cpp): whether this flexcod acts (holds the
+  // lease and its recovery ran: start() returned); a standby answers
+  // reads only.  The lease as GET /v1/stats and /metrics show it.
+  bool in_charge() const;
+  // The address of the flexcod in charge, as its lease row says ("" =
+  // none known).
+  std::string leader_address() const;
 
  private:
   ApiResult replay_submit(const Caller& who, const SubmitKey& k, const std::string& digest);
@@ -398,6 +410,12 @@ class Engine {
   // checks them again (an event's transition is never dropped).
   std::mutex recheck_mutex_;
   std::set<std::int64_t> recheck_;
+
+  // High availability (ha.cpp)
+  const Lease* lease_ = nullptr;
+  std::atomic<bool> running_{false};  // start() returned
+  JsonPtr ha_json() const;
+  void ha_metrics(Exposition& x) const;
 
   std::atomic<bool> stopping_{false};
   std::mutex stop_mutex_;

@@ -149,6 +149,9 @@ struct Engine::Cluster {
   // note() for a failed call; says loudly when the plugin refuses our
   // signature as meant for another cluster (defined below).
   void note_error(const http::Error& e);
+  // Told the epoch a plugin said it has seen when it refused a request
+  // as stale_epoch (Engine's constructor sets it: the lease's saw_epoch).
+  std::function<void(std::int64_t)> on_stale;
 
   // The plugin answered wrong_audience and that was logged; cleared by the
   // next successful call, so that a recurrence is logged again.

@@ -27,6 +27,8 @@
 #include "core/flexcod_conf.hpp"
 #include "flexco_config.h"
 #include "flexcod/engine.hpp"
+#include "flexcod/lease.hpp"
+#include "flexcod/test_hold.hpp"
 #include "flexcod/log.hpp"
 #include "flexcod/db.hpp"
 #include "flexcod/server.hpp"
@@ -147,6 +149,29 @@ bool storage_secrets_ok(const flexco::conf::FlexcodConf& c, const std::string& c
 }
 
 // The pid file, locked for the daemon's lifetime.
+// This flexcod in the lease row: who (host, pid, the store's random run
+// id: unique per process) and where the others send writes
+// (AdvertiseURL, else http://<host>:ListenPort).
+flexcod::Lease::Config lease_config(const flexco::conf::FlexcodConf& conf, const flexcod::Store& store) {
+  char host[256] = "localhost";
+  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
+  host[sizeof host - 1] = '\0';
+  flexcod::Lease::Config lc;
+  lc.holder = std::string(host) + ":" + std::to_string(getpid()) + ":" + store.run();
+  if (!conf.advertise_url.empty()) {
+    lc.address = conf.advertise_url;
+  } else {
+    std::string h = conf.listen_address;
+    if (h == "0.0.0.0" || h == "::") h = host;
+    if (h.find(':') != std::string::npos) h = "[" + h + "]";
+    lc.address = "http://" + h + ":" + std::to_string(conf.listen_port);
+  }
+  lc.grid = store.instance();
+  lc.lease_seconds = conf.lease_time;
+  lc.exclusive = std::string(store.kind()) == "sqlite";
+  return lc;
+}
+
 int take_pid_file(const std::string& path, std::string* why) {
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -330,16 +355,15 @@ int main(int argc, char** argv) {
   fc_info("flexcod version %s started: %zu clusters, state %s, policy %s, availability %s",
           PACKAGE_VERSION, conf.clusters.size(), storage_name(conf).c_str(), conf.default_policy.c_str(),
           conf.availability_mode.c_str());
-  auto engine = std::make_unique<flexcod::Engine>(conf, *store, signer.value());
-  engine->start();
+  // High availability (doc/flexcod.md): the lease says which flexcod on
+  // the database acts; this one answers reads until it holds it.
+  auto lease = std::make_unique<flexcod::Lease>(*store, lease_config(conf, *store));
+  auto engine = std::make_unique<flexcod::Engine>(conf, *store, signer.value(), lease.get());
   auto server = std::make_unique<flexcod::Server>(*engine, std::move(verifier).value(), conf.admin_users);
   server->set_public_stats(conf.public_stats);
   {
     std::string token;
-    if (!read_metrics_token(conf, &token, &why)) {
-      engine->stop();
-      return fail(why);
-    }
+    if (!read_metrics_token(conf, &token, &why)) return fail(why);
     server->set_metrics_token(token);
   }
   server->set_ui(conf.ui_dir, conf.ui_token_lifetime, conf.ui_read_all);
@@ -356,11 +380,27 @@ int main(int argc, char** argv) {
   limits.max_request_size = static_cast<std::uint32_t>(conf.max_request_size);
   limits.max_request_memory = static_cast<std::uint64_t>(conf.max_request_memory);
   why = server->start(conf.listen_address, conf.listen_port, limits);
-  if (!why.empty()) {
-    engine->stop();
-    return fail(why);
-  }
+  if (!why.empty()) return fail(why);
   fc_info("listening on %s:%d", conf.listen_address.c_str(), conf.listen_port);
+  lease->start(
+      [&engine](std::int64_t epoch) {
+        // recovery, as at a restart, then the background threads
+        engine->start();
+        fc_info("in charge (epoch %lld): recovered, acting", static_cast<long long>(epoch));
+      },
+      [](const std::string& why) {
+        if (flexcod::test_ignore_lease()) {
+          fc_error("lease lost (%s); FLEXCOD_TEST_IGNORE_LEASE: going on as if not", why.c_str());
+          return;
+        }
+        // Stop acting at once: whatever this process would do next may
+        // already be another flexcod's to do.  The restart (systemd's
+        // Restart=on-failure) begins as a standby.  _Exit: no destructor
+        // may run while other threads still act.
+        fc_error("fatal: lease lost (%s); flexcod stops acting and exits, and starts again as a "
+                 "standby", why.c_str());
+        std::_Exit(EXIT_FAILURE);
+      });
   if (ready[1] >= 0) {
     char c = 0;
     (void)!write(ready[1], &c, 1);
@@ -411,8 +451,14 @@ int main(int argc, char** argv) {
     break;
   }
   server->stop();
+  // Recovery, if it is still running, first; the lease is renewed until
+  // the engine has stopped, then given back, so a standby takes over at
+  // once.
+  lease->wait_started();
   engine->stop();
+  lease->stop(true);
   engine.reset();
+  lease.reset();
   store.reset();
   unlink(conf.pid_file.c_str());
   close(pid_fd);

@@ -398,9 +398,38 @@ MHD_Result Server::dispatch(MHD_Connection* c, const std::string& method, Reques
   const std::string path = r.target.substr(0, qpos);
   t_session_grant.clear();
   if (path == "/ui" || path.rfind("/ui/", 0) == 0) return serve_static(c, method, path);
-  if (path.rfind("/v1/rendezvous/", 0) == 0) {
+  // High availability (doc/flexcod.md): a standby, or a flexcod still
+  // recovering after it took over, answers reads; a change of a
+  // co-allocation is for the one in charge, whose address the answer
+  // gives (sreserve asks it, with the same Idempotency-Key).  Nothing was
+  // done, so any client may send it again.  Said before authentication,
+  // as the plugins say not_in_charge: it tells nothing about the request,
+  // and the credential is left undecoded for the flexcod in charge (a
+  // client sends the same one on, and munged decodes a credential once).
+  // The rendezvous too, reads included: its barrier lives in the engine
+  // of the one in charge.
+  const bool rendezvous_call = path.rfind("/v1/rendezvous/", 0) == 0;
+  if (((method != "GET" && method != "HEAD" && path.rfind("/v1/coallocations", 0) == 0) ||
+       rendezvous_call) &&
+      !engine_.in_charge()) {
+    const std::string leader = engine_.leader_address();
+    JsonPtr e(json_object());
+    json_t* inner = json_object();
+    json_object_set_new(inner, "code", json_string("not_in_charge"));
+    const std::string msg = leader.empty()
+                                ? "this flexcod is a standby and no flexcod is in charge now; retry soon"
+                                : "this flexcod is a standby; the flexcod in charge is at " + leader;
+    json_object_set_new(inner, "message", json_string(msg.c_str()));
+    json_object_set_new(inner, "leader", leader.empty() ? json_null() : json_string(leader.c_str()));
+    json_object_set_new(e.get(), "error", inner);
+    fc_verbose("%s %s: 503 not_in_charge (in charge: %s)", method.c_str(), r.target.c_str(),
+               leader.empty() ? "nobody" : leader.c_str());
+    return respond(c, 503, flexco::http::json_text(e.get()), nullptr, true);
+  }
+  if (rendezvous_call) {
     return rendezvous(c, method, path, qpos == std::string::npos ? "" : r.target.substr(qpos + 1), r.body);
   }
+
   Caller who;
   const char* auth_header = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
   const std::string_view auth_sv = auth_header != nullptr ? auth_header : "";

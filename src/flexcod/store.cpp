@@ -5,6 +5,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <utility>
@@ -33,7 +34,7 @@ bool random_hex(std::size_t n, std::string* out) {
 // The schema in SQLite's spelling; db::Conn::dialect() makes PostgreSQL's
 // (db.hpp).  kSchemaVersion: what a database made by it, or migrated by
 // Store::migrate(), holds as meta's 'schema'.
-const char* const kSchemaVersion = "6";
+const char* const kSchemaVersion = "7";
 const char* kSchema =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS coallocations("
@@ -205,15 +206,38 @@ std::string in_list(const std::vector<std::string>& states) {
 
 // A write transaction of the store's connection (db::Conn::begin: BEGIN
 // IMMEDIATE in SQLite), rolled back unless commit() was called.  A BEGIN
-// or COMMIT that fails is reported to `fail` as a Stmt's is.  (Issue 39
-// §2's lease and fencing checks belong in here: one place every write
-// passes.)
+// or COMMIT that fails is reported to `fail` as a Stmt's is.
+//
+// Fencing (doc/flexcod.md, "High availability"): once the store has a
+// fence (Store::set_fence, the lease this flexcod holds), every write
+// transaction first reads the lease row and keeps it from changing until
+// it ends (PostgreSQL: FOR SHARE); a row that no longer names this holder
+// at this epoch means another flexcod took over, and nothing is written:
+// the transaction is not ok and the fence's `lost` is told.  So a write
+// either commits before a takeover changes the row (and the new holder's
+// recovery reads it) or is refused.
 class Txn {
  public:
-  Txn(const std::unique_ptr<db::Conn>& db, const Store::Failure& fail) : db_(*db), fail_(fail) {
+  Txn(const std::unique_ptr<db::Conn>& db, const Store::Failure& fail, const Store::Fence& fence)
+      : db_(*db), fail_(fail) {
     std::string why;
     ok_ = db_.begin(&why);
-    if (!ok_ && fail_) fail_(why);
+    if (!ok_) {
+      if (fail_) fail_(why);
+      return;
+    }
+    if (fence.epoch <= 0) return;
+    const std::string sql = std::string("SELECT epoch FROM lease WHERE id=1 AND holder=? AND epoch=?") +
+                            db_.share_lock_sql();
+    Stmt q(db, fail, sql);
+    q.bind(fence.holder).bind(fence.epoch);
+    if (q.step() == db::kRow) return;
+    db_.rollback();
+    ok_ = false;
+    if (fence.lost) {
+      fence.lost("the lease row no longer names this flexcod at epoch " +
+                 std::to_string(fence.epoch) + ": another flexcod took over, nothing written");
+    }
   }
   ~Txn() {
     if (ok_ && !done_) db_.rollback();
@@ -257,6 +281,19 @@ std::unique_ptr<Store> Store::open(const Location& loc, std::string* error) {
   auto conn = pg ? db::open_postgresql(loc.path, loc.passfile, error) : db::open_sqlite(loc.path, error);
   if (!conn) return nullptr;
   auto s = std::make_unique<Store>(Token{}, std::move(conn));
+  // Two flexcods starting at once on one PostgreSQL database: one makes or
+  // migrates the schema, the other waits and finds it made.
+  if (!s->db_->lock_schema(true, error)) {
+    *error = shown + ": " + *error;
+    return nullptr;
+  }
+  struct Unlock {
+    db::Conn* c;
+    ~Unlock() {
+      std::string ignored;
+      c->lock_schema(false, &ignored);
+    }
+  } unlock{s->db_.get()};
   if (!s->exec(s->db_->dialect(kSchema).c_str(), error)) {
     *error = shown + ": " + *error;
     return nullptr;
@@ -311,7 +348,9 @@ std::string Store::schema_version() {
 //    translation) for the parts there were;
 //  - schema 6 the start-up rendezvous' table (a part's token hash and its
 //    registration), empty.  kSchema does not make it: this step does, for
-//    a fresh database too, so that it marks an older one migrated.
+//    a fresh database too, so that it marks an older one migrated;
+//  - schema 7 the lease (flexcod/lease.hpp): one row, held by nobody
+//    (made by this step likewise).
 bool Store::migrate(std::string* error) {
   struct Step {
     const char* table;
@@ -343,6 +382,11 @@ bool Store::migrate(std::string* error) {
        " ranks INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(co_id, attempt, idx));"
        "CREATE UNIQUE INDEX rendezvous_token ON rendezvous(token_hash);"
        "UPDATE meta SET value='6' WHERE key='schema';"},
+      {"lease", "holder",
+       "CREATE TABLE lease(id INTEGER PRIMARY KEY, holder TEXT NOT NULL, address TEXT NOT NULL,"
+       " epoch INTEGER NOT NULL, expires INTEGER NOT NULL, takeovers INTEGER NOT NULL);"
+       "INSERT INTO lease(id, holder, address, epoch, expires, takeovers) VALUES(1, '', '', 0, 0, 0);"
+       "UPDATE meta SET value='7' WHERE key='schema';"},
   };
   for (const Step& step : kSteps) {
     bool has = false;
@@ -473,7 +517,7 @@ bool Store::insert_coalloc(CoRecord* c, const std::string& reason, std::string* 
                            std::optional<SubmitKey>* taken, const UserCap* cap,
                            std::string* capped) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Txn t(db_, fail_);
+  Txn t(db_, fail_, fence_);
   if (!t.ok()) {
     *error = std::string("begin: ") + db_->errmsg();
     return false;
@@ -586,7 +630,7 @@ std::int64_t Store::conflicts() {
 bool Store::write(CoRecord& c, std::vector<PartRecord>& parts, const std::string& reason,
                   std::string* error, const MoveRecord* move) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Txn t(db_, fail_);
+  Txn t(db_, fail_, fence_);
   if (!t.ok()) {
     *error = std::string("begin: ") + db_->errmsg();
     return false;
@@ -650,7 +694,7 @@ bool Store::write(CoRecord& c, std::vector<PartRecord>& parts, const std::string
 
 bool Store::update_part(PartRecord& p, const std::string& reason, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Txn t(db_, fail_);
+  Txn t(db_, fail_, fence_);
   if (!t.ok()) {
     *error = std::string("begin: ") + db_->errmsg();
     return false;
@@ -801,7 +845,12 @@ std::vector<Transition> Store::transitions(std::int64_t co_id) {
 
 bool Store::add_move(std::int64_t co_id, const MoveRecord& m, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return insert_move(co_id, m, error);
+  Txn t(db_, fail_, fence_);
+  if (!t.ok()) {
+    *error = "begin: not written";
+    return false;
+  }
+  return insert_move(co_id, m, error) && t.commit(error);
 }
 
 bool Store::insert_move(std::int64_t co_id, const MoveRecord& m, std::string* error) {
@@ -856,7 +905,7 @@ std::map<std::string, std::int64_t> Store::count_by_state() {
 
 std::int64_t Store::purge_finished(std::int64_t before, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Txn t(db_, fail_);
+  Txn t(db_, fail_, fence_);
   if (!t.ok()) {
     *error = std::string("begin: ") + db_->errmsg();
     return -1;
@@ -976,6 +1025,11 @@ std::int64_t Store::event_seq(const std::string& cluster) {
 
 bool Store::set_event_seq(const std::string& cluster, std::int64_t seq, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
+  Txn t(db_, fail_, fence_);
+  if (!t.ok()) {
+    *error = "begin: not written";
+    return false;
+  }
   Stmt s(db_, fail_, "INSERT INTO cluster_seq(name, seq) VALUES(?, ?)"
                      " ON CONFLICT(name) DO UPDATE SET seq=excluded.seq");
   s.bind(cluster).bind(seq);
@@ -983,6 +1037,96 @@ bool Store::set_event_seq(const std::string& cluster, std::int64_t seq, std::str
     *error = "cluster_seq: " + s.errmsg();
     return false;
   }
+  return t.commit(error);
+}
+
+// ---------------------------------------------------------------------------
+// The lease (flexcod/lease.hpp)
+
+void Store::set_fence(const std::string& holder, std::int64_t epoch, Failure lost) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fence_.holder = holder;
+  fence_.epoch = epoch;
+  fence_.lost = std::move(lost);
+}
+
+bool Store::lease_step(const LeaseStep& step, LeaseRow* row, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Not the failure handler: a lease step that fails is the lease's to
+  // judge (a standby tries again; the instance in charge stops acting).
+  const Failure none;
+  std::string why;
+  if (!db_->begin(&why)) {
+    *error = why;
+    return false;
+  }
+  struct Rollback {
+    db::Conn* c;
+    bool armed = true;
+    ~Rollback() {
+      if (armed) c->rollback();
+    }
+  } rb{db_.get()};
+  LeaseRow r;
+  {
+    Stmt q(db_, none,
+           std::string("SELECT holder, address, epoch, expires, takeovers, ") + db_->now_ms_sql() +
+               " FROM lease WHERE id=1" + db_->update_lock_sql());
+    const db::Step st = q.step();
+    if (st != db::kRow) {
+      *error = st == db::kDone ? "the lease row is missing" : "lease: " + q.errmsg();
+      return false;
+    }
+    r.holder = q.str(0);
+    r.address = q.str(1);
+    r.epoch = q.i64(2);
+    r.expires_ms = q.i64(3);
+    r.takeovers = q.i64(4);
+    r.db_now_ms = q.i64(5);
+  }
+  const bool mine = !step.holder.empty() && r.holder == step.holder && r.epoch == step.epoch;
+  const bool free = r.holder.empty() || r.expires_ms <= r.db_now_ms;
+  std::string sql;
+  if (step.release) {
+    if (!mine) {
+      *row = r;
+      return true;  // not ours (any more): nothing to give back
+    }
+    sql = "UPDATE lease SET holder='', expires=0 WHERE id=1";
+    r.holder.clear();
+    r.expires_ms = 0;
+  } else if (mine && step.raise_to <= r.epoch) {
+    sql = "UPDATE lease SET expires=? WHERE id=1";
+    r.expires_ms = r.db_now_ms + step.lease_ms;
+  } else if (mine || (step.take && (free || step.force))) {
+    // Taken (a takeover when someone held it), or ours raised above an
+    // epoch the clusters have seen (a database restored from a backup).
+    const bool takeover = !mine && !r.holder.empty();
+    const std::int64_t next = std::max(r.epoch + 1, step.raise_to);
+    sql = "UPDATE lease SET holder=?, address=?, epoch=?, takeovers=?, expires=? WHERE id=1";
+    r.holder = step.holder;
+    r.address = step.address;
+    r.epoch = next;
+    if (takeover) ++r.takeovers;
+    r.expires_ms = r.db_now_ms + step.lease_ms;
+  }
+  if (!sql.empty()) {
+    Stmt u(db_, none, sql);
+    if (sql.find("holder=?") != std::string::npos) {
+      u.bind(r.holder).bind(r.address).bind(r.epoch).bind(r.takeovers);
+    }
+    if (sql.find("expires=?") != std::string::npos) u.bind(r.expires_ms);
+    if (u.step() != db::kDone) {
+      *error = "lease: " + u.errmsg();
+      return false;
+    }
+  }
+  if (!db_->commit(&why)) {
+    *error = why;
+    return false;
+  }
+  rb.armed = false;
+  *row = r;
   return true;
 }
 

@@ -154,8 +154,9 @@ class Store {
     std::string passfile;         // postgresql: libpq's passfile ("" = its default)
   };
   // Opens (creating the schema if needed, migrating an older one) the
-  // database; nullptr and *error if it cannot, or if another flexcod uses
-  // it (SQLite: flock on the file; PostgreSQL: a session advisory lock).
+  // database; nullptr and *error if it cannot, or (SQLite) if another
+  // flexcod uses it (flock on the file).  Several flexcods may open one
+  // PostgreSQL database: the lease (flexcod/lease.hpp) says which acts.
   static std::unique_ptr<Store> open(const Location& where, std::string* error);
   // The SQLite database at `path`.
   static std::unique_ptr<Store> open(const std::string& path, std::string* error);
@@ -316,6 +317,46 @@ class Store {
   std::string conflict_part(const PartRecord& p);
   std::string note_conflict_locked(std::string what);
 
+ public:
+  // The lease row (flexcod/lease.hpp), as one step read or changed it.
+  struct LeaseRow {
+    std::string holder;   // "" = nobody
+    std::string address;  // the holder's AdvertiseURL
+    std::int64_t epoch = 0;
+    std::int64_t expires_ms = 0;  // by the database's clock
+    std::int64_t db_now_ms = 0;   // the database's clock at the step
+    std::int64_t takeovers = 0;   // times taken from another holder
+  };
+  // One step of the lease, in one transaction by the database's clock:
+  //  - `holder` holds it at `epoch`: renewed (expires = now + lease_ms),
+  //    with its epoch raised to raise_to if that is higher;
+  //  - else with `take` and the lease free or expired (or `force`: SQLite,
+  //    whose flock already excludes every other flexcod): taken, its epoch
+  //    one more (a takeover if another held it);
+  //  - release: given back if held (expires at once), nothing else;
+  //  - else only read.
+  // *row is the row after the step.  false and *error if the database
+  // failed (not told to the failure handler: the lease judges).
+  struct LeaseStep {
+    std::string holder, address;
+    std::int64_t epoch = 0;
+    std::int64_t lease_ms = 0;
+    std::int64_t raise_to = 0;
+    bool take = false, force = false, release = false;
+  };
+  bool lease_step(const LeaseStep& step, LeaseRow* row, std::string* error);
+  // Fencing: from now on, every write transaction checks that the lease
+  // row still names `holder` at `epoch` (and keeps it so until it ends);
+  // when it does not, nothing is written and `lost` is told.
+  struct Fence {
+    std::string holder;
+    std::int64_t epoch = 0;  // 0: no fence (before the lease is held)
+    Failure lost;
+  };
+  void set_fence(const std::string& holder, std::int64_t epoch, Failure lost);
+
+ private:
+  Fence fence_;
   std::mutex mutex_;
   Failure fail_;
   Failure conflict_;

@@ -27,8 +27,13 @@ void test_hold(const char* step) {
   fc_info("test hold at step %s", step);
   while (access((base + ".hold").c_str(), F_OK) == 0) usleep(50000);
 }
+bool test_ignore_lease() {
+  const char* v = std::getenv("FLEXCOD_TEST_IGNORE_LEASE");
+  return v != nullptr && std::string(v) == "1";
+}
 #else
 void test_hold(const char*) {}
+bool test_ignore_lease() { return false; }
 #endif
 
 }  // namespace flexcod

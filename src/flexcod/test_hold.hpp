@@ -19,6 +19,13 @@ namespace flexcod {
 // Otherwise: nothing.
 void test_hold(const char* step);
 
+// With FLEXCO_TEST_HOOKS and FLEXCOD_TEST_IGNORE_LEASE=1: this flexcod
+// goes on acting after it lost its lease (its requests to the plugins
+// still carry its epoch, and it does not stop), so that a test can show
+// that the plugins and the database refuse what a deposed flexcod does.
+// Otherwise: false.
+bool test_ignore_lease();
+
 }  // namespace flexcod
 
 #endif  // FLEXCOD_TEST_HOLD_HPP

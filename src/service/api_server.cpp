@@ -713,6 +713,18 @@ MHD_Result ApiServer::reservations(MHD_Connection* c, Req* req, const void* rout
     return send(c, req, status, json);
   if (rt->status) return send(c, req, rt->status, route_error(*rt), rt->allow);
   flexco_rsvc_t* s = host_.resv(host_.arg);
+  // Fencing (doc/reservations.md, "Epochs"): a mutation from a flexcod
+  // that lost its lease to another is refused before anything is done.
+  {
+    const bool reads = rt->kind == FLEXCO_RT_RESV_LIST || rt->kind == FLEXCO_RT_RESV_GET ||
+                       rt->kind == FLEXCO_RT_JOB_GET;
+    const char* stamp = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Flexco-Epoch");
+    if ((status = flexco_rsvc_fence(s, uid, stamp, !reads, &json))) {
+      log(FLEXCO_API_DEBUG, "%s %s: Flexco-Epoch %s refused (%d)", method, req->uri.c_str(),
+          stamp, status);
+      return send(c, req, status, json);
+    }
+  }
   switch (rt->kind) {
     case FLEXCO_RT_RESV_LIST:
       status = flexco_rsvc_list(s, uid, &json);

@@ -74,6 +74,11 @@ extern "C" int flexco_rsvc_create_resv(flexco_rsvc_t* s, uint32_t uid, const fle
                  [&](ResvService& v) { return v.create(uid, rq, body, len, json_out); });
 }
 
+extern "C" int flexco_rsvc_fence(flexco_rsvc_t* s, uint32_t uid, const char* header, bool mutating,
+                                 char** json_out) {
+  return request(s, json_out, [&](ResvService& v) { return v.fence(uid, header, mutating, json_out); });
+}
+
 extern "C" int flexco_rsvc_confirm(flexco_rsvc_t* s, uint32_t uid, const flexco_rsvc_idem_t* rq,
                                    const char* id, char** json_out) {
   return request(s, json_out, [&](ResvService& v) { return v.confirm(uid, rq, id, json_out); });

@@ -221,6 +221,17 @@ extern int flexco_rsvc_job_release(flexco_rsvc_t *s, uint32_t uid,
 				   const char *body, size_t len,
 				   char **json_out);
 
+/*
+ * Flexco-Epoch (core/epoch.hpp; doc/reservations.md, "Epochs"): `header`
+ * is the request's value (NULL: none, not fenced).  0 when the request may
+ * go on; else its status (409 stale_epoch: a mutation from a flexcod grid
+ * at an epoch lower than one seen here; 400: a malformed value; 503: a
+ * raised epoch could not be saved) and *json_out.  A new highest epoch of
+ * DaemonUsers is saved before the request goes on.
+ */
+extern int flexco_rsvc_fence(flexco_rsvc_t *s, uint32_t uid, const char *header,
+			     bool mutating, char **json_out);
+
 /* The agent's pass: recovery on the first one of a term, deadlines,
  * orphans, part-job events, forgetting old records, the save. */
 extern void flexco_rsvc_tick(flexco_rsvc_t *s);

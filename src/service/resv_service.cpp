@@ -280,6 +280,11 @@ int ResvService::write_state(char* why, std::size_t why_len) {
   }
   st.keys = keys.data();
   st.key_cnt = live.size();
+  std::vector<flexco_state_epoch_t> epochs;
+  for (const auto& kv : fence_.all())
+    epochs.push_back({const_cast<char*>(kv.first.c_str()), kv.second});
+  st.epochs = epochs.data();
+  st.epoch_cnt = epochs.size();
   // a record that cannot be written fails the save: left out, its
   // reservation would be an orphan at the next start
   char* text = flexco_encode_resv_state(&st, why, why_len);
@@ -355,6 +360,7 @@ int ResvService::saved(int status, char** json_out) {
 void ResvService::forget_all() {
   rvs_.clear();
   idem_.clear();
+  fence_.clear();
   next_id_ = 1;
 }
 
@@ -415,6 +421,8 @@ int ResvService::parse_state(const char* text, std::size_t len, char* why, std::
   }
   rvs_ = std::move(got);
   next_id_ = next;
+  fence_.clear();
+  for (std::size_t i = 0; i < st.epoch_cnt; i++) fence_.set(st.epochs[i].grid, st.epochs[i].epoch);
   const std::int64_t t = now();
   for (std::size_t i = 0; i < st.key_cnt; i++) {
     const flexco_state_key_t& k = st.keys[i];
@@ -1455,6 +1463,7 @@ json_t* ResvService::stats_json() {
                                 static_cast<json_int_t>(leases_lapsed_), "ungated_cancels",
                                 static_cast<json_int_t>(ungated_cancels_)));
   json_object_set_new(root, "unaccounted", json_integer(static_cast<json_int_t>(unaccounted_)));
+  json_object_set_new(root, "epochs", fence_json());
   const auto is = idem_.stats(now());
   json_object_set_new(
       root, "idempotency",

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/epoch.hpp"
 #include "service/capi_resv_service.h"
 #include "service/idem_cache.hpp"
 #include "service/resv_rules.hpp"
@@ -55,6 +56,11 @@ class ResvService {
   int job_get(std::uint32_t uid, const char* id, const char* job_id, char** json_out);
   int job_release(std::uint32_t uid, const char* id, const char* job_id, const char* body,
                   std::size_t len, char** json_out);
+
+  // Flexco-Epoch (resv_fence.cpp): 0 when the request may go on, else
+  // its status (409 stale_epoch, 400, 503) and *json_out.  `mutating`:
+  // the request changes something (a read is never refused).
+  int fence(std::uint32_t uid, const char* header, bool mutating, char** json_out);
 
   void tick();
   json_t* stats_json();
@@ -143,6 +149,7 @@ class ResvService {
   bool publish(const char* type, const Record& r, const PartJob& j);
   bool poll_jobs(Record& r);
   bool enforce_leases(Record& r, std::int64_t t);
+  json_t* fence_json() const;
 
   std::mutex mu_;
   bool open_ = false;
@@ -162,6 +169,10 @@ class ResvService {
   std::uint64_t ticks_ = 0;   // agent passes this term
   std::uint64_t leases_opened_ = 0, leases_confirmed_ = 0, leases_lapsed_ = 0;
   std::uint64_t ungated_cancels_ = 0;  // part jobs that started without the API's release
+  // The highest Flexco-Epoch per flexcod grid (saved with the state) and
+  // the mutations refused as older (resv_fence.cpp).
+  epoch::Fence fence_;
+  std::uint64_t stale_refused_ = 0;
   std::string last_save_error_;
   std::int64_t last_save_error_at_ = 0;
 };

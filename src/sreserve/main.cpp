@@ -123,6 +123,21 @@ struct Caller {
     cc.base_url = base_url;
     // A cluster's other controllers (flexcod.conf URL=a,b): tried in turn.
     if (other_urls != nullptr) cc.other_urls = *other_urls;
+    // flexcod at several addresses (FlexcodURL=a,b, --url a,b: several
+    // flexcods on one database, doc/flexcod.md "High availability"): one
+    // that does not answer or is a standby (503 not_in_charge) is left
+    // for the next.
+    std::vector<std::string> all_urls;
+    if (other_urls == nullptr && base_url.find(',') != std::string::npos) {
+      std::stringstream ss(base_url);
+      std::string u;
+      while (std::getline(ss, u, ','))
+        if (!u.empty()) all_urls.push_back(u);
+      if (!all_urls.empty()) {
+        cc.base_url = all_urls[0];
+        cc.other_urls.assign(all_urls.begin() + 1, all_urls.end());
+      }
+    }
     // Signed for the service asked (doc/auth.md, "Audience"): a cluster's
     // name from flexcod.conf (its ClusterName), or "flexcod".
     cc.audience = target;
@@ -150,14 +165,49 @@ struct Caller {
     if (!idempotency_key.empty()) headers.push_back({"Idempotency-Key", idempotency_key});
     auto r = client.request(method, path, body, headers, per_call);
     static const int kBackoff[] = {1, 2, 4, 8, 15, 15, 15};
+    // A standby's 503 not_in_charge: nothing was done, so the request is
+    // sent again (with its Idempotency-Key, if any) to the flexcod in
+    // charge it names, else after a pause, while another takes over.
+    auto standby = [](const http::Result<http::Response>& a, std::string* leader) {
+      if (!a.ok() || a.value().status != 503 || !a.value().json) return false;
+      const json_t* e = json_object_get(a.value().json.get(), "error");
+      const char* code = json_string_value(json_object_get(e, "code"));
+      if (code == nullptr || std::string(code) != "not_in_charge") return false;
+      const char* l = json_string_value(json_object_get(e, "leader"));
+      *leader = l != nullptr ? l : "";
+      return true;
+    };
     for (int sleep_s : kBackoff) {
-      if (idempotency_key.empty() || r.ok() ||
-          (r.error().code != http::Errc::kConnect && r.error().code != http::Errc::kTransport)) {
-        break;
+      std::string leader;
+      const bool refused = standby(r, &leader);
+      const bool unreached = !r.ok() && !idempotency_key.empty() &&
+                             (r.error().code == http::Errc::kConnect || r.error().code == http::Errc::kTransport);
+      if (!refused && !unreached) break;
+      if (refused && !leader.empty() && leader != cc.base_url) {
+        // the one in charge first, then the others as configured
+        http::ClientConfig lc = cc;
+        lc.base_url = leader;
+        lc.other_urls.clear();
+        lc.other_urls.push_back(cc.base_url);
+        for (const auto& u : cc.other_urls)
+          if (u != leader) lc.other_urls.push_back(u);
+        if (lc.other_urls.size() > http::Client::kMaxUrls - 1) lc.other_urls.resize(http::Client::kMaxUrls - 1);
+        auto next = http::Client::create(lc, signer);
+        if (next.ok()) {
+          if (verbose > 0) {
+            std::fprintf(stderr, "sreserve: %s: not in charge; asking %s, the flexcod in charge\n",
+                         target.c_str(), leader.c_str());
+          }
+          cc = lc;
+          client = std::move(next);
+          r = client.value().request(method, path, body, headers);
+          if (!standby(r, &leader)) continue;  // answered (or not reached): judged above
+        }
       }
       if (verbose > 0) {
-        std::fprintf(stderr, "sreserve: %s: %s; retrying in %d s with Idempotency-Key %s\n", target.c_str(),
-                     r.error().message.c_str(), sleep_s, idempotency_key.c_str());
+        std::fprintf(stderr, "sreserve: %s: %s; retrying in %d s%s%s\n", target.c_str(),
+                     refused ? "no flexcod in charge answered" : r.error().message.c_str(), sleep_s,
+                     idempotency_key.empty() ? "" : " with Idempotency-Key ", idempotency_key.c_str());
       }
       std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
       r = client.request(method, path, body, headers, per_call);
@@ -327,7 +377,11 @@ int main(int argc, char** argv) {
   if (!conf.ok() && (need_clusters || daemon_url.empty()))
     return fail(kExitConfig, "cannot use " + conf_path + ": " + conf.error().message +
                                  (need_clusters ? "" : " (or give --url / FLEXCO_URL)"));
-  if (daemon_url.empty() && conf.ok()) daemon_url = conf.value().flexcod_url;
+  if (daemon_url.empty() && conf.ok()) {
+    // every flexcod of the grid (FlexcodURL=a,b): tried in turn
+    for (const auto& u : conf.value().flexcod_urls) daemon_url += (daemon_url.empty() ? "" : ",") + u;
+    if (daemon_url.empty()) daemon_url = conf.value().flexcod_url;
+  }
   if (daemon_url.empty() && conf.ok()) {
     std::string host = conf.value().listen_address;
     if (host == "0.0.0.0") host = "127.0.0.1";

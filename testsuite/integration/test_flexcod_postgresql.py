@@ -8,7 +8,8 @@ schema made by `flexcod --init-db`.
 A 6-node co-allocation over two 4-node clusters runs its part jobs; while
 they run, flexcod is killed (SIGKILL) and started again: it recovers from
 PostgreSQL and completes the co-allocation, each part job having run once.
-A second flexcod on the same database is refused (the advisory lock).
+A second flexcod on the same database is a standby: it answers reads,
+names the one in charge and refuses writes with 503 not_in_charge.
 Last, PostgreSQL is stopped under flexcod: flexcod stops with a "fatal:
 StorageLoc" line, as it does when SQLite fails."""
 
@@ -17,6 +18,7 @@ import subprocess
 
 import flexcotest as t
 from flexcodtest import Flexcod, nothing_left, script
+from flexcohttp import FLEXCOD, Client
 from pgserver import PgServer
 
 NODES = [4, 4]
@@ -39,11 +41,11 @@ def main():
         to_postgresql(fc, pg.conninfo("flexcod"))
         r = subprocess.run([fc.launch_info()["argv"][0], "--init-db", "-f", fc.info["conf"]],
                            capture_output=True, text=True, timeout=60)
-        t.ok(r.returncode == 0 and "schema 6 ready" in r.stdout and "postgresql" in r.stdout,
+        t.ok(r.returncode == 0 and "schema 7 ready" in r.stdout and "postgresql" in r.stdout,
              "flexcod --init-db makes the schema in PostgreSQL", "%r %r" % (r.stdout, r.stderr))
         tables = sorted(x[0] for x in pg.query("flexcod", "SELECT table_name FROM "
                                                "information_schema.tables WHERE table_schema='public'"))
-        t.ok(tables == ["cluster_seq", "coallocations", "meta", "moves", "parts", "rendezvous", "submit_keys",
+        t.ok(tables == ["cluster_seq", "coallocations", "lease", "meta", "moves", "parts", "rendezvous", "submit_keys",
                         "transitions"], "its tables are there", "%r" % tables)
         # a password in StorageLoc needs an owner-only flexcod.conf
         with_pw = os.path.join(t.scratch_dir("flexcod-pgpw-"), "flexcod.conf")
@@ -95,14 +97,37 @@ def main():
              "no reservation or job is left on either cluster")
         fc.no_illegal_transitions()
 
-        # one flexcod per database
+        # a second flexcod on the database is a standby
         other = t.scratch_dir("flexcod-pg2-")
-        conf2 = fc.conf_copy(other, fc.info["port"] + 7, same_db=True)
-        r = subprocess.run([fc.launch_info()["argv"][0], "-D", "-f", conf2],
-                           capture_output=True, text=True, timeout=60)
-        t.ok(r.returncode != 0 and "in use by another flexcod" in r.stderr,
-             "a second flexcod on the same database is refused (advisory lock)",
-             "%r %r" % (r.returncode, r.stderr[-300:]))
+        port2 = fc.info["port"] + 7
+        conf2 = fc.conf_copy(other, port2, same_db=True)
+        second = subprocess.Popen([fc.launch_info()["argv"][0], "-D", "-f", conf2],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        try:
+            c2 = Client("http://127.0.0.1:%d" % port2, fc.socket, FLEXCOD, timeout=30)
+
+            def stats2():
+                try:
+                    r = c2.get("/v1/stats")
+                    return r.status == 200 and r.json
+                except OSError:
+                    return False
+            st = t.wait_for(stats2, 30, "the second flexcod to answer") or {}
+            lease = st.get("lease") or {}
+            t.ok(lease.get("in_charge") is False and lease.get("leader") == fc.url
+                 and st.get("coallocations", {}).get("completed") == 1,
+                 "a second flexcod on the database is a standby: it reads the database and "
+                 "names the one in charge", "%r" % st)
+            r = c2.request("POST", "/v1/coallocations", body={"nodes": 1, "duration": 60})
+            err = (r.json or {}).get("error") or {}
+            t.ok(r.status == 503 and err.get("code") == "not_in_charge"
+                 and err.get("leader") == fc.url,
+                 "a write to the standby is refused with 503 not_in_charge and the address of "
+                 "the one in charge", "%r %r" % (r.status, r.json))
+        finally:
+            second.terminate()
+            second.wait(30)
 
         # fail-stop: PostgreSQL goes away under flexcod
         pid = fc.pid

@@ -115,6 +115,20 @@ START_TEST(defaults_and_case) {
   ck_assert(tls.value().clusters[1].url == "http://h:1");
   ck_assert(tls.value().tls_ca_file == "/etc/flexco/tls/ca.pem");
   ck_assert(tls.value().flexcod_url.empty());
+  {
+    // high availability: every flexcod for sreserve, this one's address, the lease
+    auto ha = conf::parse("Cluster=a URL=http://h:1\nFlexcodURL=http://fc1:26990,https://fc2:26991\n"
+                          "AdvertiseURL=http://fc1.example.org:26990\nLeaseTime=10\n", "t");
+    ck_assert_msg(ha.ok(), "%s", ha.ok() ? "" : ha.error().message.c_str());
+    ck_assert_str_eq(ha.value().flexcod_url.c_str(), "http://fc1:26990");
+    ck_assert_int_eq(ha.value().flexcod_urls.size(), 2);
+    ck_assert_str_eq(ha.value().flexcod_urls[1].c_str(), "https://fc2:26991");
+    ck_assert_str_eq(ha.value().advertise_url.c_str(), "http://fc1.example.org:26990");
+    ck_assert_int_eq(ha.value().lease_time, 10);
+    auto dflt = conf::parse("Cluster=a URL=http://h:1\n", "t");
+    ck_assert(dflt.ok() && dflt.value().lease_time == 6 && dflt.value().advertise_url.empty() &&
+              dflt.value().flexcod_urls.empty());
+  }
   auto fu = conf::parse("Cluster=a URL=http://h:1\nFlexcodURL=https://fc.example.org:26991\n", "t");
   ck_assert(fu.ok() && fu.value().flexcod_url == "https://fc.example.org:26991");
   ck_assert_int_eq(c.cluster_timeout, 2);
@@ -225,6 +239,13 @@ const Bad kBad[] = {
     {"Cluster=a URL=https://\n", 1, "not http://host:port or https://host:port"},
     {"Cluster=a URL=http://h:1\nTLSCAFile=ca.pem\n", 2, "TLSCAFile: 'ca.pem' is not an absolute path"},
     {"Cluster=a URL=http://h:1\nFlexcodURL=ftp://h:1\n", 2, "FlexcodURL: 'ftp://h:1' is not http"},
+    {"Cluster=a URL=http://h:1\nFlexcodURL=http://a:1,ftp://h:1\n", 2, "FlexcodURL: 'ftp://h:1' is not http"},
+    {"Cluster=a URL=http://h:1\nFlexcodURL=http://a:1,,http://b:1\n", 2, "FlexcodURL: '' is not http"},
+    {"Cluster=a URL=http://h:1\nFlexcodURL=http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,"
+     "http://a:6,http://a:7,http://a:8,http://a:9\n", 2, "FlexcodURL: 1 to 8"},
+    {"Cluster=a URL=http://h:1\nAdvertiseURL=fc1:26990\n", 2, "AdvertiseURL: 'fc1:26990' is not http"},
+    {"Cluster=a URL=http://h:1\nLeaseTime=2\n", 2, "LeaseTime"},
+    {"Cluster=a URL=http://h:1\nLeaseTime=301\n", 2, "LeaseTime"},
     {"Cluster=a URL=http://h:1/v1\n", 1, "not http://host:port"},
     {"Cluster=a URL=http://h:1 Colour=x\n", 1, "unknown key 'Colour' on a Cluster line"},
     {"Cluster=a URL=http://h:1 URL=http://h:2\n", 1, "given twice"},

@@ -297,7 +297,7 @@ START_TEST(schema_1_is_migrated) {
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, nullptr);
   ck_assert(sqlite3_step(st) == SQLITE_ROW);
-  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "6");
+  ck_assert_str_eq(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "7");
   sqlite3_finalize(st);
   sqlite3_close(db);
 }
@@ -839,7 +839,7 @@ START_TEST(schema_2_is_migrated) {
   auto s = Store::open(loc, &err);
   ck_assert_msg(s != nullptr, "%s", err.c_str());
   ck_assert_str_eq(s->instance().c_str(), "fedcba9876543210");
-  ck_assert_str_eq(s->schema_version().c_str(), "6");
+  ck_assert_str_eq(s->schema_version().c_str(), "7");
   auto co = s->get_coalloc(1);
   ck_assert(co.has_value() && co->version == 1 && co->state == "running");
   auto p = s->parts(1, true).at(0);
@@ -857,7 +857,7 @@ START_TEST(schema_2_is_migrated) {
   s.reset();
   s = Store::open(loc, &err);  // again: nothing more to migrate
   ck_assert_msg(s != nullptr, "%s", err.c_str());
-  ck_assert_str_eq(s->schema_version().c_str(), "6");
+  ck_assert_str_eq(s->schema_version().c_str(), "7");
   ck_assert_int_eq(s->get_coalloc(1)->version, 2);
   ck_assert_int_eq(s->parts(1, true).at(0).clock_shift, -20);  // written and read back
   // the migrated database has the rendezvous' table
@@ -867,10 +867,17 @@ START_TEST(schema_2_is_migrated) {
   r.token_hash = std::string(64, 'a');
   ck_assert_msg(s->put_rendezvous_token(r, &err), "%s", err.c_str());
   ck_assert(s->rendezvous_by_token(r.token_hash).has_value());
-  // a database made new is schema 6 too
+  // a database made new is schema 7 too
   auto fresh = Store::open(fresh_loc("v3.db"), &err);
   ck_assert_msg(fresh != nullptr, "%s", err.c_str());
-  ck_assert_str_eq(fresh->schema_version().c_str(), "6");
+  ck_assert_str_eq(fresh->schema_version().c_str(), "7");
+  // and the lease's row, held by nobody
+  Store::LeaseRow lr;
+  Store::LeaseStep ls;
+  ls.holder = "x";
+  ls.lease_ms = 1000;
+  ck_assert_msg(s->lease_step(ls, &lr, &err), "%s", err.c_str());
+  ck_assert(lr.holder.empty() && lr.epoch == 0);
 }
 END_TEST
 
@@ -991,6 +998,99 @@ START_TEST(rendezvous_rows) {
 }
 END_TEST
 
+// The lease (flexcod/lease.hpp) by the database's clock: one holder at a
+// time, taken by another only once expired (epoch one more, a takeover
+// counted), renewed only by its holder; a write of a holder whose lease
+// was taken over is refused with nothing written and the fence's handler
+// told.  PostgreSQL: two stores (two flexcods) on one database.  SQLite
+// (one flexcod per file): taken at once by the next open.
+START_TEST(lease_one_holder_and_fencing) {
+  std::string err;
+  const Store::Location loc = fresh_loc("lease.db");
+  auto a = Store::open(loc, &err);
+  ck_assert_msg(a != nullptr, "%s", err.c_str());
+  Store::LeaseStep sa;
+  sa.holder = "a";
+  sa.address = "http://a:1";
+  sa.lease_ms = 60000;
+  sa.take = true;
+  Store::LeaseRow row;
+  ck_assert_msg(a->lease_step(sa, &row, &err), "%s", err.c_str());
+  ck_assert(row.holder == "a" && row.epoch == 1 && row.takeovers == 0);
+  ck_assert(row.expires_ms > row.db_now_ms + 59000);
+  sa.epoch = 1;
+  sa.take = false;
+  ck_assert(a->lease_step(sa, &row, &err) && row.holder == "a" && row.epoch == 1);  // renewed
+  std::vector<std::string> lost;
+  a->set_fence("a", 1, [&lost](const std::string& w) { lost.push_back(w); });
+  CoRecord c = sample_co();
+  ck_assert_msg(a->insert_coalloc(&c, "submitted", &err), "%s", err.c_str());
+  ck_assert(lost.empty());
+  if (!g_use_pg) {
+    // the next flexcod on the file takes it at once (flock excludes others)
+    a.reset();
+    auto again = Store::open(loc, &err);
+    ck_assert_msg(again != nullptr, "%s", err.c_str());
+    Store::LeaseStep sb;
+    sb.holder = "b";
+    sb.lease_ms = 60000;
+    sb.take = true;
+    ck_assert(again->lease_step(sb, &row, &err) && row.holder == "a");  // not expired: not taken
+    sb.force = true;
+    ck_assert(again->lease_step(sb, &row, &err) && row.holder == "b" && row.epoch == 2 && row.takeovers == 1);
+    return;
+  }
+  auto b = Store::open(loc, &err);
+  ck_assert_msg(b != nullptr, "%s", err.c_str());
+  Store::LeaseStep sb;
+  sb.holder = "b";
+  sb.address = "http://b:1";
+  sb.lease_ms = 60000;
+  sb.take = true;
+  ck_assert(b->lease_step(sb, &row, &err) && row.holder == "a" && row.address == "http://a:1");
+  // a's lease made short: b takes it once the database's clock passes it
+  sa.lease_ms = 300;
+  ck_assert(a->lease_step(sa, &row, &err) && row.holder == "a");
+  bool taken = false;
+  for (int i = 0; i < 100 && !taken; ++i) {
+    ck_assert_msg(b->lease_step(sb, &row, &err), "%s", err.c_str());
+    taken = row.holder == "b";
+    if (!taken) usleep(50000);
+  }
+  ck_assert(taken && row.epoch == 2 && row.takeovers == 1 && row.address == "http://b:1");
+  // a can neither renew nor write any more
+  ck_assert(a->lease_step(sa, &row, &err) && row.holder == "b");
+  CoRecord d = sample_co();
+  ck_assert(!a->insert_coalloc(&d, "submitted", &err));
+  ck_assert_int_eq(lost.size(), 1);
+  ck_assert_msg(lost[0].find("another flexcod took over") != std::string::npos, "%s", lost[0].c_str());
+  auto got = a->get_coalloc(c.id);
+  ck_assert(got.has_value());
+  got->state = "committing";
+  ck_assert(!a->update_coalloc(*got, "x", &err));
+  ck_assert_int_eq(lost.size(), 2);
+  ck_assert_int_eq(b->list_coallocs(-1, "", 100).size(), 1);  // only the first insert
+  ck_assert_str_eq(b->get_coalloc(c.id)->state.c_str(), "planning");
+  // b writes under its own fence
+  b->set_fence("b", 2, [](const std::string&) { ck_abort_msg("b fenced"); });
+  CoRecord e = sample_co();
+  ck_assert_msg(b->insert_coalloc(&e, "submitted", &err), "%s", err.c_str());
+  // raised above an epoch a cluster has seen (a restored database)
+  sb.epoch = 2;
+  sb.take = false;
+  sb.raise_to = 7;
+  ck_assert(b->lease_step(sb, &row, &err) && row.holder == "b" && row.epoch == 7);
+  // given back: the next to ask takes it at once
+  sb.epoch = 7;
+  sb.raise_to = 0;
+  sb.release = true;
+  ck_assert(b->lease_step(sb, &row, &err) && row.holder.empty());
+  sa.epoch = 0;
+  sa.take = true;
+  ck_assert(a->lease_step(sa, &row, &err) && row.holder == "a" && row.epoch == 8);
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("flexcod_store");
   TCase* tc = tcase_create("sqlite");
@@ -1010,6 +1110,7 @@ Suite* make_suite() {
   tcase_add_test(tc, failed_write_reaches_the_handler);
   tcase_add_test(tc, purge_finished_keeps_live_and_young);
   tcase_add_test(tc, one_store_per_database);
+  tcase_add_test(tc, lease_one_holder_and_fencing);
   tcase_add_test(tc, older_copy_cannot_overwrite);
   tcase_add_test(tc, user_caps);
   tcase_add_test(tc, versions_compare_and_set);
@@ -1030,7 +1131,7 @@ Suite* make_suite() {
   tcase_add_test(pg, unknown_coalloc_write_fails);
   tcase_add_test(pg, snapshot_and_written_since);
   tcase_add_test(pg, purge_finished_keeps_live_and_young);
-  tcase_add_test(pg, one_store_per_database);
+  tcase_add_test(pg, lease_one_holder_and_fencing);
   tcase_add_test(pg, older_copy_cannot_overwrite);
   tcase_add_test(pg, user_caps);
   tcase_add_test(pg, versions_compare_and_set);

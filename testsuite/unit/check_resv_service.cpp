@@ -607,6 +607,18 @@ class Svc {
                                            body.empty() ? nullptr : body.data(), body.size(), &out);
     return answer(st, out);
   }
+  // Flexco-Epoch: 0 (goes on) or the refusal's status, *doc its document
+  int fence(std::uint32_t uid, const char* header, bool mutating, Res* doc = nullptr) {
+    char* out = nullptr;
+    const int st = flexco_rsvc_fence(s_, uid, header, mutating, &out);
+    if (st == 0) {
+      ck_assert_ptr_null(out);
+      return 0;
+    }
+    Res r = answer(st, out);
+    if (doc != nullptr) *doc = r;
+    return st;
+  }
   std::shared_ptr<json_t> stats() {
     json_t* s = flexco_rsvc_stats_json(s_);
     ck_assert_ptr_nonnull(s);
@@ -1974,6 +1986,70 @@ START_TEST(stats) {
 }
 END_TEST
 
+// Fencing of deposed flexcods (doc/reservations.md, "Epochs"): the
+// highest Flexco-Epoch of each grid is kept, saved before anything of it
+// is done, and survives a restart or a takeover by another controller; a
+// mutation with a lower one is refused (409 stale_epoch), a read is not;
+// only DaemonUsers raise it; no header is not fenced; a malformed one is
+// 400.  A state file without epochs (older plugins') loads with none.
+START_TEST(epoch_fencing) {
+  Fake f;
+  {
+    Svc a(f);
+    a.tick();
+    ck_assert_int_eq(a.create(kDaemon, resv_body("alice", 1, kT0 + 60, 600)).status, 201);
+    // an older plugin's state file: no "epochs" member
+    ck_assert(f.current && f.current->find("epochs") == std::string::npos);
+    ck_assert_int_eq(a.fence(kDaemon, nullptr, true), 0);
+    ck_assert_int_eq(a.fence(kDaemon, "g1:3", false), 0);  // a read raises it
+    ck_assert(f.current->find("\"epochs\":{\"g1\":3}") != std::string::npos);
+    Res r;
+    ck_assert_int_eq(a.fence(kDaemon, "g1:2", true, &r), 409);
+    CK_STR(r.code().c_str(), "stale_epoch");
+    ck_assert_int_eq(json_integer_value(json_object_get(r.m("error"), "epoch")), 3);
+    ck_assert_int_eq(a.fence(kDaemon, "g1:2", false), 0);  // reads are answered
+    ck_assert_int_eq(a.fence(kDaemon, "g1:3", true), 0);
+    ck_assert_int_eq(a.fence(kDaemon, "g2:1", true), 0);  // another grid, its own
+    ck_assert_int_eq(a.fence(kAlice, "g1:99", true), 0);  // not flexcod: ignored
+    ck_assert_int_eq(a.fence(kDaemon, "g1:1", true), 409);
+    ck_assert_int_eq(a.fence(kDaemon, "g1:x", true, &r), 400);
+    CK_STR(r.code().c_str(), "bad_request");
+    ck_assert_int_eq(a.fence(kDaemon, "g1:03", true), 400);
+    auto st = a.stats();
+    ck_assert_int_eq(json_integer_value(at(st, "epochs", "refused_stale")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(at(st, "epochs", "grids"), "g1")), 3);
+    a.close();
+  }
+  // another controller on the saved state (or slurmctld restarted)
+  {
+    Svc b(f);
+    b.tick();
+    ck_assert_int_eq(b.fence(kDaemon, "g1:2", true), 409);
+    ck_assert_int_eq(b.fence(kDaemon, "g2:1", true), 0);
+    // a raise that cannot be saved refuses the request: nothing of the
+    // new epoch is done before it is on disk
+    f.save_errno = ENOSPC;
+    Res r;
+    ck_assert_int_eq(b.fence(kDaemon, "g1:4", true, &r), 503);
+    CK_STR(r.code().c_str(), "state_not_saved");
+    f.save_errno = 0;
+    ck_assert_int_eq(b.fence(kDaemon, "g1:4", true), 0);
+    ck_assert_int_eq(b.fence(kDaemon, "g1:3", true), 409);
+    b.close();
+  }
+  // a state file with a malformed epoch is no valid copy
+  std::string bad = *f.current;
+  const std::size_t at4 = bad.find("\"g1\":4");
+  ck_assert(at4 != std::string::npos);
+  bad.replace(at4, 6, "\"g1\":0");
+  f.prev = f.current;
+  f.current = bad;
+  Svc c(f);
+  CK_STR(json_string_value(at(c.stats(), "state", "loaded_from")), "previous");
+  ck_assert_int_eq(c.fence(kDaemon, "g1:3", true), 409);
+}
+END_TEST
+
 Suite* make_suite() {
   Suite* s = suite_create("resv_service");
   TCase* tc = tcase_create("service");
@@ -2000,6 +2076,7 @@ Suite* make_suite() {
   tcase_add_test(tc, id_sequence);
   tcase_add_test(tc, adopted_without_users_survives_a_restart);
   tcase_add_test(tc, stats);
+  tcase_add_test(tc, epoch_fencing);
   suite_add_tcase(s, tc);
   return s;
 }
