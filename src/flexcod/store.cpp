@@ -952,7 +952,7 @@ RendezvousRecord read_rdv(Stmt& s) {
 
 bool Store::put_rendezvous_token(const RendezvousRecord& r, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Txn t(db_, fail_);
+  Txn t(db_, fail_, fence_);
   if (!t.ok()) {
     if (error) *error = std::string("begin: ") + db_->errmsg();
     return false;

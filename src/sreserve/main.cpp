@@ -158,12 +158,13 @@ struct Caller {
       }
       kept = clients.emplace(id, std::move(made).value()).first;
     }
-    const http::Client& client = kept->second;  // std::map: stays where it is
+    const http::Client* client = &kept->second;  // std::map: stays where it is
+    std::optional<http::Client> followed;        // the flexcod in charge, when a standby named it
     lock.unlock();
     const long per_call = timeout_ms > 0 ? timeout_ms : 0;  // 0: the client's
     std::vector<http::Header> headers;
     if (!idempotency_key.empty()) headers.push_back({"Idempotency-Key", idempotency_key});
-    auto r = client.request(method, path, body, headers, per_call);
+    auto r = client->request(method, path, body, headers, per_call);
     static const int kBackoff[] = {1, 2, 4, 8, 15, 15, 15};
     // A standby's 503 not_in_charge: nothing was done, so the request is
     // sent again (with its Idempotency-Key, if any) to the flexcod in
@@ -199,8 +200,9 @@ struct Caller {
                          target.c_str(), leader.c_str());
           }
           cc = lc;
-          client = std::move(next);
-          r = client.value().request(method, path, body, headers);
+          followed.emplace(std::move(next).value());
+          client = &*followed;
+          r = client->request(method, path, body, headers, per_call);
           if (!standby(r, &leader)) continue;  // answered (or not reached): judged above
         }
       }
@@ -210,7 +212,7 @@ struct Caller {
                      idempotency_key.empty() ? "" : " with Idempotency-Key ", idempotency_key.c_str());
       }
       std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
-      r = client.request(method, path, body, headers, per_call);
+      r = client->request(method, path, body, headers, per_call);
     }
     if (!r.ok()) {
       json_object_set_new(rec.get(), "code", json_string(http::errc_name(r.error().code)));
