@@ -35,7 +35,7 @@ def main():
     os.makedirs(run_dir, exist_ok=True)
     argv = [sys.executable, os.path.join(t.srcdir(), "contrib", "soak"),
             "--builddir", t.builddir(), "--run-dir", run_dir, "--json", out_json,
-            "--duration", "230", "--tail", "50", "--backlog", "120", "--drain", "120",
+            "--duration", "230", "--tail", "50", "--backlog", "120", "--drain", "300",
             "--interval", "12", "--partition-every", "45", "--kill-every", "70",
             "--cancel", "0.25",
             "--users", "3", "--seed", "38",
